@@ -1,0 +1,69 @@
+"""What producers use: route a key with nothing but a published routing table.
+
+router = Router.from_store("var/routing", "clicks")     # LATEST, or version=3
+router.route("user-42")                                  # -> "w7"
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from routeplan.hashing import key_group
+from routeplan.routing_table import RoutingTable
+from routeplan.store import RoutingStore
+
+
+class Router:
+    """Routes keys exactly as a routing table says.
+
+    A key with a ``hot_keys`` entry is spread over its workers by weight with smooth weighted
+    round-robin (the split is exact over any run of messages); every other key goes to its key
+    group's worker.
+    """
+
+    def __init__(self, table: RoutingTable) -> None:
+        self.table = table
+        self._groups = table.key_group_worker
+        self._num_key_groups = table.num_key_groups
+        self._seed = table.hash_seed
+        self._split = {
+            key: ([w for w, _ in targets], [x for _, x in targets])
+            for key, targets in table.hot_keys.items()
+        }
+        self._credit = {key: [0.0] * len(ws) for key, (ws, _) in self._split.items()}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_store(
+        cls, root: str | os.PathLike[str], stream: str, version: int | None = None
+    ) -> Router:
+        """Load LATEST (or a pinned ``version``) of ``stream``, schema and checksum verified."""
+        table = RoutingStore(root).load(stream, version)
+        if table is None:
+            raise FileNotFoundError(f"no routing table published for stream {stream!r} in {root}")
+        return cls(table)
+
+    @property
+    def version(self) -> int | None:
+        return self.table.version
+
+    def candidates(self, key: str) -> list[str]:
+        """Every worker that may receive ``key``."""
+        if key in self._split:
+            return list(self._split[key][0])
+        return [self._groups[key_group(key, self._num_key_groups, self._seed)]]
+
+    def route(self, key: str) -> str:
+        """The worker for the next message of ``key``."""
+        split = self._split.get(key)
+        if split is None:
+            return self._groups[key_group(key, self._num_key_groups, self._seed)]
+        workers, weights = split
+        with self._lock:
+            credit = self._credit[key]
+            for i, weight in enumerate(weights):
+                credit[i] += weight
+            best = max(range(len(credit)), key=credit.__getitem__)
+            credit[best] -= sum(weights)
+        return workers[best]

@@ -1,0 +1,71 @@
+"""Strategies, all behind one interface and registered by name (DESIGN.md "Layout").
+
+plan = get_strategy("cg", epsilon=0.01).plan(loads, current, workers, budget)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Protocol
+
+from routeplan.models import Budget, LoadSnapshot, Plan, Workers
+from routeplan.routing_table import RoutingTable
+
+
+class Strategy(Protocol):
+    """One method, plain data in and out (like Kafka's ``ConsumerPartitionAssignor``)."""
+
+    name: str
+
+    def plan(
+        self,
+        loads: LoadSnapshot,
+        current: RoutingTable | None,
+        workers: Workers,
+        budget: Budget,
+    ) -> Plan: ...
+
+
+def finish_plan(table: RoutingTable, loads: LoadSnapshot, current: RoutingTable | None) -> Plan:
+    """Every strategy ends here: moves against ``current`` and predicted metrics, one way."""
+    from routeplan import metrics
+
+    moved, predicted = metrics.evaluate(table, loads, current)
+    return Plan(table=replace(table, predicted=predicted), moves=moved, metrics=predicted)
+
+
+_REGISTRY: dict[str, Callable[..., Strategy]] = {}
+
+
+def register(name: str) -> Callable[[type], type]:
+    """Class decorator: make a strategy selectable by ``name`` in the CLI, DAG and benchmarks."""
+
+    def decorate(cls: type) -> type:
+        if name in _REGISTRY:
+            raise ValueError(f"strategy {name!r} registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def strategy_names() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def get_strategy(name: str, **params: Any) -> Strategy:
+    """Build the strategy registered as ``name`` with its parameters."""
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown strategy {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+    try:
+        return _REGISTRY[name](**params)
+    except TypeError as err:
+        raise ValueError(f"bad parameters for strategy {name!r}: {err}") from None
+
+
+def _load_builtin() -> None:
+    from routeplan.strategies import consistent_grouping, key_grouping  # noqa: F401
