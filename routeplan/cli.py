@@ -88,9 +88,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1))
         return 0
     predicted = summary["predicted"]
+    parent = summary["parent_version"]
     print(
         f"{summary['stream']} v{summary['version']} ({summary['kind']}, strategy "
-        f"{summary['strategy']}, parent v{summary['parent_version']}) at {summary['created_at']}"
+        f"{summary['strategy']}, {f'parent v{parent}' if parent else 'first version'}) "
+        f"published {summary['created_at']}"
     )
     print(
         f"  predicted imbalance {predicted.get('imbalance', float('nan')):.4f}, "

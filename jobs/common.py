@@ -1,0 +1,154 @@
+"""What every Spark job shares: the Spark + Delta session, table paths, interval arguments.
+
+Jobs run unchanged under ``spark-submit`` (Airflow's SparkSubmitOperator, any cluster) and in
+process (tests): the session helper only fills in what spark-submit did not set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+LOCAL_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "2g",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+}
+
+
+def delta_jars() -> list[str]:
+    """The Delta Lake jars fetched by ``make setup`` (``$ROUTEPLAN_JARS``, default ./.jars)."""
+    folder = Path(os.environ.get("ROUTEPLAN_JARS", Path(__file__).resolve().parents[1] / ".jars"))
+    jars = sorted(str(p) for p in folder.glob("*.jar"))
+    if not jars:
+        raise RuntimeError(
+            f"no Delta Lake jars in {folder}: run `make setup` (it fetches them with Maven)"
+        )
+    return jars
+
+
+def spark_session(app: str):  # -> pyspark.sql.SparkSession
+    """The active session, or a new local one with Delta Lake (``$ROUTEPLAN_SPARK_MASTER``)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder.appName(f"routeplan-{app}")
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # set by spark-submit's PythonRunner
+    if not submitted:
+        builder = builder.master(os.environ.get("ROUTEPLAN_SPARK_MASTER", "local[2]"))
+        builder = builder.config("spark.jars", ",".join(delta_jars()))
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need routeplan too
+        for key, value in LOCAL_CONF.items():
+            builder = builder.config(key, value)
+    for key, value in DELTA_CONF.items():
+        builder = builder.config(key, value)
+    builder = builder.config("spark.sql.session.timeZone", "UTC")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Path of each Delta table under ``<home>/warehouse`` (``bronze.stream_events`` → path)."""
+
+    home: Path
+
+    def path(self, name: str) -> str:
+        layer, table = name.split(".")
+        return str(self.home / "warehouse" / layer / table)
+
+    @property
+    def routing(self) -> Path:
+        return self.home / "routing"
+
+    def report_path(self, interval_start: date, stage: str) -> Path:
+        return self.home / "reports" / interval_start.isoformat() / f"{stage}.json"
+
+    def write_report(self, interval_start: date, stage: str, report: dict[str, Any]) -> Path:
+        path = self.report_path(interval_start, stage)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=1, default=str) + "\n")
+        return path
+
+
+@dataclass(frozen=True)
+class RunArgs:
+    home: Path
+    interval_start: date
+    interval_end: date  # exclusive
+    streams: tuple[str, ...]  # empty: every stream found
+    run_id: str
+
+    @property
+    def tables(self) -> Tables:
+        return Tables(self.home)
+
+    def days(self) -> list[date]:
+        n = (self.interval_end - self.interval_start).days
+        return [self.interval_start + timedelta(days=i) for i in range(n)]
+
+    def interval_predicate(self, column: str = "date") -> str:
+        """SQL predicate selecting the interval (and the chosen streams) in a table."""
+        where = f"{column} >= '{self.interval_start}' AND {column} < '{self.interval_end}'"
+        if self.streams:
+            where += " AND stream IN (" + ", ".join(f"'{s}'" for s in self.streams) + ")"
+        return where
+
+
+def run_parser(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--home", default=os.environ.get("ROUTEPLAN_HOME", "var"))
+    parser.add_argument("--interval-start", type=date.fromisoformat, required=True)
+    parser.add_argument(
+        "--interval-end", type=date.fromisoformat, help="exclusive (default: start + 1 day)"
+    )
+    parser.add_argument("--streams", default="", help="comma-separated; empty = all found")
+    parser.add_argument("--run-id", default="manual")
+    return parser
+
+
+def run_args(ns: argparse.Namespace) -> RunArgs:
+    end = ns.interval_end or ns.interval_start + timedelta(days=1)
+    if end <= ns.interval_start:
+        raise SystemExit(f"interval end {end} must be after its start {ns.interval_start}")
+    streams = tuple(s.strip() for s in ns.streams.split(",") if s.strip())
+    bad = [s for s in streams if not s.replace("-", "").replace("_", "").isalnum()]
+    if bad:
+        raise SystemExit(f"stream names may hold letters, digits, '-' and '_' only: {bad}")
+    return RunArgs(Path(ns.home).resolve(), ns.interval_start, end, streams, ns.run_id)
+
+
+def write_delta(df, tables: Tables, name: str, replace_where: str, partition_by=()) -> None:
+    """Overwrite exactly the rows matching ``replace_where`` (idempotent rerun of an interval)."""
+    writer = df.write.format("delta").mode("overwrite").option("replaceWhere", replace_where)
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.save(tables.path(name))
+
+
+def read_delta(spark, tables: Tables, name: str):
+    path = tables.path(name)
+    if not Path(path, "_delta_log").is_dir():
+        raise SystemExit(f"Delta table {name} not found at {path}: run the earlier stages first")
+    return spark.read.format("delta").load(path)
+
+
+def log(stage: str, message: str) -> None:
+    print(f"[routeplan {stage}] {message}", flush=True)

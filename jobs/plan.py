@@ -1,0 +1,244 @@
+"""plan: window loads → candidate plans in Delta ``gold.plans``.
+
+For each stream: the loads of the planning window (the peak window by default, or the whole
+interval), the current published table (LATEST) and the workers file go through the chosen
+strategy and the ``kg`` baseline (``routeplan.strategies``). Every candidate is written with its
+predicted metrics and moves; the chosen one is ``selected``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
+from jobs.workers import read_workers
+from routeplan.hashing import DEFAULT_SEED
+from routeplan.metrics import observed_imbalance, table_imbalance
+from routeplan.models import Budget, LoadSnapshot
+from routeplan.store import RoutingStore
+from routeplan.strategies import get_strategy, strategy_names
+
+LOAD_METRICS = ("messages", "bytes", "cost_ms")
+BASELINE = "kg"
+PLAN_COLUMNS = (
+    "interval_start date, stream string, run_id string, strategy string, selected boolean, "
+    "window_start timestamp, window_end timestamp, load_metric string, current_version int, "
+    "observed_imbalance double, current_imbalance double, predicted_imbalance double, "
+    "moves int, migrated_load_share double, metrics string, params string, "
+    "table_document string, created_at timestamp"
+)
+
+
+def load_snapshot(spark, args: RunArgs, stream: str, options):
+    """The stream's LoadSnapshot, the window it covers, and the load per logged worker there
+    (None when the interval has no data for the stream)."""
+    from pyspark.sql import functions as F
+
+    tables = args.tables
+    where = args.interval_predicate() + f" AND stream = '{stream}'"
+    summary = read_delta(spark, tables, "silver.window_summary").where(where)
+    frames = {
+        name: read_delta(spark, tables, f"silver.{name}").where(where)
+        for name in ("key_group_load", "key_load", "worker_load")
+    }
+    if options.planning_window == "peak":
+        chosen = summary.orderBy(F.desc("messages"), "window_start").first()
+        if chosen is None:
+            return None
+        window = (chosen["window_start"], chosen["window_end"])
+        frames = {
+            name: frame.where(F.col("window_start") == F.lit(window[0]))
+            for name, frame in frames.items()
+        }
+    else:
+        span = summary.agg(F.min("window_start"), F.max("window_end")).first()
+        if span[0] is None:
+            return None
+        window = (span[0], span[1])
+    metric = options.load_metric
+    load = np.zeros(options.num_key_groups)
+    keys = np.zeros(options.num_key_groups)
+    for r in (
+        frames["key_group_load"]
+        .groupBy("key_group")
+        .agg(F.sum(metric).alias("load"), F.sum("distinct_keys").alias("keys"))
+        .collect()
+    ):
+        if not 0 <= r["key_group"] < options.num_key_groups:
+            raise SystemExit(
+                f"{stream}: key group {r['key_group']} outside 0..{options.num_key_groups - 1}: "
+                "the windows job ran with another --num-key-groups"
+            )
+        load[r["key_group"]] = r["load"]
+        keys[r["key_group"]] = r["keys"]
+    hot = (
+        frames["key_load"]
+        .where(F.col("share") >= options.hot_key_min_share)
+        .groupBy("key")
+        .agg(F.sum(metric).alias("load"))
+        .collect()
+    )
+    logged = {
+        r["worker"]: float(r["load"])
+        for r in frames["worker_load"].groupBy("worker").agg(F.sum(metric).alias("load")).collect()
+    }
+    snapshot = LoadSnapshot(
+        stream=stream,
+        key_group_load=load,
+        hot_key_load={r["key"]: float(r["load"]) for r in hot},
+        key_group_keys=keys,
+        hash_seed=options.hash_seed,
+    )
+    return snapshot, window, logged
+
+
+def plan_stream(spark, args: RunArgs, stream: str, options) -> list[tuple]:
+    """Plan one stream with the chosen strategy and the baseline; rows for ``gold.plans``."""
+    found = load_snapshot(spark, args, stream, options)
+    if found is None:
+        log("plan", f"{stream}: no windows in the interval, nothing to plan")
+        return []
+    snapshot, window, logged = found
+    workers = read_workers(options.workers_path, stream, logged)
+    observed = observed_imbalance(logged, workers)
+    current = RoutingStore(args.tables.routing).load(stream)
+    current_imbalance = (
+        table_imbalance(current, snapshot)
+        if current is not None and current.num_key_groups == snapshot.num_key_groups
+        else None
+    )
+    budget = Budget(
+        max_moves=options.max_moves, max_migrated_load_share=options.max_migrated_load_share
+    )
+    rows = []
+    now = datetime.now(UTC)
+    for name in dict.fromkeys([options.strategy, BASELINE]):
+        params = options.strategy_params if name == options.strategy else {}
+        plan = get_strategy(name, **params).plan(snapshot, current, workers, budget)
+        rows.append(
+            (
+                args.interval_start,
+                stream,
+                args.run_id,
+                name,
+                name == options.strategy,
+                window[0],
+                window[1],
+                options.load_metric,
+                current.version if current else None,
+                observed,
+                current_imbalance,
+                float(plan.metrics["imbalance"]),
+                int(plan.metrics["moves"]),
+                float(plan.metrics["migrated_load_share"]),
+                json.dumps(plan.metrics),
+                json.dumps(dict(plan.table.params)),
+                json.dumps(plan.table.to_document()),
+                now,
+            )
+        )
+        log(
+            "plan",
+            f"{stream}: {name} predicted imbalance {plan.metrics['imbalance']:.4f} "
+            f"(logged {observed:.4f}), {len(plan.moves)} moves",
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = run_parser(__doc__.splitlines()[0])
+    parser.add_argument("--strategy", default="cg", help=f"one of {', '.join(strategy_names())}")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="strategy parameter, e.g. epsilon=0.01 (repeatable)",
+    )
+    parser.add_argument("--planning-window", choices=("peak", "interval"), default="peak")
+    parser.add_argument("--load-metric", choices=LOAD_METRICS, default="messages")
+    parser.add_argument("--num-key-groups", type=int, default=1024)
+    parser.add_argument("--hash-seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument(
+        "--hot-key-min-share",
+        type=float,
+        default=0.001,
+        help="heavy hitters above this share of the window are hot-key candidates",
+    )
+    parser.add_argument("--max-moves", type=int)
+    parser.add_argument("--max-migrated-load-share", type=float)
+    parser.add_argument("--workers-path")
+    ns = parser.parse_args(argv)
+    args = run_args(ns)
+    if ns.strategy not in strategy_names():
+        raise SystemExit(f"unknown strategy {ns.strategy!r}; known: {', '.join(strategy_names())}")
+    ns.strategy_params = parse_params(ns.param)
+    ns.workers_path = (
+        Path(ns.workers_path) if ns.workers_path else args.home / "config/workers.json"
+    )
+    get_strategy(ns.strategy, **ns.strategy_params)  # bad parameters fail before Spark starts
+
+    spark = spark_session("plan")
+    streams = args.streams or tuple(
+        sorted(
+            r["stream"]
+            for r in read_delta(spark, args.tables, "silver.window_summary")
+            .where(args.interval_predicate())
+            .select("stream")
+            .distinct()
+            .collect()
+        )
+    )
+    rows = [row for stream in streams for row in plan_stream(spark, args, stream, ns)]
+    frame = spark.createDataFrame(rows, PLAN_COLUMNS)
+    write_delta(
+        frame,
+        args.tables,
+        "gold.plans",
+        args.interval_predicate("interval_start").replace(
+            f"interval_start < '{args.interval_end}'", f"interval_start < '{args.interval_end}'"
+        ),
+        partition_by=("interval_start",),
+    )
+    report = {
+        "stage": "plan",
+        "run_id": args.run_id,
+        "interval_start": args.interval_start,
+        "strategy": ns.strategy,
+        "params": ns.strategy_params,
+        "streams": {
+            r[1]: {
+                "observed_imbalance": r[9],
+                "predicted_imbalance": r[11],
+                "moves": r[12],
+                "current_version": r[8],
+            }
+            for r in rows
+            if r[4]
+        },
+    }
+    args.tables.write_report(args.interval_start, "plan", report)
+    log("plan", json.dumps(report, default=str))
+    return report
+
+
+def parse_params(pairs: list[str]) -> dict:
+    """``["epsilon=0.01", "max_salt=32"]`` → ``{"epsilon": 0.01, "max_salt": 32}`` (JSON values)."""
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--param wants K=V, got {pair!r}")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""windows: ``bronze.stream_events`` → per-window loads in Delta ``silver.*``.
+
+Tumbling windows of ``--window-minutes``. For each stream and window:
+
+* ``silver.key_group_load`` — messages, bytes, cost_ms, distinct_keys per key group
+  (``routeplan.hashing.key_group``: the planner's unit);
+* ``silver.key_load`` — the heavy hitters: the top ``--heavy-hitters`` keys with their share;
+* ``silver.worker_load`` — what each worker recorded in the logs processed, with distinct keys;
+* ``silver.partition_load`` — per partition, with the write rate in bytes/s (paper 002's input);
+* ``silver.window_summary`` — totals and the observed imbalance on the logged workers
+  (``routeplan.metrics``; capacities from the workers file).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
+from jobs.workers import read_workers
+from routeplan.hashing import DEFAULT_NUM_KEY_GROUPS, DEFAULT_SEED, key_groups
+from routeplan.metrics import observed_imbalance
+
+LOADS = ("messages", "bytes", "cost_ms")
+
+
+def key_group_column(column, num_key_groups: int, seed: int):
+    """Spark column: the routeplan key group of ``column`` (Arrow-vectorised UDF)."""
+    from pyspark.sql import functions as F
+
+    def _key_group(keys: pd.Series) -> pd.Series:
+        return pd.Series(key_groups(keys.tolist(), num_key_groups, seed), dtype="int32")
+
+    return F.pandas_udf(_key_group, "int")(column)
+
+
+def windows(
+    spark,
+    args: RunArgs,
+    window_minutes: int,
+    heavy_hitters: int,
+    num_key_groups: int,
+    hash_seed: int,
+    workers_path: Path | None,
+) -> dict:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    tables = args.tables
+    events = read_delta(spark, tables, "bronze.stream_events").where(args.interval_predicate())
+    window = F.window("ts", f"{window_minutes} minutes")
+    base = events.select(
+        "stream",
+        window.start.alias("window_start"),
+        window.end.alias("window_end"),
+        "key",
+        "worker",
+        "partition",
+        F.col("size_bytes").alias("bytes"),
+        F.coalesce("cost_ms", F.lit(0.0)).alias("cost_ms"),
+    ).persist()
+    sums = [
+        F.count("*").alias("messages"),
+        F.sum("bytes").alias("bytes"),
+        F.sum("cost_ms").alias("cost_ms"),
+    ]
+    dims = ["stream", "window_start", "window_end"]
+    with_date = lambda df: df.withColumn("date", F.to_date("window_start"))  # noqa: E731
+
+    per_key = base.groupBy(*dims, "key").agg(*sums).persist()
+    key_group_load = (
+        per_key.withColumn("key_group", key_group_column(F.col("key"), num_key_groups, hash_seed))
+        .groupBy(*dims, "key_group")
+        .agg(*[F.sum(c).alias(c) for c in LOADS], F.count("*").alias("distinct_keys"))
+    )
+    totals = per_key.groupBy(*dims).agg(F.sum("messages").alias("window_messages"))
+    ranked = Window.partitionBy(*dims).orderBy(F.desc("messages"), "key")
+    key_load = (
+        per_key.withColumn("rank", F.row_number().over(ranked))
+        .where(F.col("rank") <= heavy_hitters)
+        .join(totals, dims)
+        .withColumn("share", F.col("messages") / F.col("window_messages"))
+        .withColumn("key_group", key_group_column(F.col("key"), num_key_groups, hash_seed))
+        .drop("window_messages")
+    )
+    worker_load = base.groupBy(
+        *dims, F.coalesce("worker", F.lit("(unrecorded)")).alias("worker")
+    ).agg(*sums, F.countDistinct("key").alias("distinct_keys"))
+    partition_load = (
+        base.where(F.col("partition").isNotNull())
+        .groupBy(*dims, "partition")
+        .agg(*sums)
+        .withColumn("bytes_per_s", F.col("bytes") / F.lit(window_minutes * 60.0))
+    )
+    where = args.interval_predicate()
+    outputs = {
+        "silver.key_group_load": key_group_load,
+        "silver.key_load": key_load,
+        "silver.worker_load": worker_load,
+        "silver.partition_load": partition_load,
+    }
+    for name, frame in outputs.items():
+        write_delta(with_date(frame), tables, name, where, partition_by=("date",))
+
+    summary = _window_summary(spark, args, tables, workers_path)
+    write_delta(with_date(summary), tables, "silver.window_summary", where)
+    per_key.unpersist()
+    base.unpersist()
+    rows = summary.orderBy("stream", "window_start").collect()
+    report = {
+        "stage": "windows",
+        "run_id": args.run_id,
+        "interval_start": args.interval_start,
+        "window_minutes": window_minutes,
+        "num_key_groups": num_key_groups,
+        "streams": {},
+    }
+    for row in rows:
+        entry = report["streams"].setdefault(
+            row["stream"], {"windows": 0, "messages": 0, "peak_imbalance": 0.0}
+        )
+        entry["windows"] += 1
+        entry["messages"] += row["messages"]
+        entry["peak_imbalance"] = max(entry["peak_imbalance"], row["imbalance"])
+    return report
+
+
+def _window_summary(spark, args: RunArgs, tables, workers_path: Path | None):
+    """Totals per window and the observed imbalance of the logged workers (small: collected)."""
+    from pyspark.sql import functions as F
+
+    where = args.interval_predicate()
+    worker_rows = (
+        read_delta(spark, tables, "silver.worker_load")
+        .where(where)
+        .select("stream", "window_start", "worker", "messages")
+        .collect()
+    )
+    loads: dict[tuple, dict[str, float]] = {}
+    for r in worker_rows:
+        loads.setdefault((r["stream"], r["window_start"]), {})[r["worker"]] = float(r["messages"])
+    imbalance_rows = []
+    workers_of: dict[str, object] = {}
+    for (stream, window_start), by_worker in loads.items():
+        if stream not in workers_of:
+            seen = {w for (s, _), ws in loads.items() if s == stream for w in ws}
+            workers_of[stream] = read_workers(workers_path, stream, seen)
+        workers = workers_of[stream]
+        imbalance_rows.append(
+            (stream, window_start, observed_imbalance(by_worker, workers), len(by_worker))
+        )
+    imbalance = spark.createDataFrame(
+        imbalance_rows, "stream string, window_start timestamp, imbalance double, workers int"
+    )
+    groups = read_delta(spark, tables, "silver.key_group_load").where(where)
+    hitters = read_delta(spark, tables, "silver.key_load").where(where)
+    return (
+        groups.groupBy("stream", "window_start", "window_end")
+        .agg(*[F.sum(c).alias(c) for c in LOADS], F.sum("distinct_keys").alias("distinct_keys"))
+        .join(
+            hitters.where("rank = 1").select(
+                "stream",
+                "window_start",
+                F.col("key").alias("top_key"),
+                F.col("share").alias("top_key_share"),
+            ),
+            ["stream", "window_start"],
+            "left",
+        )
+        .join(imbalance, ["stream", "window_start"], "left")
+    )
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = run_parser(__doc__.splitlines()[0])
+    parser.add_argument("--window-minutes", type=int, default=60)
+    parser.add_argument("--heavy-hitters", type=int, default=100, help="top keys kept per window")
+    parser.add_argument("--num-key-groups", type=int, default=DEFAULT_NUM_KEY_GROUPS)
+    parser.add_argument("--hash-seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--workers-path", help="workers file (default <home>/config/workers.json)")
+    ns = parser.parse_args(argv)
+    args = run_args(ns)
+    if not 1 <= ns.window_minutes <= 24 * 60 or (24 * 60) % ns.window_minutes:
+        raise SystemExit("--window-minutes must divide a day (1..1440), e.g. 15, 30, 60")
+    workers_path = Path(ns.workers_path) if ns.workers_path else args.home / "config/workers.json"
+    spark = spark_session("windows")
+    report = windows(
+        spark,
+        args,
+        ns.window_minutes,
+        ns.heavy_hitters,
+        ns.num_key_groups,
+        ns.hash_seed,
+        workers_path,
+    )
+    args.tables.write_report(args.interval_start, "windows", report)
+    log("windows", json.dumps(report, default=str))
+    return report
+
+
+if __name__ == "__main__":
+    main()

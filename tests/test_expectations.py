@@ -1,0 +1,449 @@
+"""Tests for jobs/expectations.py: routeplan's Great Expectations suites on pandas DataFrames."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+import pytest
+
+from jobs.expectations import (
+    KEY_GROUP_LOAD_SUITE,
+    PLAN_ASSIGNMENT_SUITE,
+    PLAN_METRICS_SUITE,
+    ValidationFailed,
+    ValidationOutcome,
+    validate_key_group_load,
+    validate_plan_assignment,
+    validate_plan_metrics,
+)
+
+NUM_KEY_GROUPS = 8
+WORKERS = ["worker-a", "worker-b", "worker-c"]
+W0 = pd.Timestamp("2024-05-01T10:00:00Z")
+W1 = W0 + pd.Timedelta(minutes=5)
+W2 = W1 + pd.Timedelta(minutes=5)
+
+NOT_NULL = "expect_column_values_to_not_be_null"
+BETWEEN = "expect_column_values_to_be_between"
+UNIQUE = "expect_column_values_to_be_unique"
+IN_SET = "expect_column_values_to_be_in_set"
+COMPOUND_UNIQUE = "expect_compound_columns_to_be_unique"
+PAIR_A_GT_B = "expect_column_pair_values_a_to_be_greater_than_b"
+ROW_COUNT = "expect_table_row_count_to_equal"
+
+
+def load_frame() -> pd.DataFrame:
+    """Two streams, two windows; includes the boundary values that must pass."""
+    rows = [
+        # stream, window_start, window_end, key_group, messages, bytes, cost_ms, distinct_keys
+        ("orders", W0, W1, 0, 120, 4_800, 3.5, 40),
+        ("orders", W0, W1, NUM_KEY_GROUPS - 1, 0, 0, 0.0, 1),
+        ("orders", W1, W2, 0, 90, 3_600, 2.25, 30),
+        ("orders", W1, W2, 3, 15, 600, 0.5, 5),
+        ("clicks", W0, W1, 0, 7, 280, 0.1, 2),
+    ]
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "stream",
+            "window_start",
+            "window_end",
+            "key_group",
+            "messages",
+            "bytes",
+            "cost_ms",
+            "distinct_keys",
+        ],
+    )
+
+
+def assignment_frame() -> pd.DataFrame:
+    """Every key group 0..NUM_KEY_GROUPS-1 assigned once, round robin over WORKERS."""
+    return pd.DataFrame(
+        {
+            "key_group": list(range(NUM_KEY_GROUPS)),
+            "worker": [WORKERS[k % len(WORKERS)] for k in range(NUM_KEY_GROUPS)],
+        }
+    )
+
+
+def metrics_frame() -> pd.DataFrame:
+    """Includes predicted_imbalance == imbalance_bound and the share bounds 0 and 1."""
+    return pd.DataFrame(
+        {
+            "stream": ["orders", "clicks", "payments"],
+            "strategy": ["greedy", "lpt", "milp"],
+            "predicted_imbalance": [1.05, 1.2, 0.0],
+            "imbalance_bound": [1.10, 1.2, 0.5],
+            "migrated_load_share": [0.125, 0.0, 1.0],
+        }
+    )
+
+
+def only_failure(outcome: ValidationOutcome) -> str:
+    assert not outcome.success
+    assert len(outcome.failures) == 1, outcome.failures
+    assert outcome.statistics["unsuccessful_expectations"] == 1
+    return outcome.failures[0]
+
+
+def _set(frame: pd.DataFrame, row: int, column: str, value: object) -> pd.DataFrame:
+    if value is None:
+        frame[column] = frame[column].astype(object)
+    frame.loc[row, column] = value
+    return frame
+
+
+# --------------------------------------------------------------------------------------------
+# Good data
+
+
+def test_good_key_group_load_passes() -> None:
+    outcome = validate_key_group_load(load_frame(), NUM_KEY_GROUPS)
+    assert outcome.suite == KEY_GROUP_LOAD_SUITE
+    assert outcome.success, outcome.failures
+    assert outcome.failures == []
+    # 8 not-null + 3 non-negative + distinct_keys + key_group range + compound key + window order
+    assert outcome.statistics["evaluated_expectations"] == 15
+    assert outcome.statistics["unsuccessful_expectations"] == 0
+    outcome.raise_for_failures()
+
+
+def test_good_plan_assignment_passes() -> None:
+    outcome = validate_plan_assignment(assignment_frame(), WORKERS, NUM_KEY_GROUPS)
+    assert outcome.suite == PLAN_ASSIGNMENT_SUITE
+    assert outcome.success, outcome.failures
+    assert outcome.failures == []
+    assert outcome.statistics["evaluated_expectations"] == 6
+    outcome.raise_for_failures()
+
+
+def test_good_plan_metrics_passes() -> None:
+    outcome = validate_plan_metrics(metrics_frame())
+    assert outcome.suite == PLAN_METRICS_SUITE
+    assert outcome.success, outcome.failures
+    assert outcome.failures == []
+    assert outcome.statistics["evaluated_expectations"] == 8
+    outcome.raise_for_failures()
+
+
+# --------------------------------------------------------------------------------------------
+# routeplan.key_group_load
+
+
+def _dup_compound_key(frame: pd.DataFrame) -> pd.DataFrame:
+    duplicate = frame.iloc[[0]].assign(messages=1, bytes=40, cost_ms=0.2, distinct_keys=1)
+    return pd.concat([frame, duplicate], ignore_index=True)
+
+
+LOAD_BREAKAGES: list[tuple[str, Callable[[pd.DataFrame], pd.DataFrame], str, str, str]] = [
+    # id, mutation, expectation type, column text, observed text
+    ("null key_group", lambda f: _set(f, 1, "key_group", None), NOT_NULL, "'key_group'", "null"),
+    ("null stream", lambda f: _set(f, 2, "stream", None), NOT_NULL, "'stream'", "null"),
+    ("negative messages", lambda f: _set(f, 0, "messages", -5), BETWEEN, "'messages'", "[-5]"),
+    ("negative bytes", lambda f: _set(f, 0, "bytes", -1), BETWEEN, "'bytes'", "[-1]"),
+    ("negative cost_ms", lambda f: _set(f, 3, "cost_ms", -0.75), BETWEEN, "'cost_ms'", "[-0.75]"),
+    (
+        "zero distinct_keys",
+        lambda f: _set(f, 0, "distinct_keys", 0),
+        BETWEEN,
+        "'distinct_keys'",
+        "[0]",
+    ),
+    (
+        "key_group == num_key_groups",
+        lambda f: _set(f, 3, "key_group", NUM_KEY_GROUPS),
+        BETWEEN,
+        "'key_group'",
+        f"[{NUM_KEY_GROUPS}]",
+    ),
+    ("negative key_group", lambda f: _set(f, 3, "key_group", -1), BETWEEN, "'key_group'", "[-1]"),
+    (
+        "duplicate (stream, window_start, key_group)",
+        _dup_compound_key,
+        COMPOUND_UNIQUE,
+        "['stream', 'window_start', 'key_group']",
+        "2 unexpected",
+    ),
+    (
+        "window_end == window_start",
+        lambda f: _set(f, 2, "window_end", W1),
+        PAIR_A_GT_B,
+        "column_A='window_end', column_B='window_start'",
+        "1 unexpected",
+    ),
+    (
+        "window_end before window_start",
+        lambda f: _set(f, 4, "window_end", W0 - pd.Timedelta(minutes=1)),
+        PAIR_A_GT_B,
+        "column_A='window_end', column_B='window_start'",
+        "window_end: 2024-05-01T09:59:00",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expectation", "column", "observed"),
+    [case[1:] for case in LOAD_BREAKAGES],
+    ids=[case[0] for case in LOAD_BREAKAGES],
+)
+def test_broken_key_group_load_fails(
+    mutate: Callable[[pd.DataFrame], pd.DataFrame],
+    expectation: str,
+    column: str,
+    observed: str,
+) -> None:
+    line = only_failure(validate_key_group_load(mutate(load_frame()), NUM_KEY_GROUPS))
+    assert line.startswith(expectation + "(")
+    assert column in line
+    assert observed in line
+
+
+def test_null_window_end_fails_not_null_and_window_order() -> None:
+    outcome = validate_key_group_load(_set(load_frame(), 3, "window_end", pd.NaT), NUM_KEY_GROUPS)
+    assert not outcome.success
+    assert len(outcome.failures) == 2
+    assert outcome.failures[0].startswith(NOT_NULL + "(column='window_end')")
+    assert outcome.failures[1].startswith(PAIR_A_GT_B + "(column_A='window_end'")
+    assert "{window_end: null, window_start: 2024-05-01T10:05:00}" in outcome.failures[1]
+
+
+def test_key_group_range_follows_num_key_groups() -> None:
+    # The good frame uses key group 7: valid for 8 key groups, out of range for 4.
+    # Same suite name twice in one process, with different parameters.
+    assert validate_key_group_load(load_frame(), NUM_KEY_GROUPS).success
+    line = only_failure(validate_key_group_load(load_frame(), 4))
+    assert line.startswith(BETWEEN + "(column='key_group'")
+    assert "max_value=3" in line
+    assert "unexpected values: [7]" in line
+
+
+def test_missing_column_is_reported_not_raised() -> None:
+    outcome = validate_key_group_load(load_frame().drop(columns=["bytes"]), NUM_KEY_GROUPS)
+    assert not outcome.success
+    assert len(outcome.failures) == 2  # not-null and >= 0 on bytes
+    assert [line.split("(")[0] for line in outcome.failures] == [NOT_NULL, BETWEEN]
+    for line in outcome.failures:
+        assert "column='bytes'" in line
+        assert 'The column "bytes" in BatchData does not exist' in line
+
+
+def test_failure_lines_quote_at_most_five_values() -> None:
+    frame = pd.concat([load_frame()] * 2, ignore_index=True)
+    frame["window_start"] = [W0 + pd.Timedelta(minutes=m) for m in range(len(frame))]
+    frame["window_end"] = frame["window_start"] + pd.Timedelta(minutes=5)
+    frame["messages"] = [-(i + 1) for i in range(len(frame))]  # 10 negative values
+    frame = _set(frame, 0, "stream", None)
+    outcome = validate_key_group_load(frame, NUM_KEY_GROUPS)
+    assert [line.split("(")[0] for line in outcome.failures] == [NOT_NULL, BETWEEN]
+    messages_line = outcome.failures[1]
+    assert "10 unexpected of 10 rows" in messages_line
+    assert "first unexpected values: [-1, -2, -3, -4, -5]" in messages_line
+    assert "-6" not in messages_line
+
+
+def test_failures_follow_suite_order() -> None:
+    # GX returns results in its own order (here the compound-key error would come before the
+    # messages range failure); failure lines follow the order the suite declares them in.
+    frame = load_frame().drop(columns=["stream"]).assign(messages=-1)
+    outcome = validate_key_group_load(frame, NUM_KEY_GROUPS)
+    assert [line.split("(")[0] for line in outcome.failures] == [
+        NOT_NULL,
+        BETWEEN,
+        COMPOUND_UNIQUE,
+    ]
+    assert "column='stream'" in outcome.failures[0]
+    assert "column='messages'" in outcome.failures[1]
+    assert 'The column "stream" in BatchData does not exist' in outcome.failures[2]
+
+
+def test_validation_does_not_modify_the_frame() -> None:
+    frame = load_frame()
+    before = frame.copy(deep=True)
+    validate_key_group_load(frame, NUM_KEY_GROUPS)
+    pd.testing.assert_frame_equal(frame, before)
+
+
+def test_no_progress_bars_on_the_terminal(capfd: pytest.CaptureFixture[str]) -> None:
+    validate_plan_metrics(metrics_frame())
+    captured = capfd.readouterr()
+    assert "Calculating Metrics" not in captured.err + captured.out
+
+
+# --------------------------------------------------------------------------------------------
+# routeplan.plan_assignment
+
+
+def test_missing_key_group_fails_row_count() -> None:
+    frame = assignment_frame()
+    frame = frame[frame["key_group"] != 5].reset_index(drop=True)
+    line = only_failure(validate_plan_assignment(frame, WORKERS, NUM_KEY_GROUPS))
+    assert line.startswith(ROW_COUNT + f"(value={NUM_KEY_GROUPS})")
+    assert f"observed value {NUM_KEY_GROUPS - 1}" in line
+
+
+def test_key_group_assigned_twice_fails_uniqueness_and_row_count() -> None:
+    frame = assignment_frame()
+    frame = pd.concat(
+        [frame, pd.DataFrame({"key_group": [2], "worker": ["worker-a"]})], ignore_index=True
+    )
+    outcome = validate_plan_assignment(frame, WORKERS, NUM_KEY_GROUPS)
+    assert not outcome.success
+    assert outcome.failures[0].startswith(ROW_COUNT)
+    assert f"observed value {NUM_KEY_GROUPS + 1}" in outcome.failures[0]
+    assert outcome.failures[1].startswith(UNIQUE + "(column='key_group')")
+    assert "unexpected values: [2, 2]" in outcome.failures[1]
+    assert len(outcome.failures) == 2
+
+
+def test_duplicate_key_group_replacing_another_fails_uniqueness() -> None:
+    frame = _set(assignment_frame(), 7, "key_group", 6)  # 7 rows cover 0..6, key group 7 lost
+    line = only_failure(validate_plan_assignment(frame, WORKERS, NUM_KEY_GROUPS))
+    assert line.startswith(UNIQUE + "(column='key_group')")
+
+
+def test_worker_not_active_fails() -> None:
+    frame = _set(assignment_frame(), 4, "worker", "worker-retired")
+    line = only_failure(validate_plan_assignment(frame, WORKERS, NUM_KEY_GROUPS))
+    assert line.startswith(IN_SET + "(column='worker'")
+    assert "'worker-retired'" in line
+
+
+def test_worker_removed_from_active_set_fails() -> None:
+    # worker-c holds key groups 2 and 5; the plan is fine until worker-c leaves the active set.
+    line = only_failure(
+        validate_plan_assignment(assignment_frame(), ["worker-a", "worker-b"], NUM_KEY_GROUPS)
+    )
+    assert line.startswith(IN_SET + "(column='worker'")
+    assert "2 unexpected of 8 rows" in line
+    assert "unexpected values: ['worker-c', 'worker-c']" in line
+
+
+def test_null_worker_fails() -> None:
+    line = only_failure(
+        validate_plan_assignment(
+            _set(assignment_frame(), 3, "worker", None), WORKERS, NUM_KEY_GROUPS
+        )
+    )
+    assert line.startswith(NOT_NULL + "(column='worker')")
+
+
+def test_null_key_group_fails() -> None:
+    # Uniqueness and range checks skip nulls, so only the not-null expectation reports it.
+    line = only_failure(
+        validate_plan_assignment(
+            _set(assignment_frame(), 3, "key_group", None), WORKERS, NUM_KEY_GROUPS
+        )
+    )
+    assert line.startswith(NOT_NULL + "(column='key_group')")
+    assert "1 unexpected of 8 rows" in line
+
+
+def test_key_group_out_of_range_fails() -> None:
+    frame = _set(assignment_frame(), 7, "key_group", NUM_KEY_GROUPS)
+    line = only_failure(validate_plan_assignment(frame, WORKERS, NUM_KEY_GROUPS))
+    assert line.startswith(BETWEEN + "(column='key_group'")
+    assert f"unexpected values: [{NUM_KEY_GROUPS}]" in line
+
+
+def test_num_key_groups_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="num_key_groups"):
+        validate_plan_assignment(assignment_frame(), WORKERS, 0)
+
+
+def test_non_dataframe_is_rejected() -> None:
+    with pytest.raises(TypeError, match="DataFrame"):
+        validate_plan_metrics(metrics_frame().to_dict())  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# routeplan.plan_metrics
+
+
+METRICS_BREAKAGES: list[tuple[str, Callable[[pd.DataFrame], pd.DataFrame], str, str, str]] = [
+    (
+        "predicted_imbalance above bound",
+        lambda f: _set(f, 0, "predicted_imbalance", 1.25),
+        PAIR_A_GT_B,
+        "column_A='imbalance_bound', column_B='predicted_imbalance', or_equal=True",
+        "{imbalance_bound: 1.1, predicted_imbalance: 1.25}",
+    ),
+    (
+        "negative predicted_imbalance",
+        lambda f: _set(f, 2, "predicted_imbalance", -0.5),
+        BETWEEN,
+        "'predicted_imbalance'",
+        "[-0.5]",
+    ),
+    (
+        "migrated_load_share above 1",
+        lambda f: _set(f, 1, "migrated_load_share", 1.5),
+        BETWEEN,
+        "'migrated_load_share'",
+        "[1.5]",
+    ),
+    (
+        "negative migrated_load_share",
+        lambda f: _set(f, 1, "migrated_load_share", -0.01),
+        BETWEEN,
+        "'migrated_load_share'",
+        "[-0.01]",
+    ),
+    ("null strategy", lambda f: _set(f, 1, "strategy", None), NOT_NULL, "'strategy'", "null"),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expectation", "column", "observed"),
+    [case[1:] for case in METRICS_BREAKAGES],
+    ids=[case[0] for case in METRICS_BREAKAGES],
+)
+def test_broken_plan_metrics_fails(
+    mutate: Callable[[pd.DataFrame], pd.DataFrame],
+    expectation: str,
+    column: str,
+    observed: str,
+) -> None:
+    line = only_failure(validate_plan_metrics(mutate(metrics_frame())))
+    assert line.startswith(expectation + "(")
+    assert column in line
+    assert observed in line
+
+
+def test_null_imbalance_bound_fails() -> None:
+    outcome = validate_plan_metrics(_set(metrics_frame(), 0, "imbalance_bound", None))
+    assert not outcome.success
+    assert len(outcome.failures) == 2
+    assert outcome.failures[0].startswith(NOT_NULL + "(column='imbalance_bound')")
+    # A missing bound also fails the row-wise comparison (only rows missing both are skipped).
+    assert outcome.failures[1].startswith(PAIR_A_GT_B + "(column_A='imbalance_bound'")
+    assert "{imbalance_bound: null, predicted_imbalance: 1.05}" in outcome.failures[1]
+
+
+# --------------------------------------------------------------------------------------------
+# raise_for_failures
+
+
+def test_raise_for_failures_lists_every_failure() -> None:
+    frame = metrics_frame()
+    frame.loc[0, "predicted_imbalance"] = 2.0  # above its bound
+    frame.loc[1, "migrated_load_share"] = 3.0  # out of [0, 1]
+    frame = _set(frame, 2, "stream", None)
+    outcome = validate_plan_metrics(frame)
+    assert len(outcome.failures) == 3
+    with pytest.raises(ValidationFailed) as excinfo:
+        outcome.raise_for_failures()
+    message = str(excinfo.value)
+    assert PLAN_METRICS_SUITE in message
+    assert "3 of 8 expectations failed" in message
+    for line in outcome.failures:
+        assert line in message
+    assert "column='stream'" in message
+    assert "column='migrated_load_share'" in message
+    assert "column_B='predicted_imbalance'" in message
+
+
+def test_raise_for_failures_is_silent_on_success() -> None:
+    outcome = ValidationOutcome(suite=PLAN_METRICS_SUITE, success=True, failures=[], statistics={})
+    assert outcome.raise_for_failures() is None
