@@ -1,0 +1,111 @@
+"""The main job: sample logs → routeplan_nightly through Airflow → a summary per stream.
+
+    make demo                                   # fresh sample data for yesterday (UTC)
+    make demo DEMO_ARGS="--landing /data/logs --workers /data/workers.json --date 2026-11-20"
+
+Runs the real DAG with ``airflow dags test`` (every task a real spark-submit on Delta Lake) and
+prints, per stream, the version published, the imbalance the logs show and the plan's predicted
+imbalance. Needs the environment ``make`` exports (AIRFLOW_HOME, ROUTEPLAN_HOME, …).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import date, timedelta
+from pathlib import Path
+
+from routeplan.generate import default_day
+
+PROGRESS = re.compile(
+    r"\[routeplan [a-z]+\].*|\[DAG TEST\] (start|end) task task_id=\w+|DagRun Finished.*state=\w+"
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--date",
+        type=date.fromisoformat,
+        default=default_day(),
+        help="day (UTC) to generate and process (default: yesterday)",
+    )
+    parser.add_argument("--landing", help="your own landing directory: <landing>/<YYYY-MM-DD>/*")
+    parser.add_argument("--workers", help="your workers file (schemas/worker.schema.json)")
+    parser.add_argument("--events", type=int, default=100_000, help="sample events per stream")
+    parser.add_argument("--strategy", default="cg")
+    args = parser.parse_args()
+    home = Path(os.environ.get("ROUTEPLAN_HOME", "var")).resolve()
+
+    conf = {"strategy": args.strategy, "date": args.date.isoformat()}
+    if args.landing:
+        conf["landing_path"] = str(Path(args.landing).resolve())
+        if args.workers:
+            conf["workers_path"] = str(Path(args.workers).resolve())
+    else:
+        print(f"==> generating sample logs for {args.date} under {home}/landing", flush=True)
+        subprocess.run(
+            [
+                "routeplan",
+                "generate",
+                "--date",
+                args.date.isoformat(),
+                "--events",
+                str(args.events),
+                "--malformed",
+                "0.001",
+                "--duplicates",
+                "0.001",
+            ],
+            check=True,
+        )
+
+    log_dir = home / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"demo-{args.date}.log"
+    logical = (args.date + timedelta(days=1)).isoformat()
+    print(f"==> airflow dags test routeplan_nightly {logical}  (full log: {log_path})", flush=True)
+    command = ["airflow", "dags", "test", "routeplan_nightly", logical, "--conf", json.dumps(conf)]
+    with (
+        log_path.open("w") as log,
+        subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as proc,
+    ):
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            found = PROGRESS.search(line)
+            if found:
+                print("   ", found.group(0)[:150], flush=True)
+    report = home / "reports" / args.date.isoformat() / "publish.json"
+    if proc.returncode != 0 or not report.is_file():
+        print(f"routeplan_nightly failed (exit {proc.returncode}); see {log_path}", file=sys.stderr)
+        return 1
+    print_summary(json.loads(report.read_text()), home)
+    return 0
+
+
+def print_summary(report: dict, home: Path) -> None:
+    print(f"\nrouteplan_nightly {report['interval_start']}: routing tables in {home}/routing")
+    print(
+        f"{'stream':<10} {'version':<8} {'action':<10} {'imbalance today':>16} "
+        f"{'predicted':>10}  reason"
+    )
+    for s in report["streams"]:
+        print(
+            f"{s['stream']:<10} v{s['version']:<7} {s['action']:<10} "
+            f"{s['observed_imbalance']:>16.4f} {s['predicted_imbalance']:>10.4f}  {s['reason']}"
+        )
+    print("\nimbalance = max over workers of load/capacity relative to the fair share, minus 1")
+    print(
+        "next: routeplan show --stream <stream>   |   make airflow  (UI on http://localhost:8080)"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

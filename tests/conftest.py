@@ -1,0 +1,48 @@
+"""Shared fixtures. Spark-backed fixtures live in tests/spark_fixtures.py (one session per run)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from routeplan.hashing import key_groups
+from routeplan.models import LoadSnapshot
+
+
+def zipf_snapshot(
+    stream: str = "s",
+    keys: int = 20_000,
+    messages: int = 500_000,
+    exponent: float = 1.1,
+    num_key_groups: int = 1024,
+    hot: int = 50,
+    seed: int = 0,
+) -> LoadSnapshot:
+    """Aggregated loads of a Zipf stream, as the windows job would give them."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, keys + 1) ** exponent
+    counts = rng.multinomial(messages, p / p.sum()).astype(float)
+    names = [f"k{i}" for i in range(keys)]
+    groups = key_groups(names, num_key_groups)
+    top = np.argsort(-counts)[:hot]
+    return LoadSnapshot(
+        stream=stream,
+        key_group_load=np.bincount(groups, weights=counts, minlength=num_key_groups),
+        hot_key_load={names[i]: counts[i] for i in top},
+        key_group_keys=np.bincount(groups, weights=counts > 0, minlength=num_key_groups),
+    )
+
+
+@pytest.fixture
+def skewed() -> LoadSnapshot:
+    return zipf_snapshot()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session with Delta Lake for the whole test run."""
+    from jobs.common import spark_session
+
+    session = spark_session("tests")
+    yield session
+    session.stop()

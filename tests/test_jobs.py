@@ -1,0 +1,213 @@
+"""The Spark jobs on real Spark + Delta Lake, small data, one session for the run."""
+
+import json
+import shutil
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from jobs import ingest, plan, publish, validate, windows
+from routeplan.client import Router
+from routeplan.generate import GeneratorConfig, generate
+from routeplan.metrics import observed_imbalance
+from routeplan.models import Workers
+from routeplan.schemas import validate_document
+
+pytestmark = pytest.mark.spark
+DAY = "2026-11-20"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    """Landing files in all three formats, with broken lines and duplicates."""
+    home = tmp_path_factory.mktemp("home")
+    summaries = {}
+    for fmt, stream, gz in (
+        ("jsonl", "clicks", False),
+        ("csv", "orders", True),
+        ("parquet", "views", False),
+    ):
+        summaries[stream] = generate(
+            GeneratorConfig(
+                landing=home / "landing",
+                workers_out=home / "config" / f"{stream}.json",
+                day=date(2026, 11, 20),
+                streams=(stream,),
+                events=6_000,
+                keys=800,
+                fmt=fmt,
+                gzip=gz,
+                malformed=0.01,
+                duplicates=0.01,
+                files_per_stream=2,
+                seed=3,
+            )
+        )["streams"][stream]
+    workers = [
+        w
+        for s in summaries
+        for w in json.loads((home / "config" / f"{s}.json").read_text())["workers"]
+    ]
+    (home / "config" / "workers.json").write_text(json.dumps({"workers": workers}))
+    # a line from the next day and a blank line: quarantined / skipped, never lost silently
+    extra = home / "landing" / DAY / "late.jsonl"
+    extra.write_text('{"key": "x", "ts": "2026-11-21T00:00:01Z", "stream": "clicks"}\n\n')
+    (home / "generated.json").write_text(json.dumps(summaries))
+    return home
+
+
+def run(job, home, *extra):
+    return job.main(["--home", str(home), "--interval-start", DAY, *extra])
+
+
+def table(spark, home, name):
+    layer, t = name.split(".")
+    path = home / "warehouse" / layer / t
+    assert (path / "_delta_log").is_dir(), f"{name} is not a Delta table"
+    return spark.read.format("delta").load(str(path))
+
+
+def test_ingest_counts_in_equal_out_plus_quarantine(spark, home):
+    generated = json.loads((home / "generated.json").read_text())
+    report = run(ingest, home)
+    lines = sum(s["lines"] for s in generated.values()) + 1  # + the late line
+    assert report["rows_read"] == lines
+    assert report["rows_read"] == report["rows_written"] + report["rows_quarantined"]
+    events = table(spark, home, "bronze.stream_events")
+    assert events.count() == report["rows_written"]
+    assert events.select("stream", "event_id").distinct().count() == events.count()
+    reasons = report["quarantined_by_reason"]
+    broken = sum(n for r, n in reasons.items() if not r.startswith(("duplicate", "ts outside")))
+    assert broken == sum(s["malformed"] for s in generated.values())
+    assert reasons["ts outside the data interval [2026-11-20, 2026-11-21)"] == 1
+    assert (
+        0
+        < reasons["duplicate event_id (the first copy was kept)"]
+        <= sum(s["duplicates"] for s in generated.values())
+    )
+    quarantine = table(spark, home, "bronze.quarantine")
+    assert quarantine.count() == report["rows_quarantined"]
+    assert quarantine.where("raw IS NULL OR reason IS NULL").count() == 0
+    assert {r.stream for r in events.select("stream").distinct().collect()} == {
+        "clicks",
+        "orders",
+        "views",
+    }
+
+
+def test_ingest_rerun_replaces_the_interval(spark, home):
+    before = table(spark, home, "bronze.stream_events").count()
+    report = run(ingest, home)
+    assert table(spark, home, "bronze.stream_events").count() == before == report["rows_written"]
+    assert table(spark, home, "bronze.quarantine").count() == report["rows_quarantined"]
+
+
+def test_ingest_streams_param_leaves_other_streams_alone(spark, home, tmp_path):
+    shutil.copytree(home / "warehouse", tmp_path / "warehouse")
+    report = ingest.main(
+        [
+            "--home",
+            str(tmp_path),
+            "--interval-start",
+            DAY,
+            "--streams",
+            "clicks",
+            "--landing",
+            str(home / "landing"),
+        ]
+    )
+    events = spark.read.format("delta").load(str(tmp_path / "warehouse/bronze/stream_events"))
+    assert report["rows_not_selected"] > 0
+    assert events.count() == table(spark, home, "bronze.stream_events").count()
+
+
+def test_ingest_without_files_says_where_it_looked(home):
+    with pytest.raises(SystemExit, match="no landing files"):
+        ingest.main(["--home", str(home), "--interval-start", "2026-01-01"])
+
+
+def test_windows_conserve_messages_and_measure_logged_imbalance(spark, home):
+    run(windows, home, "--window-minutes", "120", "--heavy-hitters", "20")
+    events = table(spark, home, "bronze.stream_events")
+    per_stream = {r.stream: r["count"] for r in events.groupBy("stream").count().collect()}
+    for name in ("silver.key_group_load", "silver.worker_load", "silver.partition_load"):
+        sums = table(spark, home, name).groupBy("stream").sum("messages").collect()
+        assert {r.stream: r["sum(messages)"] for r in sums} == per_stream, name
+    groups = table(spark, home, "silver.key_group_load")
+    assert groups.select("window_start").distinct().count() == 12
+    assert groups.where("key_group < 0 OR key_group >= 1024").count() == 0
+    hitters = table(spark, home, "silver.key_load")
+    assert hitters.groupBy("stream", "window_start").count().agg({"count": "max"}).first()[0] == 20
+    assert hitters.where("share <= 0 OR share > 1").count() == 0
+    # observed imbalance: the same computation as routeplan.metrics on the logged workers
+    workers = json.loads((home / "config/workers.json").read_text())["workers"]
+    summary = (
+        table(spark, home, "silver.window_summary")
+        .where("stream = 'clicks'")
+        .orderBy("window_start")
+        .first()
+    )
+    loads = {
+        r.worker: float(r.messages)
+        for r in table(spark, home, "silver.worker_load")
+        .where(f"stream = 'clicks' AND window_start = '{summary.window_start}'")
+        .collect()
+    }
+    expected = observed_imbalance(
+        loads, Workers.from_records([w for w in workers if w["stream"] == "clicks"])
+    )
+    assert summary.imbalance == pytest.approx(expected)
+
+
+def test_plan_kg_reproduces_the_logs_and_cg_improves_them(spark, home):
+    report = run(plan, home, "--strategy", "cg", "--param", "epsilon=0.02")
+    plans = table(spark, home, "gold.plans").collect()
+    assert {(p.stream, p.strategy) for p in plans} == {
+        (s, k) for s in ("clicks", "orders", "views") for k in ("cg", "kg")
+    }
+    for p in plans:
+        if p.strategy == "kg":  # the generator routed with today's key grouping
+            assert p.predicted_imbalance == pytest.approx(p.observed_imbalance, rel=1e-9)
+            assert not p.selected
+        else:
+            assert p.selected
+            assert p.predicted_imbalance < p.observed_imbalance / 2
+            assert json.loads(p.params)["epsilon"] == 0.02
+    assert report["streams"]["clicks"]["current_version"] is None
+
+
+def test_validate_gate_stops_a_bad_plan(home):
+    with pytest.raises(SystemExit, match="plan_metrics.*predicted_imbalance"):
+        run(validate, home, "--imbalance-tolerance", "-10")
+
+
+def test_validate_then_publish_then_rerun(spark, home):
+    report = run(validate, home)
+    assert all(s["success"] for s in report["suites"]) and len(report["suites"]) == 9
+    published = run(publish, home)
+    assert {s["action"] for s in published["streams"]} == {"published"}
+    for stream in ("clicks", "orders", "views"):
+        folder = home / "routing" / stream
+        assert (folder / "LATEST").read_text().strip() == "v1.json"
+        doc = json.loads((folder / "v1.json").read_text())
+        validate_document("routing_table", doc)
+        assert doc["strategy"] == "cg" and doc["version"] == 1
+        assert Router.from_store(home / "routing", stream).version == 1
+    assert table(spark, home, "gold.routing_tables").count() == 3
+
+    # same interval again: nothing changes, and the log says why
+    run(plan, home, "--strategy", "cg", "--param", "epsilon=0.02")
+    run(validate, home)
+    again = run(publish, home)
+    assert {s["action"] for s in again["streams"]} == {"unchanged"}
+    assert all("already does" in s["reason"] for s in again["streams"])
+    assert table(spark, home, "gold.routing_tables").count() == 3
+    assert table(spark, home, "gold.publish_log").where("action = 'unchanged'").count() == 3
+
+    # another strategy: a new version whose parent is v1
+    run(plan, home, "--strategy", "kg")
+    run(validate, home)
+    third = run(publish, home)
+    assert {(s["action"], s["version"]) for s in third["streams"]} == {("published", 2)}
+    assert json.loads((home / "routing/clicks/v2.json").read_text())["parent_version"] == 1
