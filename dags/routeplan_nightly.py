@@ -27,6 +27,7 @@ SPARK_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
     "spark.ui.showConsoleProgress": "false",
+    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={JOBS / 'log4j2.properties'}",
 }
 # strategy parameters offered in the Trigger form; each strategy gets those it accepts
 STRATEGY_PARAMS = ("epsilon", "virtual_workers_per_worker", "theta_busy", "theta_idle")

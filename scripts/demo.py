@@ -22,7 +22,7 @@ from pathlib import Path
 from routeplan.generate import default_day
 
 PROGRESS = re.compile(
-    r"\[routeplan [a-z]+\].*|\[DAG TEST\] (start|end) task task_id=\w+|DagRun Finished.*state=\w+"
+    r"\[routeplan [a-z]+\].*?(?=\s+\[airflow\.|$)|\[DAG TEST\] end task task_id=\w+"
 )
 
 
