@@ -169,14 +169,15 @@ def main(argv: list[str] | None = None) -> dict:
         default=0.001,
         help="heavy hitters above this share of the window are hot-key candidates",
     )
-    parser.add_argument("--max-moves", type=int)
+    parser.add_argument("--params-json", default="{}", help="strategy parameters as a JSON object")
+    parser.add_argument("--max-moves", type=optional_int, help="empty or None: no limit")
     parser.add_argument("--max-migrated-load-share", type=float)
     parser.add_argument("--workers-path")
     ns = parser.parse_args(argv)
     args = run_args(ns)
     if ns.strategy not in strategy_names():
         raise SystemExit(f"unknown strategy {ns.strategy!r}; known: {', '.join(strategy_names())}")
-    ns.strategy_params = parse_params(ns.param)
+    ns.strategy_params = {**parse_json_object(ns.params_json), **parse_params(ns.param)}
     ns.workers_path = (
         Path(ns.workers_path) if ns.workers_path else args.home / "config/workers.json"
     )
@@ -224,6 +225,20 @@ def main(argv: list[str] | None = None) -> dict:
     args.tables.write_report(args.interval_start, "plan", report)
     log("plan", json.dumps(report, default=str))
     return report
+
+
+def optional_int(text: str) -> int | None:
+    return None if text in ("", "None", "null") else int(text)
+
+
+def parse_json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SystemExit(f"--params-json is not JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise SystemExit("--params-json must be a JSON object")
+    return value
 
 
 def parse_params(pairs: list[str]) -> dict:

@@ -56,6 +56,16 @@ def strategy_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def strategy_parameters(name: str) -> list[str]:
+    """The parameter names strategy ``name`` accepts (its constructor's keywords)."""
+    import inspect
+
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown strategy {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+    return [p for p in inspect.signature(_REGISTRY[name]).parameters if p != "self"]
+
+
 def get_strategy(name: str, **params: Any) -> Strategy:
     """Build the strategy registered as ``name`` with its parameters."""
     _load_builtin()

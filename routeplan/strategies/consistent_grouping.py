@@ -93,10 +93,11 @@ def proportional_counts(capacity: np.ndarray, total: int) -> np.ndarray:
     when ``total`` allows."""
     target = total * capacity / capacity.sum()
     counts = np.floor(target).astype(int)
-    if total >= capacity.size:
-        counts = np.maximum(counts, 1)
+    floor = 1 if total >= capacity.size else 0
+    counts = np.maximum(counts, floor)
     while counts.sum() > total:
-        counts[np.argmax(counts - target)] -= 1
+        excess = np.where(counts > floor, counts - target, -np.inf)
+        counts[np.argmax(excess)] -= 1
     order = np.argsort(-(target - counts), kind="stable")
     for i in order[: total - counts.sum()]:
         counts[i] += 1
