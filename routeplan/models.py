@@ -99,13 +99,15 @@ class LoadSnapshot:
 
     ``key_group_load[g]`` is the whole load of key group ``g`` (messages, bytes or cost), hot keys
     included; ``hot_key_load`` lists heavy hitters, each already counted inside its key group;
-    ``key_group_keys[g]`` (optional) is the number of distinct keys in group ``g``.
+    ``key_group_keys[g]`` (optional) is the number of distinct keys in group ``g``;
+    ``partition_load[p]`` (optional) is the load (write rate) of partition ``p``.
     """
 
     stream: str
     key_group_load: np.ndarray
     hot_key_load: Mapping[str, float] = field(default_factory=dict)
     key_group_keys: np.ndarray | None = None
+    partition_load: np.ndarray | None = None
     hash_seed: int = DEFAULT_SEED
 
     def __post_init__(self) -> None:
@@ -125,6 +127,15 @@ class LoadSnapshot:
             if keys.shape != load.shape:
                 raise ValueError("key_group_keys must have one entry per key group")
             object.__setattr__(self, "key_group_keys", keys)
+        if self.partition_load is not None:
+            partitions = np.asarray(self.partition_load, dtype=float)
+            if (
+                partitions.ndim != 1
+                or np.any(partitions < 0)
+                or not np.all(np.isfinite(partitions))
+            ):
+                raise ValueError("partition_load must be a 1-d array of finite loads >= 0")
+            object.__setattr__(self, "partition_load", partitions)
 
     @property
     def num_key_groups(self) -> int:

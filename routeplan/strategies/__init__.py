@@ -78,4 +78,9 @@ def get_strategy(name: str, **params: Any) -> Strategy:
 
 
 def _load_builtin() -> None:
-    from routeplan.strategies import consistent_grouping, key_grouping  # noqa: F401
+    """Import every module of this package once: each registers its strategies."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
