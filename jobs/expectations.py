@@ -28,6 +28,9 @@ from great_expectations.data_context.types.base import (
 __all__ = [
     "KEY_GROUP_LOAD_COLUMNS",
     "KEY_GROUP_LOAD_SUITE",
+    "PARTITION_ASSIGNMENT_SUITE",
+    "PARTITION_METRICS_COLUMNS",
+    "PARTITION_METRICS_SUITE",
     "PLAN_ASSIGNMENT_COLUMNS",
     "PLAN_ASSIGNMENT_SUITE",
     "PLAN_METRICS_COLUMNS",
@@ -35,6 +38,8 @@ __all__ = [
     "ValidationFailed",
     "ValidationOutcome",
     "validate_key_group_load",
+    "validate_partition_assignment",
+    "validate_partition_metrics",
     "validate_plan_assignment",
     "validate_plan_metrics",
 ]
@@ -42,6 +47,8 @@ __all__ = [
 KEY_GROUP_LOAD_SUITE = "routeplan.key_group_load"
 PLAN_ASSIGNMENT_SUITE = "routeplan.plan_assignment"
 PLAN_METRICS_SUITE = "routeplan.plan_metrics"
+PARTITION_ASSIGNMENT_SUITE = "routeplan.partition_assignment"
+PARTITION_METRICS_SUITE = "routeplan.partition_metrics"
 
 KEY_GROUP_LOAD_COLUMNS: tuple[str, ...] = (
     "stream",
@@ -59,6 +66,14 @@ PLAN_METRICS_COLUMNS: tuple[str, ...] = (
     "strategy",
     "predicted_imbalance",
     "imbalance_bound",
+    "migrated_load_share",
+)
+PARTITION_METRICS_COLUMNS: tuple[str, ...] = (
+    "stream",
+    "strategy",
+    "consumers",
+    "lower_bound",
+    "overloaded",
     "migrated_load_share",
 )
 
@@ -169,6 +184,55 @@ def validate_plan_metrics(df: pd.DataFrame) -> ValidationOutcome:
         ),
     ]
     return _run_suite(PLAN_METRICS_SUITE, df, expectations)
+
+
+def validate_partition_assignment(
+    df: pd.DataFrame, consumers: list[str], partitions: list[int]
+) -> ValidationOutcome:
+    """Validate one proposed partition -> consumer map against
+    ``routeplan.partition_assignment`` (paper 002 plans).
+
+    Columns: partition, consumer. Checks: partition not null, unique, >= 0 and covering every
+    partition in ``partitions`` (those seen in the logs); consumer not null and one of
+    ``consumers``. Together: every partition is read by exactly one listed consumer.
+    """
+    if isinstance(consumers, str):
+        raise TypeError("consumers must be a list of consumer names, not a string")
+    ex = gx.expectations
+    expectations: list[Any] = [
+        ex.ExpectColumnValuesToNotBeNull(column="partition"),
+        ex.ExpectColumnValuesToBeUnique(column="partition"),
+        ex.ExpectColumnValuesToBeBetween(column="partition", min_value=0),
+        ex.ExpectColumnDistinctValuesToContainSet(
+            column="partition", value_set=sorted(set(partitions))
+        ),
+        ex.ExpectColumnValuesToNotBeNull(column="consumer"),
+        ex.ExpectColumnValuesToBeInSet(column="consumer", value_set=sorted(set(consumers))),
+    ]
+    return _run_suite(PARTITION_ASSIGNMENT_SUITE, df, expectations)
+
+
+def validate_partition_metrics(df: pd.DataFrame) -> ValidationOutcome:
+    """Validate per-stream partition-plan metrics against ``routeplan.partition_metrics``.
+
+    Columns: stream, strategy, consumers, lower_bound, overloaded, migrated_load_share.
+    Checks: no nulls; overloaded = 0 (no consumer over the bin capacity C, except one reading a
+    single partition that alone exceeds C); consumers >= lower_bound; lower_bound >= 1;
+    0 <= migrated_load_share <= 1.
+    """
+    ex = gx.expectations
+    expectations: list[Any] = [
+        ex.ExpectColumnValuesToNotBeNull(column=column) for column in PARTITION_METRICS_COLUMNS
+    ]
+    expectations += [
+        ex.ExpectColumnValuesToBeBetween(column="overloaded", min_value=0, max_value=0),
+        ex.ExpectColumnValuesToBeBetween(column="lower_bound", min_value=1),
+        ex.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="consumers", column_B="lower_bound", or_equal=True
+        ),
+        ex.ExpectColumnValuesToBeBetween(column="migrated_load_share", min_value=0, max_value=1),
+    ]
+    return _run_suite(PARTITION_METRICS_SUITE, df, expectations)
 
 
 # --------------------------------------------------------------------------------------------

@@ -199,7 +199,10 @@ def classify(raw, args: RunArgs):
         )
     )
     typed = typed.withColumn("reason", reason)
-    first = Window.partitionBy("stream", "event_id").orderBy("source_file", "raw")
+    # valid copies first: a broken copy of an event must not push its valid twin out
+    first = Window.partitionBy("stream", "event_id").orderBy(
+        F.col("reason").isNotNull(), "source_file", "raw"
+    )
     rank = F.when(F.col("reason").isNull(), F.row_number().over(first))
     return typed.withColumn(
         "reason",

@@ -3,7 +3,9 @@
 For each stream: the loads of the planning window (the peak window by default, or the whole
 interval), the current published table (LATEST) and the workers file go through the chosen
 strategy and the ``kg`` baseline (``routeplan.strategies``). Every candidate is written with its
-predicted metrics and moves; the chosen one is ``selected``.
+predicted metrics and moves; the chosen one is ``selected``. A partition strategy (paper 002:
+``mwf``, ``bfd``, …) plans partitions onto consumers from ``silver.partition_load`` (bytes/s),
+beside the ``kafka_range`` baseline.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from routeplan.hashing import DEFAULT_SEED
 from routeplan.metrics import observed_imbalance, table_imbalance
 from routeplan.models import Budget, LoadSnapshot
 from routeplan.store import RoutingStore
-from routeplan.strategies import get_strategy, strategy_names
+from routeplan.strategies import get_strategy, strategy_names, strategy_parameters
+from routeplan.strategies.bin_packing import PARTITION_BASELINE, PARTITION_STRATEGIES
 
 LOAD_METRICS = ("messages", "bytes", "cost_ms")
 BASELINE = "kg"
@@ -91,9 +94,38 @@ def load_snapshot(spark, args: RunArgs, stream: str, options):
         key_group_load=load,
         hot_key_load={r["key"]: float(r["load"]) for r in hot},
         key_group_keys=keys,
+        partition_load=(
+            partition_rates(spark, args, stream, options, window)
+            if options.strategy in PARTITION_STRATEGIES
+            else None
+        ),
         hash_seed=options.hash_seed,
     )
     return snapshot, window, logged
+
+
+def partition_rates(spark, args: RunArgs, stream: str, options, window) -> np.ndarray | None:
+    """Write rate (bytes/s) of every partition seen in the interval: its rate in the planning
+    window (peak), or its bytes over the whole interval's span; None when no event had one."""
+    from pyspark.sql import functions as F
+
+    frame = read_delta(spark, args.tables, "silver.partition_load").where(
+        args.interval_predicate() + f" AND stream = '{stream}'"
+    )
+    top = frame.agg(F.max("partition")).first()[0]
+    if top is None:
+        return None
+    if options.planning_window == "peak":
+        rows = frame.where(F.col("window_start") == F.lit(window[0])).select(
+            "partition", F.col("bytes_per_s").alias("rate")
+        )
+    else:
+        seconds = (window[1] - window[0]).total_seconds()
+        rows = frame.groupBy("partition").agg((F.sum("bytes") / F.lit(seconds)).alias("rate"))
+    rates = np.zeros(top + 1)
+    for r in rows.collect():
+        rates[r["partition"]] = r["rate"]
+    return rates
 
 
 def plan_stream(spark, args: RunArgs, stream: str, options) -> list[tuple]:
@@ -114,10 +146,16 @@ def plan_stream(spark, args: RunArgs, stream: str, options) -> list[tuple]:
     budget = Budget(
         max_moves=options.max_moves, max_migrated_load_share=options.max_migrated_load_share
     )
+    partitioned = options.strategy in PARTITION_STRATEGIES
+    if partitioned and snapshot.partition_load is None:
+        log("plan", f"{stream}: no event names a partition, nothing for {options.strategy}")
+        return []
     rows = []
     now = datetime.now(UTC)
-    for name in dict.fromkeys([options.strategy, BASELINE]):
-        params = options.strategy_params if name == options.strategy else {}
+    for name in dict.fromkeys([options.strategy, PARTITION_BASELINE if partitioned else BASELINE]):
+        # the baseline takes the chosen strategy's parameters it has (e.g. consumer_capacity)
+        accepted = strategy_parameters(name)
+        params = {k: v for k, v in options.strategy_params.items() if k in accepted}
         plan = get_strategy(name, **params).plan(snapshot, current, workers, budget)
         rows.append(
             (
@@ -141,10 +179,15 @@ def plan_stream(spark, args: RunArgs, stream: str, options) -> list[tuple]:
                 now,
             )
         )
+        consumers = (
+            f", {plan.metrics['consumers']:.0f} consumers (bound {plan.metrics['lower_bound']:.0f})"
+            if partitioned
+            else ""
+        )
         log(
             "plan",
             f"{stream}: {name} predicted imbalance {plan.metrics['imbalance']:.4f} "
-            f"(logged {observed:.4f}), {len(plan.moves)} moves",
+            f"(logged {observed:.4f}), {len(plan.moves)} moves{consumers}",
         )
     return rows
 

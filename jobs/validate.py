@@ -4,6 +4,10 @@ Runs ``jobs.expectations`` (routeplan.key_group_load, routeplan.plan_assignment,
 routeplan.plan_metrics) on the interval's ``silver.key_group_load`` and each stream's selected
 plan in ``gold.plans``: no nulls, loads ≥ 0, every key group assigned exactly once to an active
 worker, predicted imbalance not worse than what the logs show (plus ``--imbalance-tolerance``).
+A partition-assignment plan (paper 002) runs routeplan.partition_assignment (every partition
+seen in ``silver.partition_load`` read by exactly one listed consumer) and
+routeplan.partition_metrics (no consumer over the bin capacity, no fewer consumers than the
+lower bound) instead.
 Results go to Delta ``gold.validations``; any failure exits non-zero, naming each failed
 expectation, so the DAG stops before publish.
 """
@@ -17,8 +21,11 @@ import pandas as pd
 
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
 from jobs.expectations import (
+    PARTITION_METRICS_COLUMNS,
     ValidationOutcome,
     validate_key_group_load,
+    validate_partition_assignment,
+    validate_partition_metrics,
     validate_plan_assignment,
     validate_plan_metrics,
 )
@@ -42,6 +49,9 @@ def validate(spark, args: RunArgs, tolerance: float) -> list[tuple[str, Validati
     outcomes = []
     for plan in plans.itertuples():
         table = RoutingTable.from_document(json.loads(plan.table_document))
+        if table.kind == "partition_assignment":
+            outcomes += [(plan.stream, o) for o in validate_partitions(spark, args, plan, table)]
+            continue
         loads = (
             read_delta(spark, tables, "silver.key_group_load")
             .where(args.interval_predicate() + f" AND stream = '{plan.stream}'")
@@ -87,6 +97,38 @@ def validate(spark, args: RunArgs, tolerance: float) -> list[tuple[str, Validati
     frame = spark.createDataFrame(rows, VALIDATION_COLUMNS)
     write_delta(frame, tables, "gold.validations", args.interval_predicate("interval_start"))
     return outcomes
+
+
+def validate_partitions(spark, args: RunArgs, plan, table: RoutingTable) -> list:
+    """The partition-plan suites for one selected plan."""
+    seen = (
+        read_delta(spark, args.tables, "silver.partition_load")
+        .where(args.interval_predicate() + f" AND stream = '{plan.stream}'")
+        .select("partition")
+        .distinct()
+        .collect()
+    )
+    assignment = pd.DataFrame(
+        {
+            "partition": list(table.partition_consumer),
+            "consumer": list(table.partition_consumer.values()),
+        }
+    )
+    consumers = [w.name for w in table.workers.active]
+    predicted = json.loads(plan.metrics)
+    metrics = pd.DataFrame(
+        [
+            {
+                "stream": plan.stream,
+                "strategy": plan.strategy,
+                **{k: predicted[k] for k in PARTITION_METRICS_COLUMNS[2:]},
+            }
+        ]
+    )
+    return [
+        validate_partition_assignment(assignment, consumers, [r["partition"] for r in seen]),
+        validate_partition_metrics(metrics),
+    ]
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -41,8 +41,12 @@ def skewed() -> LoadSnapshot:
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session with Delta Lake for the whole test run."""
+    import logging
+
     from jobs.common import spark_session
 
+    # py4j logs at INFO while it is garbage-collected after pytest closed its streams
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     session = spark_session("tests")
     yield session
     session.stop()

@@ -63,3 +63,20 @@ def test_strategy_params_pass_only_what_the_strategy_accepts(dag):
     }
     assert json.loads(render(params)) == {k: v for k, v in params.items() if k != "strategy"}
     assert json.loads(render({**params, "strategy": "kg"})) == {}
+
+
+def test_consumer_capacity_goes_to_partition_strategies_only(dag):
+    import json
+
+    render = dag.user_defined_macros["strategy_params"]
+    params = {
+        "strategy": "mwf",
+        "epsilon": 0.05,
+        "virtual_workers_per_worker": 4,
+        "theta_busy": 1.1,
+        "theta_idle": 0.9,
+        "consumer_capacity": 2_000_000,
+    }
+    assert json.loads(render(params)) == {"consumer_capacity": 2_000_000}
+    assert "consumer_capacity" not in json.loads(render({**params, "strategy": "cg"}))
+    assert dag.params["consumer_capacity"] is None

@@ -9,11 +9,15 @@ import pytest
 
 from jobs.expectations import (
     KEY_GROUP_LOAD_SUITE,
+    PARTITION_ASSIGNMENT_SUITE,
+    PARTITION_METRICS_SUITE,
     PLAN_ASSIGNMENT_SUITE,
     PLAN_METRICS_SUITE,
     ValidationFailed,
     ValidationOutcome,
     validate_key_group_load,
+    validate_partition_assignment,
+    validate_partition_metrics,
     validate_plan_assignment,
     validate_plan_metrics,
 )
@@ -447,3 +451,40 @@ def test_raise_for_failures_lists_every_failure() -> None:
 def test_raise_for_failures_is_silent_on_success() -> None:
     outcome = ValidationOutcome(suite=PLAN_METRICS_SUITE, success=True, failures=[], statistics={})
     assert outcome.raise_for_failures() is None
+
+
+# --------------------------------------------------------------------------------------------
+# routeplan.partition_assignment and routeplan.partition_metrics (paper 002 plans)
+
+
+def test_partition_suites_pass_good_plans_and_name_what_is_wrong() -> None:
+    assignment = pd.DataFrame({"partition": [0, 1, 2], "consumer": ["c0", "c1", "c0"]})
+    good = validate_partition_assignment(assignment, ["c0", "c1"], [0, 1, 2])
+    assert good.suite == PARTITION_ASSIGNMENT_SUITE
+    assert good.success, good.failures
+    missing = validate_partition_assignment(assignment.iloc[:2], ["c0", "c1"], [0, 1, 2])
+    assert [f.split("(")[0] for f in missing.failures] == [
+        "expect_column_distinct_values_to_contain_set"
+    ]
+    stranger = assignment.assign(consumer=["c0", "x", "c0"])
+    assert only_failure(
+        validate_partition_assignment(stranger, ["c0", "c1"], [0, 1, 2])
+    ).startswith(IN_SET)
+    metrics = pd.DataFrame(
+        [
+            {
+                "stream": "s",
+                "strategy": "mwf",
+                "consumers": 3.0,
+                "lower_bound": 3.0,
+                "overloaded": 0.0,
+                "migrated_load_share": 0.1,
+            }
+        ]
+    )
+    ok = validate_partition_metrics(metrics)
+    assert ok.suite == PARTITION_METRICS_SUITE
+    assert ok.success, ok.failures
+    bad = validate_partition_metrics(metrics.assign(overloaded=1.0, consumers=2.0))
+    assert not bad.success
+    assert [f.split("(")[0] for f in bad.failures] == [BETWEEN, PAIR_A_GT_B]

@@ -122,6 +122,28 @@ def test_ingest_streams_param_leaves_other_streams_alone(spark, home, tmp_path):
     assert events.count() == table(spark, home, "bronze.stream_events").count()
 
 
+def test_ingest_keeps_the_valid_copy_of_a_duplicated_event(spark, tmp_path):
+    folder = tmp_path / "landing" / DAY
+    folder.mkdir(parents=True)
+    (folder / "a.jsonl").write_text(
+        '{"event_id": "e1", "key": "k", "ts": "not a time"}\n'
+        '{"event_id": "e1", "key": "k", "ts": "2026-11-20T10:00:00Z"}\n'
+        '{"event_id": "e1", "key": "k", "ts": "2026-11-20T10:00:00Z"}\n'
+        '{"key": "k2", "ts": 1795168800000, "size_bytes": "12"}\n'
+    )
+    report = ingest.main(["--home", str(tmp_path), "--interval-start", DAY])
+    assert (report["rows_written"], report["rows_quarantined"]) == (2, 2)
+    assert report["quarantined_by_reason"] == {
+        "unparseable ts": 1,
+        "duplicate event_id (the first copy was kept)": 1,
+    }
+    rows = spark.read.format("delta").load(str(tmp_path / "warehouse/bronze/stream_events"))
+    kept = {r.key: r for r in rows.collect()}
+    assert str(kept["k"].ts) == "2026-11-20 10:00:00"
+    assert kept["k2"].stream == "default" and kept["k2"].size_bytes == 12
+    assert len(kept["k2"].event_id) == 64  # derived: sha256 of the row
+
+
 def test_ingest_without_files_says_where_it_looked(home):
     with pytest.raises(SystemExit, match="no landing files"):
         ingest.main(["--home", str(home), "--interval-start", "2026-01-01"])
