@@ -30,7 +30,18 @@ SPARK_CONF = {
     "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={JOBS / 'log4j2.properties'}",
 }
 # strategy parameters offered in the Trigger form; each strategy gets those it accepts
-STRATEGY_PARAMS = ("epsilon", "virtual_workers_per_worker", "theta_busy", "theta_idle")
+STRATEGY_PARAMS = (
+    "epsilon",
+    "virtual_workers_per_worker",
+    "theta_busy",
+    "theta_idle",
+    "consumer_capacity",
+    "max_migrations",
+    "migration_cost",
+    "solver",
+    "score_factor",
+    "max_load_distance",
+)
 
 
 def interval_day(params: dict, data_interval_start, dag_run) -> str:
@@ -101,11 +112,36 @@ with DAG(
         "virtual_workers_per_worker": Param(10, type="integer", minimum=1, description="cg α"),
         "theta_busy": Param(1.03, type="number", minimum=1, description="cg busy threshold"),
         "theta_idle": Param(0.97, type="number", maximum=1, description="cg idle threshold"),
+        "consumer_capacity": Param(
+            None,
+            type=["null", "number"],
+            exclusiveMinimum=0,
+            description="Consumer capacity C̄ in bytes/s for the partition strategies (mwf, bfd, "
+            "…, paper 002); empty: the workers' capacity",
+        ),
         "max_moves": Param(
             None,
             type=["null", "integer"],
             minimum=0,
             description="Most key groups / hot keys a plan may move",
+        ),
+        "max_migrations": Param(
+            None,
+            type=["null", "integer"],
+            minimum=0,
+            description="milp, flux, albic: most key groups moved per plan (paper 004 §5)",
+        ),
+        "migration_cost": Param(
+            "moves",
+            enum=["moves", "keys", "load"],
+            description="milp, flux, albic: what a moved key group costs (keys: its state size)",
+        ),
+        "solver": Param("highs", enum=["highs", "cbc"], description="milp, albic: MILP solver"),
+        "score_factor": Param(
+            1.5, type="number", exclusiveMinimum=0, description="albic sF (§4.3.2)"
+        ),
+        "max_load_distance": Param(
+            0.10, type="number", minimum=0, description="albic maxLD, share of the mean load"
         ),
         "imbalance_tolerance": Param(
             0.0,

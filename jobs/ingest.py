@@ -152,11 +152,22 @@ def classify(raw, args: RunArgs):
         F.nullif(F.trim("worker"), F.lit("")).alias("worker"),
         F.coalesce(F.col("size_bytes").try_cast("long"), F.lit(1)).alias("size_bytes"),
         F.col("cost_ms").try_cast("double").alias("cost_ms"),
+        F.nullif(F.trim("upstream_stream"), F.lit("")).alias("upstream_stream"),
+        F.nullif(F.trim("upstream_key"), F.lit("")).alias("upstream_key"),
         F.coalesce(
             F.nullif(F.trim("event_id"), F.lit("")),
             F.sha2(
-                F.concat_ws(
-                    "\u0001", "stream", "key", "ts", "partition", "worker", "size_bytes", "cost_ms"
+                F.concat_ws(  # nulls are skipped: rows without upstream fields hash as before
+                    "\u0001",
+                    "stream",
+                    "key",
+                    "ts",
+                    "partition",
+                    "worker",
+                    "size_bytes",
+                    "cost_ms",
+                    "upstream_stream",
+                    "upstream_key",
                 ),
                 256,
             ),
@@ -262,6 +273,8 @@ def ingest(spark, args: RunArgs, landing: Path) -> dict:
         "worker",
         "size_bytes",
         "cost_ms",
+        "upstream_stream",
+        "upstream_key",
         "source_file",
         now.alias("ingested_at"),
     )

@@ -5,7 +5,8 @@ interval), the current published table (LATEST) and the workers file go through 
 strategy and the ``kg`` baseline (``routeplan.strategies``). Every candidate is written with its
 predicted metrics and moves; the chosen one is ``selected``. A partition strategy (paper 002:
 ``mwf``, ``bfd``, …) plans partitions onto consumers from ``silver.partition_load`` (bytes/s),
-beside the ``kafka_range`` baseline.
+beside the ``kafka_range`` baseline. The load metrics not planned on go along as resources
+(``milp``'s ``resource_bounds``); ``albic`` also gets ``silver.key_group_flow`` (paper 004).
 """
 
 from __future__ import annotations
@@ -65,10 +66,15 @@ def load_snapshot(spark, args: RunArgs, stream: str, options):
     metric = options.load_metric
     load = np.zeros(options.num_key_groups)
     keys = np.zeros(options.num_key_groups)
+    resources = {m: np.zeros(options.num_key_groups) for m in LOAD_METRICS if m != metric}
     for r in (
         frames["key_group_load"]
         .groupBy("key_group")
-        .agg(F.sum(metric).alias("load"), F.sum("distinct_keys").alias("keys"))
+        .agg(
+            F.sum(metric).alias("load"),
+            F.sum("distinct_keys").alias("keys"),
+            *[F.sum(m).alias(m) for m in resources],
+        )
         .collect()
     ):
         if not 0 <= r["key_group"] < options.num_key_groups:
@@ -78,6 +84,8 @@ def load_snapshot(spark, args: RunArgs, stream: str, options):
             )
         load[r["key_group"]] = r["load"]
         keys[r["key_group"]] = r["keys"]
+        for m, values in resources.items():
+            values[r["key_group"]] = r[m]
     hot = (
         frames["key_load"]
         .where(F.col("share") >= options.hot_key_min_share)
@@ -89,11 +97,19 @@ def load_snapshot(spark, args: RunArgs, stream: str, options):
         r["worker"]: float(r["load"])
         for r in frames["worker_load"].groupBy("worker").agg(F.sum(metric).alias("load")).collect()
     }
+    flow, anchors = (
+        key_group_flow(spark, args, stream, options, window)
+        if options.strategy == "albic"
+        else (None, ())
+    )
     snapshot = LoadSnapshot(
         stream=stream,
         key_group_load=load,
         hot_key_load={r["key"]: float(r["load"]) for r in hot},
         key_group_keys=keys,
+        key_group_resources=resources,
+        key_group_flow=flow,
+        flow_anchors=anchors,
         partition_load=(
             partition_rates(spark, args, stream, options, window)
             if options.strategy in PARTITION_STRATEGIES
@@ -102,6 +118,51 @@ def load_snapshot(spark, args: RunArgs, stream: str, options):
         hash_seed=options.hash_seed,
     )
     return snapshot, window, logged
+
+
+def key_group_flow(spark, args: RunArgs, stream: str, options, window):
+    """Messages into and out of the stream's key groups in the planning window(s), as
+    ``(key_group_flow, flow_anchors)``: a key group of another stream is an anchor on the worker
+    its LATEST table gives it (edges to streams not published yet are left out)."""
+    from pyspark.sql import functions as F
+
+    from routeplan.strategies.albic import flow_arrays
+
+    name = "silver.key_group_flow"
+    if not Path(args.tables.path(name), "_delta_log").is_dir():
+        return None, ()
+    frame = read_delta(spark, args.tables, name).where(
+        args.interval_predicate() + f" AND (stream = '{stream}' OR upstream_stream = '{stream}')"
+    )
+    if options.planning_window == "peak":
+        frame = frame.where(F.col("window_start") == F.lit(window[0]))
+    rows = (
+        frame.groupBy("stream", "upstream_stream", "upstream_key_group", "key_group")
+        .agg(F.sum("messages").alias("messages"))
+        .collect()
+    )
+    store, tables = RoutingStore(args.tables.routing), {}
+
+    def end(other: str, group: int):
+        if other == stream:
+            return int(group)
+        if other not in tables:
+            tables[other] = store.load(other)
+        table = tables[other]
+        if table is None or table.num_key_groups != options.num_key_groups:
+            return None
+        return (f"{other}:{group}", table.key_group_worker[group])
+
+    edges = []
+    for r in rows:
+        up = end(r["upstream_stream"], r["upstream_key_group"])
+        down = end(r["stream"], r["key_group"])
+        known = up is not None and down is not None
+        if known and (isinstance(up, int) or isinstance(down, int)):  # one end is ours
+            edges.append((up, down, float(r["messages"])))
+    if not edges:
+        return None, ()
+    return flow_arrays(options.num_key_groups, edges)
 
 
 def partition_rates(spark, args: RunArgs, stream: str, options, window) -> np.ndarray | None:

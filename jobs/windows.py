@@ -7,6 +7,9 @@ Tumbling windows of ``--window-minutes``. For each stream and window:
 * ``silver.key_load`` — the heavy hitters: the top ``--heavy-hitters`` keys with their share;
 * ``silver.worker_load`` — what each worker recorded in the logs processed, with distinct keys;
 * ``silver.partition_load`` — per partition, with the write rate in bytes/s (paper 002's input);
+* ``silver.key_group_flow`` — messages from each upstream key group to each key group, from events
+  that name the event they derive from (``upstream_key``, ``upstream_stream`` — default: the
+  event's own stream): paper 004's communication between key groups;
 * ``silver.window_summary`` — totals and the observed imbalance on the logged workers
   (``routeplan.metrics``; capacities from the workers file).
 """
@@ -60,6 +63,10 @@ def windows(
         "partition",
         F.col("size_bytes").alias("bytes"),
         F.coalesce("cost_ms", F.lit(0.0)).alias("cost_ms"),
+        *[  # bronze tables written before the upstream fields existed have none
+            (F.col(c) if c in events.columns else F.lit(None).cast("string")).alias(c)
+            for c in ("upstream_stream", "upstream_key")
+        ],
     ).persist()
     sums = [
         F.count("*").alias("messages"),
@@ -94,12 +101,30 @@ def windows(
         .agg(*sums)
         .withColumn("bytes_per_s", F.col("bytes") / F.lit(window_minutes * 60.0))
     )
+    key_group_flow = (
+        base.where(F.col("upstream_key").isNotNull())
+        .groupBy(
+            *dims,
+            F.coalesce("upstream_stream", "stream").alias("upstream_stream"),
+            "upstream_key",
+            "key",
+        )
+        .agg(F.count("*").alias("messages"))
+        .withColumn(
+            "upstream_key_group",
+            key_group_column(F.col("upstream_key"), num_key_groups, hash_seed),
+        )
+        .withColumn("key_group", key_group_column(F.col("key"), num_key_groups, hash_seed))
+        .groupBy(*dims, "upstream_stream", "upstream_key_group", "key_group")
+        .agg(F.sum("messages").alias("messages"))
+    )
     where = args.interval_predicate()
     outputs = {
         "silver.key_group_load": key_group_load,
         "silver.key_load": key_load,
         "silver.worker_load": worker_load,
         "silver.partition_load": partition_load,
+        "silver.key_group_flow": key_group_flow,
     }
     for name, frame in outputs.items():
         write_delta(with_date(frame), tables, name, where, partition_by=("date",))

@@ -45,6 +45,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         malformed=args.malformed,
         duplicates=args.duplicates,
         seed=args.seed,
+        upstream=args.upstream,
     )
     summary = generate(config)
     if args.json:
@@ -105,6 +106,116 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _param(text: str) -> tuple[str, object]:
+    """``k=v`` (``v`` as JSON when it parses, else a string)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected K=V, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
+
+
+def _simulation_inputs(args: argparse.Namespace):
+    from routeplan.simulator import events_from_spec, parse_capacities
+
+    stream = events_from_spec(args.events, args.stream)
+    if args.messages:
+        stream = stream.head(args.messages)
+    capacities = parse_capacities(args.capacities, args.workers)
+    options = {
+        "sources": args.sources,
+        "report_every": args.report_every,
+        "utilisation": args.utilisation,
+        "seed": args.seed,
+    }
+    return stream, capacities, options
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from routeplan.simulator import simulate
+
+    stream, capacities, options = _simulation_inputs(args)
+    result = simulate(stream, args.strategy, capacities, params=dict(args.param), **options)
+    doc = result.summary(series=args.series)
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    print(
+        f"{doc['strategy']}: {doc['messages']} messages, {doc['distinct_keys']} keys, "
+        f"{doc['workers']} workers, {doc['sources']} sources"
+    )
+    for name in ("imbalance", "max_imbalance", "memory", "replication", "moves", "queue_spread"):
+        print(f"  {name:<14} {doc[name]:.6g}")
+    print(f"  {doc['messages_per_s']:.0f} messages/s")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from routeplan.simulator import ONLINE, compare, plot
+    from routeplan.strategies import strategy_parameters
+
+    names = args.strategies or tuple(ONLINE)
+    unknown = [n for n in names if n not in ONLINE]
+    if unknown:
+        raise ValueError(f"unknown strategies {unknown}; known: {', '.join(ONLINE)}")
+    params: dict[str, dict] = {n: {} for n in names}
+    for key, value in args.param:
+        target, dot, name = key.rpartition(".")
+        for n in [target] if dot else [n for n in names if name in strategy_parameters(n)]:
+            if n not in params:
+                raise ValueError(f"--param {key}: {n!r} is not compared")
+            params[n][name] = value
+    stream, capacities, options = _simulation_inputs(args)
+    results = compare(stream, names, capacities, params=params, **options)
+    out = plot(results, args.plot, title=f"{stream.messages} messages, {args.workers} workers")
+    docs = [r.summary() for r in results]
+    if args.json:
+        print(json.dumps({"plot": str(out), "results": docs}))
+        return 0
+    print(
+        f"{'strategy':<9} {'imbalance':>10} {'max_imb':>10} {'memory':>10} {'replic.':>8} "
+        f"{'queue':>10} {'latency':>10} {'moves':>6} {'msg/s':>10}"
+    )
+    for d in docs:
+        print(
+            f"{d['strategy']:<9} {d['imbalance']:>10.4g} {d['max_imbalance']:>10.4g} "
+            f"{d['memory']:>10} {d['replication']:>8.3f} {d['queue_spread']:>10.4g} "
+            f"{d['latency_spread']:>10.4g} {d['moves']:>6} {d['messages_per_s']:>10}"
+        )
+    print(f"plot: {out}")
+    return 0
+
+
+def _add_simulation_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--events",
+        required=True,
+        help="events file or directory (jsonl/csv/parquet[.gz]), "
+        "'zipf:messages=N,keys=K,z=Z[,seed=S]' or 'generate:events=N,keys=K,zipf=Z,…'",
+    )
+    p.add_argument("--stream", help="only events of this stream")
+    p.add_argument("--messages", type=int, help="replay only the first N messages")
+    p.add_argument("--workers", type=int, required=True)
+    p.add_argument("--sources", type=int, default=1, help="sources, each with local load estimates")
+    p.add_argument(
+        "--capacities", help="'y=3,z=5' (y workers z times faster) or one value per worker"
+    )
+    p.add_argument(
+        "--param",
+        type=_param,
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="strategy parameter (repeatable); compare also takes NAME.K=V",
+    )
+    p.add_argument("--report-every", type=int, help="time slot in messages (default 1/100)")
+    p.add_argument("--utilisation", type=float, default=0.8, help="arrival rate / capacity")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="routeplan", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -130,6 +241,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--malformed", type=float, default=0.0, help="share of broken lines")
     g.add_argument("--duplicates", type=float, default=0.0, help="share of repeated events")
     g.add_argument("--seed", type=int, default=42)
+    g.add_argument(
+        "--upstream",
+        metavar="STREAM",
+        help="the other streams' events derive from this one's (upstream_stream/upstream_key)",
+    )
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_generate)
 
@@ -139,6 +255,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--routing", help="routing directory (default $ROUTEPLAN_HOME/routing)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_show)
+
+    from routeplan.binpack import command as binpack_command
+
+    binpack_command.add_parser(sub)  # routeplan binpack: partitions onto consumers (paper 002)
+
+    from routeplan import plan_command
+
+    plan_command.add_parser(sub, _param)  # routeplan plan: any batch strategy on a loads file
+
+    sim = sub.add_parser("simulate", help="replay a stream through a key-routing strategy")
+    _add_simulation_arguments(sim)
+    sim.add_argument(
+        "--strategy", required=True, help="kg, sg, potc, pkg, dchoices, porc, chbl, cg or ring"
+    )
+    sim.add_argument("--series", action="store_true", help="add the metrics over time")
+    sim.set_defaults(func=cmd_simulate)
+
+    cmp = sub.add_parser("compare", help="simulate several strategies on one stream, plot them")
+    _add_simulation_arguments(cmp)
+    cmp.add_argument("--strategies", type=_csv, help="default: every strategy")
+    cmp.add_argument("--plot", default="compare.png", help="PNG to write")
+    cmp.set_defaults(func=cmd_compare)
     return parser
 
 

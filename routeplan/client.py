@@ -1,7 +1,10 @@
-"""What producers use: route a key with nothing but a published routing table.
+"""What producers and consumers use: nothing but a published routing table.
 
 router = Router.from_store("var/routing", "clicks")     # LATEST, or version=3
 router.route("user-42")                                  # -> "w7"
+
+assignment = Assignment.from_store("var/routing", "clicks")   # a partition_assignment table
+assignment.partitions("c3")                                   # -> [4, 9]: what c3 reads
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ class Router:
     """
 
     def __init__(self, table: RoutingTable) -> None:
+        if table.kind != "key_routing":
+            raise ValueError(
+                f"{table.stream} v{table.version} is a {table.kind} table: "
+                "read it with routeplan.client.Assignment"
+            )
         self.table = table
         self._groups = table.key_group_worker
         self._num_key_groups = table.num_key_groups
@@ -67,3 +75,45 @@ class Router:
             best = max(range(len(credit)), key=credit.__getitem__)
             credit[best] -= sum(weights)
         return workers[best]
+
+
+class Assignment:
+    """Which consumer reads which partition, as a ``partition_assignment`` table says."""
+
+    def __init__(self, table: RoutingTable) -> None:
+        if table.kind != "partition_assignment":
+            raise ValueError(
+                f"{table.stream} v{table.version} is a {table.kind} table, not a "
+                "partition_assignment one"
+            )
+        self.table = table
+        self._partitions: dict[str, list[int]] = {}
+        for partition, consumer in table.partition_consumer.items():
+            self._partitions.setdefault(consumer, []).append(partition)
+
+    @classmethod
+    def from_store(
+        cls, root: str | os.PathLike[str], stream: str, version: int | None = None
+    ) -> Assignment:
+        """Load LATEST (or a pinned ``version``) of ``stream``, schema and checksum verified."""
+        table = RoutingStore(root).load(stream, version)
+        if table is None:
+            raise FileNotFoundError(f"no routing table published for stream {stream!r} in {root}")
+        return cls(table)
+
+    @property
+    def version(self) -> int | None:
+        return self.table.version
+
+    @property
+    def consumers(self) -> list[str]:
+        """The consumers of the group (each reads at least one partition)."""
+        return sorted(self._partitions)
+
+    def consumer(self, partition: int) -> str:
+        """The consumer that reads ``partition`` (KeyError if the table has no such partition)."""
+        return self.table.partition_consumer[int(partition)]
+
+    def partitions(self, consumer: str) -> list[int]:
+        """The partitions ``consumer`` reads, ascending (empty: it is not in the group)."""
+        return list(self._partitions.get(consumer, []))

@@ -3,7 +3,10 @@
 Seeded and reproducible: the same config writes the same bytes. Files land in
 ``<landing>/<date>/<stream>-<part>.<fmt>[.gz]``, each covering a slice of the day; the workers
 file (``schemas/worker.schema.json``) lists every stream's workers with capacities — ``y`` of them
-``z`` times faster, as in paper 000 §VII.
+``z`` times faster, as in paper 000 §VII. With ``upstream = A``, the events of every other stream
+name the event of stream ``A`` they derive from (``upstream_stream``, ``upstream_key``: ``A``'s key
+of the same rank id for ``upstream_correlation`` of them, a random one otherwise), the
+communication between key groups of paper 004's ALBIC; without it the output is unchanged.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class GeneratorConfig:
     malformed: float = 0.0  # share of lines replaced by a broken line
     duplicates: float = 0.0  # share of events written twice (same event_id)
     seed: int = 42
+    upstream: str | None = None  # the stream the others' events derive from (paper 004)
+    upstream_correlation: float = 0.9  # share of events whose upstream key mirrors their key
 
     def __post_init__(self) -> None:
         if self.fmt not in FORMATS:
@@ -59,7 +64,9 @@ class GeneratorConfig:
             raise ValueError("fast_workers must be between 0 and workers")
         if self.zipf < 0 or self.speedup <= 0:
             raise ValueError("zipf must be >= 0 and speedup > 0")
-        for name in ("malformed", "duplicates", "drift"):
+        if self.upstream is not None and self.upstream not in self.streams:
+            raise ValueError(f"upstream stream {self.upstream!r} is not among {self.streams}")
+        for name in ("malformed", "duplicates", "drift", "upstream_correlation"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be a share in [0, 1]")
 
@@ -135,6 +142,9 @@ def _write_stream(
                 "cost_ms": np.round(rng.lognormal(0.5, 0.3, size=n) / key_capacity[key], 3),
             }
         )
+        if config.upstream is not None and stream != config.upstream:
+            frame["upstream_stream"] = config.upstream
+            frame["upstream_key"] = _upstream_keys(config, stream, part, key)
         if config.duplicates > 0:
             dup = frame.sample(frac=config.duplicates, random_state=rng.integers(2**31))
             frame = pd.concat([frame, dup]).sort_values("ts", kind="stable")
@@ -146,6 +156,18 @@ def _write_stream(
         written["malformed"] += broken
         written["files"] += 1
     return written
+
+
+def _upstream_keys(config: GeneratorConfig, stream: str, part: int, key: np.ndarray) -> np.ndarray:
+    """The upstream stream's key each event derives from: the key of the same id (correlated) or
+    a random one. Its own random stream, so the other columns are the same with or without."""
+    rng = np.random.default_rng([config.seed, config.streams.index(stream), part, 4])
+    ids = np.where(
+        rng.random(key.size) < config.upstream_correlation,
+        key,
+        rng.integers(0, config.keys, size=key.size),
+    )
+    return np.char.add(f"{config.upstream[:1]}k", ids.astype(str))
 
 
 def _drifting_permutations(config: GeneratorConfig, rng: np.random.Generator) -> np.ndarray:

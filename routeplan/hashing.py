@@ -30,14 +30,62 @@ def key_group(key: str, num_key_groups: int, seed: int = DEFAULT_SEED) -> int:
     return mmh3.hash(key, seed, signed=False) % num_key_groups
 
 
+def key_hashes(keys: Iterable[str], seed: int = DEFAULT_SEED) -> np.ndarray:
+    """Unsigned 32-bit Murmur3 of many keys as a uint64 array (one hash call per key)."""
+    return np.fromiter((mmh3.hash(k, seed, signed=False) for k in keys), dtype=np.uint64)
+
+
 def key_groups(keys: Iterable[str], num_key_groups: int, seed: int = DEFAULT_SEED) -> np.ndarray:
     """Key groups of many keys as an int64 array (one hash call per key)."""
     if num_key_groups < 1:
         raise ValueError(f"num_key_groups must be >= 1, got {num_key_groups}")
-    hashes = np.fromiter((mmh3.hash(k, seed, signed=False) for k in keys), dtype=np.uint64)
-    return (hashes % np.uint64(num_key_groups)).astype(np.int64)
+    return (key_hashes(keys, seed) % np.uint64(num_key_groups)).astype(np.int64)
 
 
 def salted_choice(name: str, salt: int, n: int, seed: int = DEFAULT_SEED) -> int:
     """The ``salt``-th hash choice in ``[0, n)`` for ``name``: PoRC's H(j+salt) (000 Alg. 1)."""
     return mmh3.hash(f"{name}#{salt}", seed, signed=False) % n
+
+
+def hash_choices(key: str, d: int, n: int, seed: int = DEFAULT_SEED) -> list[int]:
+    """The ``d`` hash choices of ``key`` among ``n`` workers: PKG's H_1 … H_d (paper 003 §3, §5).
+
+    The first ``d`` distinct values of ``murmur3(key, seed + i) mod n`` for ``i = 0, 1, …``, so
+    ``H_1`` is key grouping's worker; ``d ≥ n`` gives every worker (``H_1`` first, the rest in
+    the key's hash order, then by index should the sequence not reach them all).
+    """
+    if n < 1 or d < 1:
+        raise ValueError(f"need n >= 1 and d >= 1, got n={n}, d={d}")
+    want = min(d, n)
+    choices: list[int] = []
+    seen: set[int] = set()
+    for i in range(8 * n + 4 * want):
+        c = mmh3.hash(key, (seed + i) & 0xFFFFFFFF, signed=False) % n
+        if c not in seen:
+            seen.add(c)
+            choices.append(c)
+            if len(choices) == want:
+                return choices
+    return choices + [c for c in range(n) if c not in seen][: want - len(choices)]
+
+
+def hash_choices_many(keys: list[str], d: int, n: int, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """``hash_choices`` of many keys at once: a ``(len(keys), min(d, n))`` int64 array."""
+    if n < 1 or d < 1:
+        raise ValueError(f"need n >= 1 and d >= 1, got n={n}, d={d}")
+    want = min(d, n)
+    choices = np.full((len(keys), want), -1, dtype=np.int64)
+    count = np.zeros(len(keys), dtype=np.int64)
+    pending = np.arange(len(keys))
+    for i in range(8 * n + 4 * want):
+        if pending.size == 0:
+            return choices
+        c = (key_hashes((keys[j] for j in pending), (seed + i) & 0xFFFFFFFF) % n).astype(np.int64)
+        new = ~np.any(choices[pending] == c[:, None], axis=1)
+        fresh = pending[new]
+        choices[fresh, count[fresh]] = c[new]
+        count[fresh] += 1
+        pending = pending[count[pending] < want]
+    for j in pending:  # the hash sequence missed some workers: the rest by index (as scalar)
+        choices[j] = hash_choices(keys[j], want, n, seed)
+    return choices

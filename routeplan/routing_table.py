@@ -2,7 +2,9 @@
 
 A producer needs nothing but this document and Murmur3: ``key_group(key)`` picks
 ``key_group_worker[group]`` unless the key has a ``hot_keys`` entry, in which case its messages are
-spread over the listed workers by weight. The JSON form is ``schemas/routing_table.schema.json``.
+spread over the listed workers by weight. A ``partition_assignment`` table instead maps each
+partition to the consumer that reads it (``partition_consumer``; its key groups may be empty).
+The JSON form is ``schemas/routing_table.schema.json``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class RoutingTable:
     strategy_state: Mapping[str, Any] = field(default_factory=dict)
     hash_seed: int = DEFAULT_SEED
     kind: str = "key_routing"
+    partition_consumer: Mapping[int, str] = field(default_factory=dict)
     predicted: Mapping[str, float] = field(default_factory=dict)
     version: int | None = None
     parent_version: int | None = None
@@ -42,12 +45,20 @@ class RoutingTable:
         object.__setattr__(self, "key_group_worker", tuple(self.key_group_worker))
         hot = {k: tuple((str(w), float(x)) for w, x in v) for k, v in dict(self.hot_keys).items()}
         object.__setattr__(self, "hot_keys", MappingProxyType(hot))
+        partitions = {int(p): str(c) for p, c in sorted(dict(self.partition_consumer).items())}
+        object.__setattr__(self, "partition_consumer", MappingProxyType(partitions))
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
-        if not self.key_group_worker:
+        if self.kind == "key_routing" and not self.key_group_worker:
             raise ValueError("a routing table needs at least one key group")
+        if self.kind == "key_routing" and partitions:
+            raise ValueError("partition_consumer belongs to partition_assignment tables")
+        if self.kind == "partition_assignment" and not partitions:
+            raise ValueError("a partition_assignment table needs at least one partition")
+        if any(p < 0 for p in partitions):
+            raise ValueError("partitions must be >= 0")
         known = set(self.workers.names)
-        unknown = set(self.key_group_worker) - known
+        unknown = (set(self.key_group_worker) | set(partitions.values())) - known
         for key, targets in hot.items():
             if not targets:
                 raise ValueError(f"hot key {key!r} has no workers")
@@ -62,8 +73,9 @@ class RoutingTable:
         return len(self.key_group_worker)
 
     def content(self) -> dict[str, Any]:
-        """What the routing *does*: two tables with equal content route every key alike."""
-        return {
+        """What the routing *does*: two tables with equal content route every key (and assign
+        every partition) alike."""
+        content = {
             "kind": self.kind,
             "hash": {"function": HASH_FUNCTION, "seed": self.hash_seed},
             "num_key_groups": self.num_key_groups,
@@ -74,6 +86,9 @@ class RoutingTable:
                 for k, v in sorted(self.hot_keys.items())
             ],
         }
+        if self.kind == "partition_assignment":
+            content["partition_consumer"] = {str(p): c for p, c in self.partition_consumer.items()}
+        return content
 
     def same_routing(self, other: RoutingTable | None) -> bool:
         return other is not None and self.content() == other.content()
@@ -121,6 +136,7 @@ class RoutingTable:
             strategy_state=doc.get("strategy_state", {}),
             hash_seed=int(doc["hash"]["seed"]),
             kind=doc["kind"],
+            partition_consumer={int(p): c for p, c in doc.get("partition_consumer", {}).items()},
             predicted=doc.get("predicted", {}),
             version=doc.get("version"),
             parent_version=doc.get("parent_version"),

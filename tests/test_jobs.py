@@ -233,3 +233,48 @@ def test_validate_then_publish_then_rerun(spark, home):
     third = run(publish, home)
     assert {(s["action"], s["version"]) for s in third["streams"]} == {("published", 2)}
     assert json.loads((home / "routing/clicks/v2.json").read_text())["parent_version"] == 1
+
+
+def test_upstream_fields_flow_into_key_group_flow_and_albic(spark, tmp_path):
+    """Paper 004: events naming their upstream event → silver.key_group_flow → albic's plan."""
+    from routeplan.models import Budget, LoadSnapshot
+    from routeplan.store import RoutingStore
+    from routeplan.strategies import get_strategy
+
+    generate(
+        GeneratorConfig(
+            landing=tmp_path / "landing",
+            workers_out=tmp_path / "config" / "workers.json",
+            day=date(2026, 11, 20),
+            streams=("clicks", "orders"),
+            events=3_000,
+            keys=400,
+            files_per_stream=1,
+            fmt="csv",
+            upstream="clicks",
+            seed=5,
+        )
+    )
+    home = ["--home", str(tmp_path), "--interval-start", DAY]
+    ingest.main(home)
+    events = spark.read.format("delta").load(str(tmp_path / "warehouse/bronze/stream_events"))
+    assert events.where("stream = 'clicks' AND upstream_key IS NOT NULL").count() == 0
+    assert events.where("stream = 'orders' AND upstream_stream = 'clicks'").count() == 3_000
+    windows.main([*home, "--window-minutes", "360"])
+    flow = spark.read.format("delta").load(str(tmp_path / "warehouse/silver/key_group_flow"))
+    assert flow.where("stream = 'orders'").agg({"messages": "sum"}).first()[0] == 3_000
+    assert flow.where("upstream_stream <> 'clicks'").count() == 0
+    # clicks is published: orders' flow from clicks is anchored on clicks' workers
+    loads = json.loads((tmp_path / "config" / "workers.json").read_text())["workers"]
+    workers = Workers.from_records([w for w in loads if w["stream"] == "clicks"])
+    snapshot = LoadSnapshot("clicks", [1.0] * 1024)
+    kg = get_strategy("kg").plan(snapshot, None, workers, Budget()).table
+    RoutingStore(tmp_path / "routing").publish(kg)
+    report = plan.main([*home, "--strategy", "albic", "--streams", "orders", "--max-moves", "40"])
+    assert report["streams"]["orders"]["moves"] <= 40
+    rows = spark.read.format("delta").load(str(tmp_path / "warehouse/gold/plans")).collect()
+    chosen = next(r for r in rows if r.selected)
+    metrics = json.loads(chosen.metrics)
+    assert chosen.strategy == "albic" and 0 <= metrics["collocation_factor"] <= 1
+    baseline = next(r for r in rows if not r.selected)
+    assert metrics["collocation_factor"] >= json.loads(baseline.metrics)["collocation_factor"]

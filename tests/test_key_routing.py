@@ -217,3 +217,13 @@ def test_skew_metric_matches_paper_001_definition():
     assert skew(np.array([100.0, 0, 0, 0])) == 1.0
     # M = 100, U = 25, W = 40: (40 − 25) / (100 − 25) = 0.2 (WL5-like)
     assert skew(np.array([40.0, 20, 20, 20])) == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("name", KEY_ROUTING)
+def test_an_idle_stream_still_gets_a_complete_table(name):
+    loads = LoadSnapshot("s", np.zeros(8), {"quiet": 0.0})
+    workers = Workers((Worker("a"), Worker("b", 2.0), Worker("c", state="draining")))
+    plan = get_strategy(name).plan(loads, None, workers, Budget())
+    assert set(plan.table.key_group_worker) <= {"a", "b"}
+    assert all(w in {"a", "b"} for t in plan.table.hot_keys.values() for w, _ in t)
+    assert plan.metrics["imbalance"] == 0.0

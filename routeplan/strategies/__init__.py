@@ -5,7 +5,7 @@ plan = get_strategy("cg", epsilon=0.01).plan(loads, current, workers, budget)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -27,11 +27,18 @@ class Strategy(Protocol):
     ) -> Plan: ...
 
 
-def finish_plan(table: RoutingTable, loads: LoadSnapshot, current: RoutingTable | None) -> Plan:
-    """Every strategy ends here: moves against ``current`` and predicted metrics, one way."""
+def finish_plan(
+    table: RoutingTable,
+    loads: LoadSnapshot,
+    current: RoutingTable | None,
+    extra: Mapping[str, float] | None = None,
+) -> Plan:
+    """Every strategy ends here: moves against ``current`` and predicted metrics, one way
+    (plus ``extra`` numbers the strategy alone knows, e.g. a solver's gap)."""
     from routeplan import metrics
 
     moved, predicted = metrics.evaluate(table, loads, current)
+    predicted = {**predicted, **(extra or {})}
     return Plan(table=replace(table, predicted=predicted), moves=moved, metrics=predicted)
 
 

@@ -39,23 +39,25 @@ def porc_place(
     unit: str,
     load: float,
     virtual_worker_load: np.ndarray,
-    capacity: float,
+    capacity: float | np.ndarray,
     max_salt: int,
 ) -> int:
     """Paper 000 Alg. 1 for one unit: first salted choice with room for ``load``.
 
-    When none of ``max_salt`` choices has room, the least loaded of them is used (the unit is
-    heavier than any spare capacity). Updates ``virtual_worker_load`` in place.
+    ``capacity`` is one bound for every bin or one per bin (unequal workers). When none of
+    ``max_salt`` choices has room, the least loaded of them is used (the unit is heavier than any
+    spare capacity). Updates ``virtual_worker_load`` in place.
     """
     n = virtual_worker_load.size
+    bound = np.broadcast_to(capacity, (n,))
     tried = []
     for salt in range(1, max_salt + 1):
         choice = salted_choice(unit, salt, n)
-        if virtual_worker_load[choice] + load <= capacity + _EPS:
+        if virtual_worker_load[choice] + load <= bound[choice] + _EPS:
             virtual_worker_load[choice] += load
             return choice
         tried.append(choice)
-    choice = min(tried, key=lambda c: virtual_worker_load[c])
+    choice = min(tried, key=lambda c: virtual_worker_load[c] / bound[c])
     virtual_worker_load[choice] += load
     return choice
 
@@ -64,25 +66,26 @@ def porc_split(
     key: str,
     load: float,
     virtual_worker_load: np.ndarray,
-    capacity: float,
+    capacity: float | np.ndarray,
     max_salt: int,
 ) -> list[tuple[int, float]]:
     """Spread one hot key over its salted choices, filling their spare capacity (PoRC for a key
     whose messages overflow its principal virtual worker). Returns ``(virtual worker, load)``."""
     n = virtual_worker_load.size
+    bound = np.broadcast_to(capacity, (n,))
     pieces: dict[int, float] = {}
     remaining = load
     for salt in range(1, max_salt + 1):
         if remaining <= _EPS:
             break
         choice = salted_choice(f"key:{key}", salt, n)
-        take = min(capacity - virtual_worker_load[choice], remaining)
+        take = min(bound[choice] - virtual_worker_load[choice], remaining)
         if take > _EPS:
             virtual_worker_load[choice] += take
             pieces[choice] = pieces.get(choice, 0.0) + take
             remaining -= take
     if remaining > _EPS:
-        choice = int(np.argmin(virtual_worker_load))
+        choice = int(np.argmin(virtual_worker_load / bound))
         virtual_worker_load[choice] += remaining
         pieces[choice] = pieces.get(choice, 0.0) + remaining
     return sorted(pieces.items())
@@ -265,10 +268,10 @@ class ConsistentGrouping:
             owner[vw] = target
             load[target] += vw_load[vw]
 
-        self._pair_busy_idle(owner, load, vw_load, vw_groups, capacity, budget)
+        self.pair_busy_idle(owner, load, vw_load, vw_groups, capacity, budget)
         return [names[o] for o in owner]
 
-    def _pair_busy_idle(
+    def pair_busy_idle(
         self,
         owner: np.ndarray,
         load: np.ndarray,
@@ -277,7 +280,12 @@ class ConsistentGrouping:
         capacity: np.ndarray,
         budget: Budget,
     ) -> None:
-        """Move virtual workers from busy to idle workers (FCFS pairing), in place."""
+        """Move virtual workers from busy to idle workers (FCFS pairing), in place.
+
+        ``owner[v]`` is the worker of virtual worker ``v``, ``load`` the workers' loads and
+        ``vw_groups[v]`` what moving ``v`` costs against ``budget.max_moves`` (key groups here;
+        one per virtual worker in the simulator, which calls this once per time slot).
+        """
         total = load.sum()
         if total <= 0:
             return

@@ -1,0 +1,634 @@
+"""Paper 004 (Madsen, Zhou, Cao: ALBIC, ICDE 2017) reproduced with routeplan's milp, flux, albic.
+
+    .venv/bin/python bench/paper004_milp.py           # moderate sizes, ~5 min on 2 cores
+    .venv/bin/python bench/paper004_milp.py --full    # the paper's cluster sizes (~30 min)
+
+1. §5.1, Figs. 2–4: MILP vs Flux on growing clusters (20 key groups per worker, load on 20 % of
+   the workers moved by ±varies/2), load distance against the solver's time limit.
+2. CBC vs HiGHS on the same full models (the paper used CPLEX).
+3. §5.1, Fig. 5: scale-in integrated in the MILP vs scale-in first, then balance (10 workers
+   marked for removal, maxMigrations = 20, one or five workers at 100 % load: 1OL, 5OL).
+4. §5.2.1, Figs. 6–7: load distance after each period, maxMigrations = 13, MILP vs Flux, on a
+   Wikipedia-like job (20 workers, 3 operators × 100 key groups, drifting Zipf popularity).
+5. §5.3, Figs. 10–11: ALBIC vs a static collocation (COLA: recursive balanced bisection of the
+   whole flow graph, then LPT — a complete re-optimisation) for a growing share of 1-1
+   communicating key groups, and growing clusters.
+6. §5.4, Fig. 12 (Real Job 2 style): two operators on the same key, worst initial collocation,
+   communication costing load; ALBIC's collocation factor and load index over periods.
+
+Load distance is ``routeplan.metrics.load_distance``: the largest deviation of a worker's load
+from the mean, relative to the mean (the paper's loads are utilisation percentages, so its
+"1 %" is one point of a node's capacity: equal to ours at 100 % utilisation). The paper's figures
+are plots without tables; its numbers quoted below come from its text. Plots and JSON go to
+bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from routeplan.hashing import key_groups
+from routeplan.metrics import collocation_factor, load_distance, worker_load
+from routeplan.models import Budget, LoadSnapshot, Worker, Workers
+from routeplan.routing_table import RoutingTable
+from routeplan.strategies import get_strategy
+from routeplan.strategies.albic import balanced_partition, flow_arrays
+
+OUT = Path("bench/results")
+
+# §5.1: "The results show that our MILP approach consistently outperforms Flux, even after just a
+# few seconds of optimization by the solver. The MILP approach quickly converges towards a pretty
+# good solution (within a few seconds), which can be improved only slightly by further solving.
+# It is only for the largest cluster considered in the experiments, that it could be beneficial
+# to solve for more than a few seconds."
+PAPER_FIG2_4 = "MILP < Flux after a few seconds; only the largest cluster gains from more time"
+# §5.1 Fig. 5: "the integrated approach obtains a good load distance much faster than the
+# non-integrated approach for both cases, while being able to complete scaling-in within a
+# similar time period."
+PAPER_FIG5 = "integrated: good load distance much sooner; scale-in done in a similar time"
+# §5.2.1 Fig. 6: "The MILP approach achieves a stable load distance consistently below 1%, while
+# Flux exhibits significant fluctuations up to 7%."
+PAPER_FIG6 = {"milp_max": 0.01, "flux_max": 0.07}
+# §5.3: "ALBIC achieves a smaller, hence better, load distance than COLA. ALBIC also outperforms
+# COLA in terms of collocation by up to ten percent." (Fig. 10); "ALBIC significantly and
+# consistently outperforms COLA in both load distance and collocation for various system sizes"
+# (Fig. 11, maximum collocation factor 50).
+PAPER_FIG10 = "ALBIC: lower load distance than COLA, collocation up to 10 points higher"
+# §5.4 Real Job 2: "ALBIC gets a decrease from 100% to 50% [load index] … COLA can only reduce
+# the load by 25%, due to the large overhead of migrations. COLA migrates close to 200 key groups
+# per SPL, while ALBIC only migrates 10 key groups."
+PAPER_FIG12 = {"albic_load_index": 0.50, "cola_load_index": 0.75, "cola_moves": 200, "albic": 10}
+
+
+def table_of(owner: np.ndarray, workers: Workers, stream: str = "s") -> RoutingTable:
+    names = workers.names
+    return RoutingTable(stream, "bench", workers, tuple(names[i] for i in owner))
+
+
+def owners(table: RoutingTable) -> np.ndarray:
+    index = table.workers.index()
+    return np.array([index[w] for w in table.key_group_worker])
+
+
+def varies_instance(workers: int, varies: float, seed: int, per_worker: int = 20):
+    """§5.1: "Key groups are evenly allocated … The load of each key group is initially set to
+    the mean, which is then adjusted by a percentage, randomly chosen from the range [−5%, 5%]
+    … we further adjust the load on 20% of the nodes … Half of the nodes whose load are changed
+    gets a reduction of 0.5·varies in their load and the other half gets an increase"."""
+    rng = np.random.default_rng(seed)
+    groups = workers * per_worker
+    owner = np.arange(groups) % workers
+    load = 1.0 + rng.uniform(-0.05, 0.05, groups)
+    changed = rng.choice(workers, max(2, workers // 5), replace=False)
+    for k, w in enumerate(changed):
+        on = np.flatnonzero(owner == w)
+        picked = rng.choice(on, on.size // 2, replace=False)  # "a randomly selected set"
+        delta = (0.5 if k % 2 else -0.5) * varies * load[on].sum()
+        load[picked] += delta / picked.size
+    load = np.clip(load, 0.0, None)
+    ws = Workers.homogeneous(workers)
+    return LoadSnapshot("s", load), table_of(owner, ws), ws
+
+
+# ------------------------------------------------------------------------------------------ 1, 2
+
+
+def figs_2_4(sizes, limits, seeds) -> list[dict]:
+    print("\n§5.1 Figs. 2–4 — load distance (% of the mean) after one plan; paper: " + PAPER_FIG2_4)
+    head = "".join(f"{f'milp {t:g}s':>11}" for t in limits)
+    print(
+        f"{'workers':>7} {'groups':>6} {'maxMig':>6} {'varies':>6} {'start':>7} {'flux':>7}{head}"
+        f" {'model':>13} {'status':>10}"
+    )
+    rows = []
+    for workers in sizes:
+        for max_migrations, varies in ((10, 0.2), (20, 0.2), (20, 0.4)):
+            result = {"workers": workers, "max_migrations": max_migrations, "varies": varies}
+            runs = []
+            for seed in seeds:
+                snap, current, ws = varies_instance(workers, varies, seed)
+                flux = get_strategy("flux", max_migrations=max_migrations).plan(
+                    snap, current, ws, Budget()
+                )
+                milp = {}
+                for limit in limits:
+                    plan = get_strategy("milp", max_migrations=max_migrations).plan(
+                        snap, current, ws, Budget(time_limit_s=limit)
+                    )
+                    milp[limit] = plan
+                runs.append(
+                    {
+                        "start": load_distance(worker_load(current, snap)),
+                        "flux": flux.metrics["load_distance"],
+                        "flux_moves": flux.metrics["moves"],
+                        "milp": {t: p.metrics["load_distance"] for t, p in milp.items()},
+                        "milp_moves": {t: p.metrics["moves"] for t, p in milp.items()},
+                        "model": milp[limits[-1]].table.strategy_state["model"],
+                        "status": milp[limits[-1]].table.strategy_state["solve_status"],
+                    }
+                )
+            result["start"] = float(np.mean([r["start"] for r in runs]))
+            result["flux"] = float(np.mean([r["flux"] for r in runs]))
+            result["milp"] = {t: float(np.mean([r["milp"][t] for r in runs])) for t in limits}
+            result["model"] = runs[-1]["model"]
+            result["status"] = runs[-1]["status"]
+            result["max_moves_used"] = max(max(r["milp_moves"].values()) for r in runs)
+            rows.append(result)
+            cells = "".join(f"{result['milp'][t]:>11.2%}" for t in limits)
+            print(
+                f"{workers:>7} {workers * 20:>6} {max_migrations:>6} {varies:>6.0%} "
+                f"{result['start']:>7.2%} {result['flux']:>7.2%}{cells} {result['model']:>13} "
+                f"{result['status']:>10}"
+            )
+    return rows
+
+
+def solvers(sizes, limit) -> list[dict]:
+    print(
+        f"\nCBC vs HiGHS on the same full §4.3.1 models (maxMigrations 10, varies 40 %, "
+        f"limit {limit:g} s; the paper used CPLEX 12.6)"
+    )
+    print(
+        f"{'workers':>7} {'groups':>6} {'solver':>6} {'status':>10} {'seconds':>8} "
+        f"{'load dist.':>10} {'gap':>8}"
+    )
+    rows = []
+    for workers, per_worker in sizes:
+        snap, current, ws = varies_instance(workers, 0.4, 0, per_worker)
+        for solver in ("highs", "cbc"):
+            plan = get_strategy("milp", max_migrations=10, solver=solver, max_variables=None).plan(
+                snap, current, ws, Budget(time_limit_s=limit)
+            )
+            state = plan.table.strategy_state
+            row = {
+                "workers": workers,
+                "groups": workers * per_worker,
+                "solver": state["solver"],
+                "status": state["solve_status"],
+                "seconds": plan.metrics["solve_seconds"],
+                "load_distance": plan.metrics["load_distance"],
+                "gap": state["gap"],
+            }
+            rows.append(row)
+            gap = "-" if row["gap"] is None else f"{row['gap']:.3f}"
+            print(
+                f"{workers:>7} {row['groups']:>6} {row['solver']:>6} {row['status']:>10} "
+                f"{row['seconds']:>8.2f} {row['load_distance']:>10.2%} {gap:>8}"
+            )
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ 3
+
+
+def fig_5(workers: int, periods: int, limit: float) -> dict:
+    """§5.1: "We set maxMigrations to twenty and mark ten nodes for removal. We tested two
+    situations, where one and five nodes are overloaded (100% loaded)"."""
+    print(
+        f"\n§5.1 Fig. 5 — scale-in of 10 of {workers} workers, maxMigrations 20; paper: "
+        + PAPER_FIG5
+    )
+    results = {}
+    rng = np.random.default_rng(5)
+    base = 0.6  # utilisation of a normal worker
+    groups = workers * 20
+    owner = np.arange(groups) % workers
+    marked = np.arange(workers - 10, workers)
+    print(
+        f"{'case':>4} {'approach':>11} "
+        + "".join(f"{f'p{p}':>7}" for p in range(1, 9))
+        + f" {'drained at':>10} {'mean LD':>8}"
+    )
+    for overloaded in (1, 5):
+        load = np.full(groups, base / 20) * (1 + rng.uniform(-0.05, 0.05, groups))
+        for w in range(overloaded):
+            load[owner == w] *= 1.0 / base  # 100 % loaded
+        snap = LoadSnapshot("s", load)
+        ws = Workers(
+            tuple(
+                Worker(f"w{i}", state="draining" if i in marked else "active")
+                for i in range(workers)
+            )
+        )
+        for mode in ("integrated", "first"):
+            table = table_of(owner, Workers.homogeneous(workers))
+            distances, remaining = [], []
+            for _ in range(periods):
+                plan = get_strategy("milp", max_migrations=20, scale_in=mode).plan(
+                    snap, table, ws, Budget(time_limit_s=limit)
+                )
+                table = plan.table
+                distances.append(plan.metrics["load_distance"])
+                remaining.append(float(worker_load(table, snap)[marked].sum()))
+            done = next((p + 1 for p, r in enumerate(remaining) if r == 0), None)
+            mean = float(np.mean(distances[: done or periods]))
+            results[f"{overloaded}OL/{mode}"] = {
+                "load_distance": distances,
+                "draining_load": remaining,
+                "drained_after": done,
+                "mean_load_distance_while_scaling": mean,
+            }
+            cells = "".join(f"{d:>7.1%}" for d in distances[:8])
+            label = "integrated" if mode == "integrated" else "scale-in 1st"
+            print(f"{overloaded}OL {label:>12} {cells} {str(done):>10} {mean:>8.1%}")
+    return results
+
+
+# ------------------------------------------------------------------------------------------ 4
+
+
+def wiki_job_loads(periods: int, seed: int = 0) -> list[np.ndarray]:
+    """Real Job 1 stand-in: GeoHash (even keys), TopK per article, global TopK; 100 key groups
+    each; article popularity a Zipf law (Wikipedia edits) whose top ranks drift every period."""
+    rng = np.random.default_rng(seed)
+    articles = 20_000
+    p = 1.0 / np.arange(1, articles + 1) ** 0.9
+    p /= p.sum()
+    names = [f"article{i}" for i in range(articles)]
+    topk = key_groups(names, 100, seed=1)
+    final = key_groups(names, 100, seed=2)
+    permutation = rng.permutation(articles)
+    loads = []
+    for _ in range(periods):
+        swap = rng.choice(500, 50, replace=False)
+        other = rng.integers(0, articles, 50)
+        permutation[swap], permutation[other] = permutation[other].copy(), permutation[swap].copy()
+        messages = int(200_000 * rng.uniform(0.8, 1.2))
+        counts = np.bincount(permutation, weights=rng.multinomial(messages, p), minlength=articles)
+        geo = rng.multinomial(messages, np.full(100, 0.01)) * 1.0
+        load = np.concatenate(
+            [
+                geo,
+                np.bincount(topk, weights=counts, minlength=100) * 2.0,
+                np.bincount(final, weights=counts, minlength=100) * 0.5,
+            ]
+        )
+        loads.append(load)
+    return loads
+
+
+def fig_6(periods: int, limit: float) -> dict:
+    print(
+        "\n§5.2.1 Figs. 6–7 — load distance after each period, maxMigrations 13, 20 workers, "
+        "300 key groups; paper: MILP consistently < 1 %, Flux up to 7 %"
+    )
+    workers = Workers.homogeneous(20)
+    loads = wiki_job_loads(periods)
+    tables = {}
+    series: dict[str, dict[str, list[float]]] = {}
+    for name in ("milp", "flux"):
+        table = None
+        series[name] = {"load_distance": [], "moves": []}
+        for load in loads:
+            snap = LoadSnapshot("wiki", load)
+            if table is None:  # the job starts from hash partitioning
+                table = get_strategy("kg").plan(snap, None, workers, Budget()).table
+            plan = get_strategy(name, max_migrations=13).plan(
+                snap, table, workers, Budget(time_limit_s=limit)
+            )
+            table = plan.table
+            series[name]["load_distance"].append(plan.metrics["load_distance"])
+            series[name]["moves"].append(plan.metrics["moves"])
+        tables[name] = table
+    print(
+        f"{'':>6} "
+        + "".join(f"{f'p{p + 1}':>6}" for p in range(min(periods, 12)))
+        + f" {'mean':>6} {'max':>6} {'paper max':>9}"
+    )
+    for name, paper in (("milp", PAPER_FIG6["milp_max"]), ("flux", PAPER_FIG6["flux_max"])):
+        values = series[name]["load_distance"]
+        cells = "".join(f"{v:>6.1%}" for v in values[:12])
+        print(
+            f"{name:>6} {cells} {np.mean(values[1:]):>6.1%} {max(values[1:]):>6.1%} {paper:>9.0%}"
+        )
+    print(
+        f"  moves per period: milp {np.mean(series['milp']['moves']):.1f}, "
+        f"flux {np.mean(series['flux']['moves']):.1f} (limit 13; max excludes period 1, the "
+        "start from hash partitioning; so does mean)"
+    )
+    return series
+
+
+# ------------------------------------------------------------------------------------------ 5, 6
+
+
+def flow_job(workers: int, groups: int, operators: int, one_to_one: float, seed: int = 0):
+    """§5.3: the §5.1 set-up, "except that we control the maximum obtainable collocation by
+    ensuring x% of the key groups to have 1-1 communication"; the others spread their output
+    evenly over the next operator (full partitioning)."""
+    rng = np.random.default_rng(seed)
+    per = groups // operators
+    load = 1.0 + rng.uniform(-0.05, 0.05, groups)
+    edges = []
+    for o in range(operators - 1):
+        partner = rng.permutation(per)
+        for k in range(per):
+            g = o * per + k
+            out = 100.0 * load[g]
+            if rng.random() < one_to_one:
+                edges.append((g, (o + 1) * per + partner[k], out))
+            else:
+                edges += [(g, (o + 1) * per + j, out / per) for j in range(per)]
+    flow, anchors = flow_arrays(groups, edges)
+    owner = rng.permutation(np.arange(groups) % workers)
+    ws = Workers.homogeneous(workers)
+    return LoadSnapshot("s", load, key_group_flow=flow, flow_anchors=anchors), owner, ws, per
+
+
+def cola(snap: LoadSnapshot, workers: Workers, max_load_distance: float) -> np.ndarray:
+    """COLA (paper 004 §2.1, [21]) as a static baseline: all key groups in one partition, split
+    the heaviest partition by balanced graph bisection (fewest cut messages) until an LPT
+    placement of the partitions meets ``max_load_distance``."""
+    groups = snap.num_key_groups
+    load = snap.key_group_load
+    flow = snap.key_group_flow
+    adjacency = np.zeros((groups, groups))
+    np.add.at(adjacency, (flow[:, 0].astype(int), flow[:, 1].astype(int)), flow[:, 2])
+    adjacency += adjacency.T
+    parts = [np.arange(groups)]
+    n = len(workers)
+    while True:
+        owner = np.zeros(groups, dtype=np.int64)
+        totals = np.zeros(n)
+        for part in sorted(parts, key=lambda p: -load[p].sum()):
+            target = int(np.argmin(totals))
+            owner[part] = target
+            totals[target] += load[part].sum()
+        if load_distance(totals) <= max_load_distance or len(parts) == groups:
+            return owner
+        heavy = max(range(len(parts)), key=lambda i: load[parts[i]].sum())
+        part = parts.pop(heavy)
+        labels = balanced_partition(load[part], adjacency[np.ix_(part, part)], 2)
+        parts += [part[labels == 0], part[labels == 1]]
+
+
+def albic_runs(snap, owner, ws, per, runs, limit, max_migrations, pairs, jitter_seed=1):
+    """ALBIC for ``runs`` periods; each period, 20 % of the workers' loads move by ±2 %."""
+    rng = np.random.default_rng(jitter_seed)
+    table = table_of(owner, ws)
+    history = []
+    load = snap.key_group_load.copy()
+    for _ in range(runs):
+        picked = rng.choice(len(ws), max(1, len(ws) // 5), replace=False)
+        for w in picked:
+            load[owners(table) == w] *= 1 + rng.uniform(-0.02, 0.02)
+        snap = LoadSnapshot(
+            "s", load, key_group_flow=snap.key_group_flow, flow_anchors=snap.flow_anchors
+        )
+        plan = get_strategy(
+            "albic",
+            max_migrations=max_migrations,
+            operator_groups=per,
+            collocations_per_run=pairs,
+        ).plan(snap, table, ws, Budget(time_limit_s=limit))
+        table = plan.table
+        history.append(
+            {
+                "collocation_factor": plan.metrics["collocation_factor"],
+                "load_distance": plan.metrics["load_distance"],
+                "moves": plan.metrics["moves"],
+            }
+        )
+    return table, snap, history
+
+
+def figs_10_11(fig10_size, fig11_sizes, shares, runs, limit, pairs) -> dict:
+    print(
+        f"\n§5.3 Figs. 10–11 — ALBIC ({runs} periods from a random allocation, "
+        f"maxMigrations 20, {pairs} pairs per period) vs COLA (static); paper: " + PAPER_FIG10
+    )
+    print(
+        f"{'workers':>7} {'groups':>6} {'ops':>4} {'1-1':>5} {'start CF':>8} "
+        f"{f'CF @{runs // 2}':>8} {'ALBIC CF':>8} {'COLA CF':>8} {'ALBIC LD':>8} "
+        f"{'COLA LD':>8} {'ALBIC mv':>8} {'COLA mv':>8}"
+    )
+    results = []
+    cases = [(*fig10_size, x) for x in shares] + [(*size, 0.5) for size in fig11_sizes]
+    for workers, groups, operators, share in cases:
+        snap, owner, ws, per = flow_job(workers, groups, operators, share)
+        start = collocation_factor(table_of(owner, ws).key_group_worker, snap)
+        table, snap, history = albic_runs(snap, owner, ws, per, runs, limit, 20, pairs)
+        cola_owner = cola(snap, ws, 0.10)
+        cola_table = table_of(cola_owner, ws)
+        row = {
+            "workers": workers,
+            "groups": groups,
+            "operators": operators,
+            "one_to_one": share,
+            "start_collocation": start,
+            "albic_collocation": history[-1]["collocation_factor"],
+            "cola_collocation": collocation_factor(cola_table.key_group_worker, snap),
+            "albic_load_distance": history[-1]["load_distance"],
+            "cola_load_distance": load_distance(worker_load(cola_table, snap)),
+            "albic_moves_per_period": float(np.mean([h["moves"] for h in history])),
+            "cola_moves": int(np.sum(cola_owner != owners(table))),
+            "history": history,
+        }
+        results.append(row)
+        print(
+            f"{workers:>7} {groups:>6} {operators:>4} {share:>5.0%} {start:>8.1%} "
+            f"{history[runs // 2 - 1]['collocation_factor']:>8.1%} "
+            f"{row['albic_collocation']:>8.1%} {row['cola_collocation']:>8.1%} "
+            f"{row['albic_load_distance']:>8.2%} {row['cola_load_distance']:>8.2%} "
+            f"{row['albic_moves_per_period']:>8.1f} {row['cola_moves']:>8}"
+        )
+    return {"rows": results}
+
+
+def fig_12(runs: int, limit: float, max_load_distance: float) -> dict:
+    """Real Job 2 style: two operators parallelised on the same attribute (five key groups per
+    operator per worker, 20 workers), the worst initial collocation, and a message between
+    workers costing as much load as processing it (serialisation + deserialisation). The paper's
+    maxLD = 10 is in points of utilisation: 0.20 of the mean load at 50 % utilisation (with ten
+    key groups per worker, one remote group weighs ~14 % of a worker's mean load)."""
+    print(
+        "\n§5.4 Fig. 12 (Real Job 2 style) — 20 workers, 2 operators × 100 key groups, "
+        "10 migrations per period; paper: ALBIC load index 100 % → 50 %, COLA −25 % with ~200 "
+        "migrations, ALBIC 10 per period"
+    )
+    workers = Workers.homogeneous(20)
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.5, 1.5, 100)
+    flow, anchors = flow_arrays(200, [(g, 100 + g, base[g]) for g in range(100)])
+    owner = np.concatenate([np.arange(100) % 20, (np.arange(100) + 10) % 20])  # all apart
+    remote = 2.0  # load per remote message, both ends: all apart = twice the collocated load
+
+    def snapshot(own: np.ndarray) -> LoadSnapshot:
+        apart = own[:100] != own[100:]
+        load = np.concatenate(
+            [base * (1 + 0.5 * remote * apart), base * (1 + 0.5 * remote * apart)]
+        )
+        return LoadSnapshot("job2", load, key_group_flow=flow, flow_anchors=anchors)
+
+    table = table_of(owner, workers)
+    first = snapshot(owner).total
+    history = []
+    for _ in range(runs):
+        snap = snapshot(owners(table))
+        plan = get_strategy(
+            "albic",
+            max_migrations=10,
+            operator_groups=100,
+            collocations_per_run=5,
+            remote_cost=remote,
+            max_load_distance=max_load_distance,
+        ).plan(snap, table, workers, Budget(time_limit_s=limit))
+        table = plan.table
+        after = snapshot(owners(table))
+        history.append(
+            {
+                "collocation_factor": plan.metrics["collocation_factor"],
+                "load_index": after.total / first,
+                "planned_load_distance": plan.metrics["load_distance"],
+                "load_distance": load_distance(worker_load(table, after)),
+                "moves": plan.metrics["moves"],
+            }
+        )
+    cola_owner = cola(snapshot(owner), workers, max_load_distance)
+    cola_snap = snapshot(cola_owner)
+    cola_row = {
+        "collocation_factor": collocation_factor(
+            table_of(cola_owner, workers).key_group_worker, cola_snap
+        ),
+        "load_index": cola_snap.total / first,
+        "moves": int(np.sum(cola_owner != owner)),
+    }
+    print(f"{'period':>7} " + "".join(f"{p:>6}" for p in (1, 5, 10, 15, 20, 25, 30) if p <= runs))
+    for key, label, fmt in (
+        ("collocation_factor", "CF", "{:>6.0%}"),
+        ("load_index", "index", "{:>6.0%}"),
+        ("planned_load_distance", "LD plan", "{:>6.1%}"),
+        ("load_distance", "LD then", "{:>6.1%}"),
+        ("moves", "moves", "{:>6.0f}"),
+    ):
+        print(
+            f"{label:>7} "
+            + "".join(
+                fmt.format(history[p - 1][key]) for p in (1, 5, 10, 15, 20, 25, 30) if p <= runs
+            )
+        )
+    print("  LD plan: predicted on the period's loads; LD then: once its collocations cut them")
+    print(
+        f"  COLA (one re-optimisation): collocation {cola_row['collocation_factor']:.0%}, "
+        f"load index {cola_row['load_index']:.0%}, {cola_row['moves']} migrations at once"
+    )
+    return {"albic": history, "cola": cola_row}
+
+
+# ------------------------------------------------------------------------------------------ plots
+
+
+def plot(results: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for ax, workers in zip(axes, sorted({r["workers"] for r in results["figs_2_4"]}), strict=False):
+        for row in (r for r in results["figs_2_4"] if r["workers"] == workers):
+            limits = sorted(row["milp"])
+            label = f"maxMig {row['max_migrations']}, varies {row['varies']:.0%}"
+            line = ax.plot(limits, [100 * row["milp"][t] for t in limits], marker="o", label=label)
+            ax.axhline(100 * row["flux"], ls="--", color=line[0].get_color())
+        ax.set(
+            title=f"{workers} workers (dashed: Flux)",
+            xlabel="solver time limit (s)",
+            ylabel="load distance (% of mean)",
+        )
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(OUT / "paper004_fig2_4.png", dpi=110)
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for key, series in results["fig_5"].items():
+        axes[0].plot(100 * np.array(series["load_distance"]), label=key)
+        axes[1].plot(series["draining_load"], label=key)
+    axes[0].set(title="Fig. 5: load distance per period", xlabel="period", ylabel="% of mean")
+    axes[1].set(title="load left on the 10 draining workers", xlabel="period")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(OUT / "paper004_fig5.png", dpi=110)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, series in results["fig_6"].items():
+        ax.plot(100 * np.array(series["load_distance"]), marker=".", label=name)
+    ax.set(
+        title="Fig. 6: load distance after migrations (13 per period)",
+        xlabel="period",
+        ylabel="load distance (% of mean)",
+    )
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(OUT / "paper004_fig6.png", dpi=110)
+
+    rows = results["figs_10_11"]["rows"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    labels = [f"{r['workers']}w {r['one_to_one']:.0%}" for r in rows]
+    x = np.arange(len(rows))
+    for ax, key, title in (
+        (axes[0], "collocation", "collocation factor"),
+        (axes[1], "load_distance", "load distance"),
+    ):
+        ax.bar(x - 0.2, [100 * r[f"albic_{key}"] for r in rows], 0.4, label="ALBIC")
+        ax.bar(x + 0.2, [100 * r[f"cola_{key}"] for r in rows], 0.4, label="COLA")
+        ax.set_xticks(x, labels, rotation=45, fontsize=7)
+        ax.set(title=f"Figs. 10–11: {title} (%)")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(OUT / "paper004_fig10_11.png", dpi=110)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    history = results["fig_12"]["albic"]
+    ax.plot([100 * h["collocation_factor"] for h in history], label="ALBIC collocation factor")
+    ax.plot([100 * h["load_index"] for h in history], label="ALBIC load index")
+    ax.axhline(100 * results["fig_12"]["cola"]["load_index"], ls="--", label="COLA load index")
+    ax.set(title="Fig. 12 style: Real Job 2", xlabel="period", ylabel="%")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(OUT / "paper004_fig12.png", dpi=110)
+    plt.close("all")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the paper's sizes (much longer)")
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    if args.full:
+        sizes, limits, seeds = (20, 40, 60), (1.0, 5.0, 20.0), (0, 1, 2)
+        solver_sizes, solver_limit = ((3, 4), (5, 10), (10, 20), (20, 20), (40, 20)), 30.0
+        scale_in_workers, periods, limit = 60, 16, 5.0
+        fig10 = (40, 800, 20)
+        fig11 = ((20, 400, 10), (40, 800, 20), (60, 1200, 30))
+        shares, runs, pairs = (0.0, 0.25, 0.5, 0.75, 1.0), 40, 10
+    else:
+        sizes, limits, seeds = (10, 20, 40), (1.0, 3.0), (0,)
+        solver_sizes, solver_limit = ((3, 4), (5, 10), (10, 20), (20, 20)), 5.0
+        scale_in_workers, periods, limit = 40, 12, 1.5
+        fig10 = (20, 400, 10)
+        fig11 = ((10, 200, 5), (20, 400, 10))
+        shares, runs, pairs = (0.0, 0.5, 1.0), 30, 10
+    results = {
+        "figs_2_4": figs_2_4(sizes, limits, seeds),
+        "solvers": solvers(solver_sizes, solver_limit),
+        "fig_5": fig_5(scale_in_workers, periods, limit),
+        "fig_6": fig_6(15 if not args.full else 40, 5.0 if not args.full else 10.0),
+        "figs_10_11": figs_10_11(fig10, fig11, shares, runs, 1.0, pairs),
+        "fig_12": fig_12(30, 1.0, 0.20),
+    }
+    results["seconds"] = time.perf_counter() - started
+    name = "paper004_full.json" if args.full else "paper004.json"
+    (OUT / name).write_text(json.dumps(results, indent=1, default=float))
+    plot(results)
+    print(f"\n{results['seconds']:.0f} s; plots and JSON in {OUT}/paper004*")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""Solve a PuLP model with HiGHS (default) or CBC, a time limit and a warm start, and say what the
+solver itself said.
+
+PuLP calls a run that stopped at its time limit "Optimal" (``LpStatusOptimal``) whenever it found
+a feasible solution; :func:`solve` reads the solver's own status instead — the HiGHS model status,
+or the ``Result -`` line of CBC's log — and its primal and dual bounds, from which it computes one
+relative gap for both solvers: ``|objective − bound| / max(|objective|, 1e-9)`` (HiGHS's
+definition; 0 when proven optimal).
+
+Warm start: give every variable an initial value (``LpVariable.setInitialValue``) before calling
+:func:`solve`; HiGHS gets it as a MIP start, CBC through ``warmStart``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SOLVERS = ("highs", "cbc")
+FEASIBLE = ("optimal", "time_limit", "interrupt", "iteration_limit", "solution_limit")
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """What the solver said: ``status`` is ``optimal``, ``time_limit`` (feasible, not proven),
+    ``infeasible``, ``no_solution`` (stopped before any solution) or the solver's own word."""
+
+    solver: str
+    status: str
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    seconds: float
+
+    @property
+    def feasible(self) -> bool:
+        return self.status in FEASIBLE and self.objective is not None
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    """``|objective − bound| / max(|objective|, 1e-9)``; None when either is unknown."""
+    if objective is None or bound is None or not np.isfinite(objective) or not np.isfinite(bound):
+        return None
+    return float(abs(objective - bound) / max(abs(objective), 1e-9))
+
+
+def solve(
+    prob: Any, solver: str = "highs", time_limit_s: float = 30.0, threads: int | None = None
+) -> SolveResult:
+    """Solve ``prob`` (a ``pulp.LpProblem`` with initial values set) within ``time_limit_s``.
+
+    ``solver="highs"`` falls back to CBC when highspy is missing (``SolveResult.solver`` says which
+    one ran). Variable values are left in the model as PuLP leaves them.
+    """
+    import pulp
+
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    if not time_limit_s > 0:
+        raise ValueError("a solver needs a time limit > 0")
+    started = time.perf_counter()
+    if solver == "highs" and pulp.HiGHS().available():
+        result = _solve_highs(prob, time_limit_s, threads)
+    else:
+        result = _solve_cbc(prob, time_limit_s, threads)
+    return SolveResult(*result, seconds=time.perf_counter() - started)
+
+
+def _solve_highs(prob: Any, time_limit_s: float, threads: int | None) -> tuple:
+    import highspy
+
+    options: dict[str, Any] = {"msg": False, "timeLimit": time_limit_s}
+    if threads:
+        options["threads"] = threads
+    prob.solve(_warm_highs()(**options))
+    model = prob.solverModel
+    status = model.getModelStatus()
+    info = model.getInfo()
+    objective = float(info.objective_function_value)
+    bound = float(info.mip_dual_bound)
+    names = {
+        highspy.HighsModelStatus.kOptimal: "optimal",
+        highspy.HighsModelStatus.kTimeLimit: "time_limit",
+        highspy.HighsModelStatus.kInfeasible: "infeasible",
+        highspy.HighsModelStatus.kUnboundedOrInfeasible: "infeasible",
+    }
+    name = names.get(status) or model.modelStatusToString(status).lower().replace(" ", "_")
+    if not np.isfinite(objective) or info.primal_solution_status == 0:
+        return "highs", "infeasible" if name == "infeasible" else "no_solution", None, None, None
+    bound_or_none = bound if np.isfinite(bound) else None
+    gap = 0.0 if name == "optimal" else relative_gap(objective, bound_or_none)
+    return "highs", name, objective, bound_or_none, gap
+
+
+_CBC_RESULTS = {
+    "optimal solution found": "optimal",
+    "stopped on time": "time_limit",
+    "stopped on iterations": "iteration_limit",
+    "stopped on solutions": "solution_limit",
+    "problem proven infeasible": "infeasible",
+    "stopped by user": "interrupt",
+}
+
+
+def _solve_cbc(prob: Any, time_limit_s: float, threads: int | None) -> tuple:
+    import pulp
+
+    with tempfile.TemporaryDirectory(prefix="routeplan-cbc-") as folder, warnings.catch_warnings():
+        # PuLP 3 warns that its bundled CBC goes away in PuLP 4; pyproject pins PuLP < 4
+        warnings.simplefilter("ignore", DeprecationWarning)
+        log = Path(folder, "cbc.log")
+        prob.solve(
+            pulp.PULP_CBC_CMD(
+                msg=False, timeLimit=time_limit_s, warmStart=True, logPath=str(log), threads=threads
+            )
+        )
+        text = log.read_text(errors="replace") if log.is_file() else ""
+    return ("cbc", *cbc_outcome(text, prob.sol_status))
+
+
+def cbc_outcome(log: str, sol_status: int) -> tuple[str, float | None, float | None, float | None]:
+    """``(status, objective, bound, gap)`` from CBC's log (``Result - …``, ``Objective value:``,
+    ``Lower bound:``); PuLP's ``sol_status`` only when the log has no result line."""
+    import pulp
+
+    found = re.search(r"^Result - (.+)$", log, re.MULTILINE)
+    text = found.group(1).strip().lower() if found else ""
+    status = next((v for k, v in _CBC_RESULTS.items() if text.startswith(k)), None)
+    if status is None:
+        status = {
+            pulp.LpSolutionOptimal: "optimal",
+            pulp.LpSolutionIntegerFeasible: "time_limit",
+            pulp.LpSolutionInfeasible: "infeasible",
+        }.get(sol_status, text.replace(" ", "_") or "no_solution")
+    objective = _number(log, "Objective value")
+    if status == "infeasible" or sol_status not in (
+        pulp.LpSolutionOptimal,
+        pulp.LpSolutionIntegerFeasible,
+    ):
+        return ("infeasible" if status == "infeasible" else "no_solution"), None, None, None
+    if status == "optimal":
+        return status, objective, objective, 0.0
+    bound = _number(log, "Lower bound")
+    return status, objective, bound, relative_gap(objective, bound)
+
+
+def _number(log: str, label: str) -> float | None:
+    found = re.search(rf"^{label}:\s+(\S+)", log, re.MULTILINE)
+    try:
+        return float(found.group(1)) if found else None
+    except ValueError:
+        return None
+
+
+@functools.cache
+def _warm_highs() -> type:
+    """PuLP's HiGHS with two changes: the model goes to HiGHS in two bulk calls (PuLP adds rows and
+    columns one call each, seconds on 30 000 binaries) and the variables' initial values go as a
+    MIP start (PuLP's HiGHS has no warm start). Built on first use so that pulp loads on demand."""
+    import highspy
+    import pulp
+
+    class WarmHiGHS(pulp.HiGHS):
+        def buildSolverModel(self, lp):  # noqa: N802 (PuLP's name)
+            inf = highspy.kHighsInf
+            model = lp.solverModel
+            variables = lp.variables()
+            for i, var in enumerate(variables):
+                var.index = i
+            n = len(variables)
+            sense = -1.0 if lp.sense == pulp.LpMaximize else 1.0
+            cost = np.array([sense * lp.objective.get(v, 0.0) for v in variables], dtype=float)
+            lower = np.array([-inf if v.lowBound is None else v.lowBound for v in variables])
+            upper = np.array([inf if v.upBound is None else v.upBound for v in variables])
+            empty = np.zeros(0, dtype=np.int32)
+            model.addCols(n, cost, lower, upper, 0, np.zeros(n, np.int32), empty, np.zeros(0))
+            integer = np.array(
+                [v.index for v in variables if v.cat == pulp.LpInteger and self.mip],
+                dtype=np.int32,
+            )
+            if integer.size:
+                kinds = np.full(integer.size, highspy.HighsVarType.kInteger)
+                model.changeColsIntegrality(integer.size, integer, kinds)
+            starts, index, value, row_lower, row_upper = [], [], [], [], []
+            for i, constraint in enumerate(lp._constraints.values()):
+                constraint.index = i
+                starts.append(len(index))
+                for var, coefficient in constraint.items():
+                    if coefficient != 0:
+                        index.append(var.index)
+                        value.append(coefficient)
+                lo, hi = constraint.getLb(), constraint.getUb()
+                row_lower.append(-inf if lo is None else lo)
+                row_upper.append(inf if hi is None else hi)
+            if row_lower:
+                model.addRows(
+                    len(row_lower),
+                    np.array(row_lower, dtype=float),
+                    np.array(row_upper, dtype=float),
+                    len(index),
+                    np.array(starts, dtype=np.int32),
+                    np.array(index, dtype=np.int32),
+                    np.array(value, dtype=float),
+                )
+
+        def callSolver(self, lp):  # noqa: N802 (PuLP's name)
+            start = highspy.HighsSolution()
+            start.col_value = [float(v.varValue or 0.0) for v in lp.variables()]
+            lp.solverModel.setSolution(start)
+            super().callSolver(lp)
+
+    return WarmHiGHS
