@@ -137,7 +137,12 @@ def run_args(ns: argparse.Namespace) -> RunArgs:
 
 def write_delta(df, tables: Tables, name: str, replace_where: str, partition_by=()) -> None:
     """Overwrite exactly the rows matching ``replace_where`` (idempotent rerun of an interval)."""
-    writer = df.write.format("delta").mode("overwrite").option("replaceWhere", replace_where)
+    writer = (
+        df.write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", replace_where)
+        .option("mergeSchema", "true")  # new optional columns extend tables written before
+    )
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     writer.save(tables.path(name))

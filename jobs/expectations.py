@@ -139,17 +139,29 @@ def validate_key_group_load(df: pd.DataFrame, num_key_groups: int) -> Validation
 
 
 def validate_plan_assignment(
-    df: pd.DataFrame, active_workers: list[str], num_key_groups: int
+    df: pd.DataFrame,
+    active_workers: list[str],
+    num_key_groups: int,
+    draining_workers: list[str] = (),
 ) -> ValidationOutcome:
     """Validate one proposed key group -> worker map against ``routeplan.plan_assignment``.
 
-    Columns: key_group, worker. Checks: exactly num_key_groups rows; key_group not null,
-    unique and in [0, num_key_groups); worker not null and one of ``active_workers``.
-    Together: every key group is assigned exactly once, to an active worker.
+    Columns: key_group, worker (and previous_worker when ``draining_workers`` are given).
+    Checks: exactly num_key_groups rows; key_group not null, unique and in [0, num_key_groups);
+    worker not null and one of ``active_workers`` — or, during a gradual scale-in, a draining
+    worker that already held the group (``placement`` = ``draining_unmoved``; nothing may move
+    onto a draining worker). Together: every key group is assigned exactly once, to an active
+    worker or to the draining worker it has not left yet.
     """
     _check_num_key_groups(num_key_groups)
-    if isinstance(active_workers, str):
-        raise TypeError("active_workers must be a list of worker names, not a string")
+    if isinstance(active_workers, str) or isinstance(draining_workers, str):
+        raise TypeError("workers must be lists of worker names, not strings")
+    active, draining = set(active_workers), set(draining_workers)
+    if draining:
+        unmoved = df["worker"].isin(draining) & (df["worker"] == df["previous_worker"])
+        placement = df["worker"].map(lambda w: "active" if w in active else "unknown worker")
+        placement = placement.where(~df["worker"].isin(draining), "moved onto a draining worker")
+        df = df.assign(placement=placement.where(~unmoved, "draining_unmoved"))
     ex = gx.expectations
     expectations: list[Any] = [
         ex.ExpectTableRowCountToEqual(value=num_key_groups),
@@ -159,8 +171,14 @@ def validate_plan_assignment(
             column="key_group", min_value=0, max_value=num_key_groups - 1
         ),
         ex.ExpectColumnValuesToNotBeNull(column="worker"),
-        ex.ExpectColumnValuesToBeInSet(column="worker", value_set=sorted(set(active_workers))),
+        ex.ExpectColumnValuesToBeInSet(column="worker", value_set=sorted(active | draining)),
     ]
+    if draining:
+        expectations.append(
+            ex.ExpectColumnValuesToBeInSet(
+                column="placement", value_set=["active", "draining_unmoved"]
+            )
+        )
     return _run_suite(PLAN_ASSIGNMENT_SUITE, df, expectations)
 
 

@@ -30,6 +30,7 @@ from jobs.expectations import (
     validate_plan_metrics,
 )
 from routeplan.routing_table import RoutingTable
+from routeplan.store import RoutingStore
 
 VALIDATION_COLUMNS = (
     "interval_start date, stream string, run_id string, suite string, success boolean, "
@@ -63,8 +64,17 @@ def validate(spark, args: RunArgs, tolerance: float) -> list[tuple[str, Validati
             {"key_group": range(table.num_key_groups), "worker": list(table.key_group_worker)}
         )
         active = [w.name for w in table.workers.active]
+        draining = [w.name for w in table.workers.items if w.state == "draining"]
+        if draining:  # gradual scale-in: a group may stay on the draining worker that holds it
+            previous = _previous_table(tables, plan, table)
+            assignment["previous_worker"] = (
+                list(previous.key_group_worker) if previous else [None] * table.num_key_groups
+            )
         outcomes.append(
-            (plan.stream, validate_plan_assignment(assignment, active, table.num_key_groups))
+            (
+                plan.stream,
+                validate_plan_assignment(assignment, active, table.num_key_groups, draining),
+            )
         )
         # equal imbalances differ in the last bits when summed in another order
         bound = plan.observed_imbalance * (1 + 1e-9) + tolerance
@@ -97,6 +107,16 @@ def validate(spark, args: RunArgs, tolerance: float) -> list[tuple[str, Validati
     frame = spark.createDataFrame(rows, VALIDATION_COLUMNS)
     write_delta(frame, tables, "gold.validations", args.interval_predicate("interval_start"))
     return outcomes
+
+
+def _previous_table(tables, plan, table: RoutingTable) -> RoutingTable | None:
+    """The published table the plan was made against (None for a first plan)."""
+    if plan.current_version is None or pd.isna(plan.current_version):
+        return None
+    previous = RoutingStore(tables.routing).load(plan.stream, int(plan.current_version))
+    if previous is None or previous.num_key_groups != table.num_key_groups:
+        return None
+    return previous
 
 
 def validate_partitions(spark, args: RunArgs, plan, table: RoutingTable) -> list:

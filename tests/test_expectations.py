@@ -488,3 +488,30 @@ def test_partition_suites_pass_good_plans_and_name_what_is_wrong() -> None:
     bad = validate_partition_metrics(metrics.assign(overloaded=1.0, consumers=2.0))
     assert not bad.success
     assert [f.split("(")[0] for f in bad.failures] == [BETWEEN, PAIR_A_GT_B]
+
+
+def test_plan_assignment_lets_a_draining_worker_keep_groups_it_held():
+    df = pd.DataFrame(
+        {
+            "key_group": [0, 1, 2, 3],
+            "worker": ["w0", "w1", "w9", "w9"],
+            "previous_worker": ["w0", "w9", "w9", "w9"],
+        }
+    )
+    outcome = validate_plan_assignment(df, ["w0", "w1"], 4, draining_workers=["w9"])
+    assert outcome.success, outcome.failures
+    without_rule = validate_plan_assignment(df.drop(columns="previous_worker"), ["w0", "w1"], 4)
+    assert not without_rule.success
+
+
+def test_plan_assignment_refuses_a_move_onto_a_draining_worker():
+    df = pd.DataFrame(
+        {
+            "key_group": [0, 1, 2],
+            "worker": ["w0", "w9", "w9"],
+            "previous_worker": ["w0", "w0", "w9"],
+        }
+    )
+    outcome = validate_plan_assignment(df, ["w0"], 3, draining_workers=["w9"])
+    assert not outcome.success
+    assert any("placement" in f and "moved onto a draining worker" in f for f in outcome.failures)
