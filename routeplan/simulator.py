@@ -188,7 +188,10 @@ def _parse_ts(ts):
     import pandas as pd
 
     numeric = pd.to_numeric(ts, errors="coerce")
-    parsed = pd.to_datetime(numeric, unit="ms", utc=True, errors="coerce")
+    parsed = pd.Series(pd.NaT, index=ts.index, dtype="datetime64[ns, UTC]")
+    # epoch ms as integers: pandas' float path can trip numpy overflow checks on NaN gaps
+    epoch = numeric.notna() & (numeric.abs() < 1e14)
+    parsed[epoch] = pd.to_datetime(numeric[epoch].astype("int64"), unit="ms", utc=True)
     text = ts[numeric.isna() & ts.notna()]
     if not text.empty:
         parsed[text.index] = pd.to_datetime(text, utc=True, errors="coerce", format="ISO8601")
