@@ -71,6 +71,8 @@ def table_summary(doc: dict) -> dict:
         "kind": doc["kind"],
         "num_key_groups": doc["num_key_groups"],
         "hot_keys": len(doc["hot_keys"]),
+        "partitions": len(doc.get("partition_consumer", {})),
+        "consumers": len(set(doc.get("partition_consumer", {}).values())),
         "workers": doc["workers"],
         "predicted": doc["predicted"],
         "params": doc["params"],
@@ -95,11 +97,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"{summary['strategy']}, {f'parent v{parent}' if parent else 'first version'}) "
         f"published {summary['created_at']}"
     )
+    routed = (
+        f"{summary['partitions']} partitions on {summary['consumers']} consumers"
+        if summary["kind"] == "partition_assignment"
+        else f"{summary['hot_keys']} hot keys routed on their own"
+    )
     print(
         f"  predicted imbalance {predicted.get('imbalance', float('nan')):.4f}, "
         f"moves {predicted.get('moves', 0):.0f}, "
-        f"migrated load share {predicted.get('migrated_load_share', 0):.4f}, "
-        f"{summary['hot_keys']} hot keys routed on their own"
+        f"migrated load share {predicted.get('migrated_load_share', 0):.4f}, {routed}"
     )
     for w in summary["workers"]:
         print(f"  {w['worker']:<12} capacity {w['capacity']:<8g} {w['state']}")

@@ -118,3 +118,23 @@ def test_cli_generate_then_show(tmp_path, capsys, monkeypatch):
     shown = json.loads(capsys.readouterr().out)
     assert shown["version"] == 1 and shown["strategy"] == "cg"
     assert shown["predicted"]["imbalance"] == pytest.approx(table.metrics["imbalance"])
+
+
+def test_cli_show_summarises_a_partition_assignment(tmp_path, capsys):
+    import numpy as np
+
+    from routeplan.models import Workers
+    from routeplan.store import RoutingStore
+
+    loads = LoadSnapshot("p", [1.0], partition_load=np.array([50.0, 40.0, 30.0, 20.0, 10.0]))
+    plan = get_strategy("mwf", consumer_capacity=120.0).plan(
+        loads, None, Workers.homogeneous(4), Budget()
+    )
+    RoutingStore(tmp_path).publish(plan.table)
+    assert main(["show", "--stream", "p", "--routing", str(tmp_path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["kind"] == "partition_assignment"
+    assert shown["partitions"] == 5
+    assert shown["consumers"] == len(set(plan.table.partition_consumer.values())) >= 2
+    assert main(["show", "--stream", "p", "--routing", str(tmp_path)]) == 0
+    assert f"5 partitions on {shown['consumers']} consumers" in capsys.readouterr().out
