@@ -11,7 +11,6 @@ start; the solver's own status and gap are reported (PuLP calls a time-limited r
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from routeplan.binpack import heuristics
 from routeplan.binpack.metrics import consumers, lower_bound, rscore
+from routeplan.solver import solve
 
 WARM_STARTS = ("mwf", "mbfp", "bfd")  # the best of these seeds the solver
 
@@ -110,7 +110,8 @@ def binpack_milp(
         y[b].setInitialValue(int(np.any(index == b)))
         for j in range(rates.size):
             x[b][j].setInitialValue(int(index[j] == b))
-    status, gap = _solve(prob, solver, time_limit_s)
+    solved = solve(prob, solver, time_limit_s)
+    status, gap = solved.status, solved.gap
     seconds = time.perf_counter() - started
     if status == "infeasible":
         if max_moves is None:
@@ -142,51 +143,3 @@ def _relabel(assignment: np.ndarray, held: list[int]) -> np.ndarray:
             mapping[c] = next_fresh
             taken.add(next_fresh)
     return np.array([mapping[c] for c in assignment.tolist()], dtype=np.int64)
-
-
-def _solve(prob, solver: str, time_limit_s: float) -> tuple[str, float | None]:
-    """Solve with a warm start; the solver's own status and relative MIP gap."""
-    import pulp
-
-    if solver == "highs" and pulp.HiGHS().available():
-        import highspy
-
-        prob.solve(_warm_highs()(msg=False, timeLimit=time_limit_s))
-        model = prob.solverModel
-        status = model.getModelStatus()
-        info = model.getInfo()
-        names = {
-            highspy.HighsModelStatus.kOptimal: "optimal",
-            highspy.HighsModelStatus.kTimeLimit: "time_limit",
-            highspy.HighsModelStatus.kInfeasible: "infeasible",
-        }
-        name = names.get(status, model.modelStatusToString(status).lower().replace(" ", "_"))
-        if name == "time_limit" and not np.isfinite(info.objective_function_value):
-            return "no_solution", None
-        return name, float(info.mip_gap) if np.isfinite(info.mip_gap) else None
-    cbc = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, warmStart=True)
-    prob.solve(cbc)
-    if prob.status == pulp.LpStatusInfeasible:
-        return "infeasible", None
-    if prob.sol_status == pulp.LpSolutionOptimal:
-        return "optimal", 0.0
-    if prob.sol_status == pulp.LpSolutionIntegerFeasible:
-        return "time_limit", None  # CBC through PuLP does not report its gap
-    return "no_solution", None
-
-
-@functools.cache
-def _warm_highs() -> type:
-    """PuLP's HiGHS with the variables' initial values handed over as a MIP start (PuLP's own
-    HiGHS class has no warm start); built on first use so that pulp loads on demand."""
-    import highspy
-    import pulp
-
-    class WarmHiGHS(pulp.HiGHS):
-        def callSolver(self, lp):  # noqa: N802 (PuLP's name)
-            start = highspy.HighsSolution()
-            start.col_value = [float(v.varValue or 0.0) for v in lp.variables()]
-            lp.solverModel.setSolution(start)
-            super().callSolver(lp)
-
-    return WarmHiGHS
