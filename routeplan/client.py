@@ -47,10 +47,7 @@ class Router:
         cls, root: str | os.PathLike[str], stream: str, version: int | None = None
     ) -> Router:
         """Load LATEST (or a pinned ``version``) of ``stream``, schema and checksum verified."""
-        table = RoutingStore(root).load(stream, version)
-        if table is None:
-            raise FileNotFoundError(f"no routing table published for stream {stream!r} in {root}")
-        return cls(table)
+        return cls(_published(root, stream, version))
 
     @property
     def version(self) -> int | None:
@@ -96,10 +93,7 @@ class Assignment:
         cls, root: str | os.PathLike[str], stream: str, version: int | None = None
     ) -> Assignment:
         """Load LATEST (or a pinned ``version``) of ``stream``, schema and checksum verified."""
-        table = RoutingStore(root).load(stream, version)
-        if table is None:
-            raise FileNotFoundError(f"no routing table published for stream {stream!r} in {root}")
-        return cls(table)
+        return cls(_published(root, stream, version))
 
     @property
     def version(self) -> int | None:
@@ -117,3 +111,10 @@ class Assignment:
     def partitions(self, consumer: str) -> list[int]:
         """The partitions ``consumer`` reads, ascending (empty: it is not in the group)."""
         return list(self._partitions.get(consumer, []))
+
+
+def _published(root: str | os.PathLike[str], stream: str, version: int | None) -> RoutingTable:
+    table = RoutingStore(root).load(stream, version)
+    if table is None:
+        raise FileNotFoundError(f"no routing table published for stream {stream!r} in {root}")
+    return table
