@@ -1,34 +1,21 @@
-"""routeplan_nightly: ingest → windows → plan → validate → publish, one Spark job per task.
+"""routeplan_nightly: ingest → windows → plan → validate → publish → announce.
 
 Nightly for the previous UTC day, or on demand from the UI's Trigger form (Params below).
-Every task is a SparkSubmitOperator: the same jobs run on ``local[2]`` here and on a cluster by
-changing the connection (``$ROUTEPLAN_SPARK_CONN``, default ``spark_local``).
+Every stage is a SparkSubmitOperator: the same jobs run on ``local[2]`` here and on a cluster by
+changing the connection (``$ROUTEPLAN_SPARK_CONN``, default ``spark_local``). ``announce`` adds
+an asset event per stream that got a new routing table (``routeplan_tasks.routing_table_asset``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timedelta
-from pathlib import Path
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param
+from routeplan_tasks import HOME, announce, spark_job
 
 from routeplan.strategies import strategy_names, strategy_parameters
 
-REPO = Path(__file__).resolve().parents[1]
-JOBS = Path(os.environ.get("ROUTEPLAN_JOBS_DIR", REPO / "jobs"))
-HOME = os.environ.get("ROUTEPLAN_HOME", str(REPO / "var"))
-JARS = Path(os.environ.get("ROUTEPLAN_JARS", REPO / ".jars"))
-SPARK_CONF = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.shuffle.partitions": "8",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={JOBS / 'log4j2.properties'}",
-}
 # strategy parameters offered in the Trigger form; each strategy gets those it accepts
 STRATEGY_PARAMS = (
     "epsilon",
@@ -149,13 +136,21 @@ with DAG(
             minimum=0,
             description="Allowed predicted imbalance above the logged one",
         ),
+        "keep_versions": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            description="JSON routing-table versions kept per stream; empty: all (Delta "
+            "gold.routing_tables keeps every version)",
+        ),
     },
 ) as dag:
+    day = "{{ interval_day(params, data_interval_start, dag_run) }}"
     common = [
         "--home",
         HOME,
         "--interval-start",
-        "{{ interval_day(params, data_interval_start, dag_run) }}",
+        day,
         "--streams",
         "{{ params.streams | join(',') }}",
         "--run-id",
@@ -182,19 +177,12 @@ with DAG(
             *workers,
         ],
         "validate": ["--imbalance-tolerance", "{{ params.imbalance_tolerance }}"],
-        "publish": [],
+        "publish": ["--keep-versions", "{{ params.keep_versions }}"],
     }
     previous = None
     for stage, extra in stage_args.items():
-        task = SparkSubmitOperator(
-            task_id=stage,
-            application=str(JOBS / f"{stage}.py"),
-            conn_id=os.environ.get("ROUTEPLAN_SPARK_CONN", "spark_local"),
-            jars=",".join(sorted(str(p) for p in JARS.glob("*.jar"))),
-            conf=SPARK_CONF,
-            name=f"routeplan-{stage}",
-            application_args=common + extra,
-        )
+        task = spark_job(stage, common + extra)
         if previous is not None:
             previous >> task
         previous = task
+    previous >> announce(f"{HOME}/reports/{day}/publish.json")

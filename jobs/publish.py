@@ -1,24 +1,28 @@
 """publish: each stream's validated plan → a new routing-table version.
 
 Writes ``routing/<stream>/v<N>.json`` (never rewritten), moves ``routing/<stream>/LATEST``
-atomically (``routeplan.store``), and appends the version to Delta ``gold.routing_tables``.
-A plan that routes every key as LATEST already does publishes nothing; the reason is recorded
-in ``gold.publish_log`` like every other outcome. A plan made against another LATEST than the
-one now published (a concurrent publish) is refused.
+atomically (``routeplan.store``), and appends the version to Delta ``gold.routing_tables`` (with
+any version published outside a job, e.g. by ``routeplan rollback``). A plan that routes every
+key as LATEST already does publishes nothing; the reason is recorded in ``gold.publish_log`` like
+every other outcome. A plan made against another LATEST than the one now published (a concurrent
+publish or rollback) is refused. With ``--keep-versions N`` only the newest N JSON files stay;
+Delta keeps every version (and its time travel keeps every state of the table).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from pathlib import Path
 
-from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session
+from jobs.common import RunArgs, Tables, log, read_delta, run_args, run_parser, spark_session
 from routeplan.routing_table import RoutingTable
-from routeplan.store import RoutingStore
+from routeplan.store import RoutingStore, StaleLatestError
 
 TABLE_COLUMNS = (
     "stream string, version int, parent_version int, created_at string, kind string, "
-    "strategy string, checksum string, run_id string, interval_start date, document string"
+    "strategy string, checksum string, run_id string, interval_start date, document string, "
+    "reason string, restored_version int"
 )
 LOG_COLUMNS = (
     "interval_start date, stream string, run_id string, action string, version int, "
@@ -26,7 +30,7 @@ LOG_COLUMNS = (
 )
 
 
-def publish(spark, args: RunArgs) -> list[dict]:
+def publish(spark, args: RunArgs, keep_versions: int | None = None) -> list[dict]:
     tables = args.tables
     plans = (
         read_delta(spark, tables, "gold.plans")
@@ -37,97 +41,141 @@ def publish(spark, args: RunArgs) -> list[dict]:
     if not plans:
         raise SystemExit(f"no selected plans for {args.interval_start}: run plan and validate")
     store = RoutingStore(tables.routing)
-    outcomes, versions = [], []
-    for plan in plans:
-        table = RoutingTable.from_document(json.loads(plan["table_document"]))
-        latest = store.latest_version(plan["stream"])
-        current = store.load(plan["stream"]) if latest else None
-        outcome = {
-            "stream": plan["stream"],
-            "observed_imbalance": plan["observed_imbalance"],
-            "predicted_imbalance": plan["predicted_imbalance"],
-            "strategy": plan["strategy"],
+    outcomes = [publish_plan(store, plan) for plan in plans]
+    streams = [o["stream"] for o in outcomes]
+    ours = {(o["stream"], o["version"]) for o in outcomes if o["action"] == "published"}
+    record_versions(spark, tables, store, ours, args.run_id, args.interval_start)
+    append_log(spark, tables, outcomes, args.run_id, args.interval_start)
+    if keep_versions:
+        for stream in streams:
+            pruned = store.prune(stream, keep_versions)
+            if pruned:
+                log("publish", f"{stream}: pruned JSON of v{pruned[0]}–v{pruned[-1]} (Delta keeps)")
+    return outcomes
+
+
+def publish_plan(store: RoutingStore, plan) -> dict:
+    """Publish one stream's selected plan, or say why not: its outcome row."""
+    table = RoutingTable.from_document(json.loads(plan["table_document"]))
+    stream, planned_on = plan["stream"], plan["current_version"]
+    latest = store.latest_version(stream)
+    outcome = {
+        "stream": stream,
+        "observed_imbalance": plan["observed_imbalance"],
+        "predicted_imbalance": plan["predicted_imbalance"],
+        "strategy": plan["strategy"],
+        "action": "refused",
+        "version": latest,
+        "reason": f"planned against v{planned_on} but LATEST is now v{latest}; rerun the plan",
+    }
+    if table.same_routing(store.load(stream) if latest else None):
+        outcome.update(
+            action="unchanged",
+            reason=(
+                f"the plan routes every key as v{latest} already does"
+                if latest == planned_on
+                else f"already published as v{latest}"
+            ),
+        )
+    elif latest == planned_on:
+        reason = f"{int(plan['moves'])} moves against v{latest}" if latest else "first version"
+        try:
+            published = store.publish(
+                table, reason=f"{plan['strategy']} plan: {reason}", expected_latest=planned_on
+            )
+            outcome.update(action="published", version=published.version, reason=reason)
+        except StaleLatestError as err:
+            outcome.update(reason=f"{err}; rerun the plan")
+    log("publish", f"{stream}: {outcome['action']} v{outcome['version']} ({outcome['reason']})")
+    return outcome
+
+
+def record_versions(
+    spark,
+    tables: Tables,
+    store: RoutingStore,
+    ours: set[tuple[str, int]],
+    run_id: str,
+    interval_start: date | None,
+) -> int:
+    """Append to ``gold.routing_tables`` every JSON version it lacks.
+
+    The versions this run published (``ours``) get its ``run_id`` and interval; others (from
+    ``routeplan rollback`` in a terminal) are recorded with a null run.
+    """
+    path = tables.path("gold.routing_tables")
+    known: set[tuple[str, int]] = set()
+    if Path(path, "_delta_log").is_dir():
+        known = {
+            (r["stream"], r["version"])
+            for r in spark.read.format("delta").load(path).select("stream", "version").collect()
         }
-        if table.same_routing(current):
-            already = latest != plan["current_version"]
-            outcome.update(
-                action="unchanged",
-                version=latest,
-                reason=(
-                    f"already published as v{latest}"
-                    if already
-                    else f"the plan routes every key as v{latest} already does"
-                ),
-            )
-        elif latest != plan["current_version"]:
-            outcome.update(
-                action="refused",
-                version=latest,
-                reason=(
-                    f"planned against v{plan['current_version']} but LATEST is now v{latest}; "
-                    "rerun the plan"
-                ),
-            )
-        else:
-            published = store.publish(table)
-            doc = published.to_document()
-            versions.append(
+    rows = []
+    for stream in store.streams():
+        for version in store.versions(stream):
+            if (stream, version) in known:
+                continue
+            doc = store.read_document(stream, version)
+            mine = (stream, version) in ours
+            rows.append(
                 (
-                    published.stream,
-                    published.version,
-                    published.parent_version,
-                    published.created_at,
-                    published.kind,
-                    published.strategy,
+                    stream,
+                    version,
+                    doc["parent_version"],
+                    doc["created_at"],
+                    doc["kind"],
+                    doc["strategy"],
                     doc["checksum"],
-                    args.run_id,
-                    args.interval_start,
+                    run_id if mine else None,
+                    interval_start if mine else None,
                     json.dumps(doc),
+                    doc.get("reason"),
+                    doc.get("restored_version"),
                 )
             )
-            outcome.update(
-                action="published",
-                version=published.version,
-                reason=(
-                    f"{int(plan['moves'])} moves against v{latest}" if latest else "first version"
-                ),
-            )
-        log(
-            "publish",
-            f"{outcome['stream']}: {outcome['action']} v{outcome['version']} ({outcome['reason']})",
-        )
-        outcomes.append(outcome)
+    if rows:
+        spark.createDataFrame(rows, TABLE_COLUMNS).write.format("delta").mode("append").option(
+            "mergeSchema", "true"
+        ).save(path)
+    return len(rows)
 
-    if versions:
-        spark.createDataFrame(versions, TABLE_COLUMNS).write.format("delta").mode("append").save(
-            tables.path("gold.routing_tables")
-        )
+
+def append_log(
+    spark, tables: Tables, outcomes: list[dict], run_id: str, interval_start: date | None
+) -> None:
+    """One ``gold.publish_log`` row per stream outcome (published, unchanged, refused, …)."""
     now = datetime.now(UTC)
     spark.createDataFrame(
         [
             (
-                args.interval_start,
+                interval_start,
                 o["stream"],
-                args.run_id,
+                run_id,
                 o["action"],
                 o["version"],
                 o["reason"],
-                o["observed_imbalance"],
-                o["predicted_imbalance"],
+                o.get("observed_imbalance"),
+                o.get("predicted_imbalance"),
                 now,
             )
             for o in outcomes
         ],
         LOG_COLUMNS,
     ).write.format("delta").mode("append").save(tables.path("gold.publish_log"))
-    return outcomes
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ns = run_parser(__doc__.splitlines()[0]).parse_args(argv)
+    parser = run_parser(__doc__.splitlines()[0])
+    parser.add_argument(
+        "--keep-versions",
+        type=lambda v: int(v) if v not in ("", "None") else None,
+        default=None,
+        help="JSON versions kept per stream (default: all; Delta keeps every version)",
+    )
+    ns = parser.parse_args(argv)
     args = run_args(ns)
     spark = spark_session("publish")
-    outcomes = publish(spark, args)
+    outcomes = publish(spark, args, ns.keep_versions)
     report = {
         "stage": "publish",
         "run_id": args.run_id,

@@ -1,4 +1,4 @@
-"""``routeplan`` command line: generate sample logs, show published routing tables."""
+"""``routeplan`` command line: sample logs, planning, and the published routing tables."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import date
 from pathlib import Path
 
 from routeplan.generate import FORMATS, GeneratorConfig, default_day, generate
-from routeplan.store import RoutingStore
+from routeplan.store import RoutingStore, StaleLatestError
 
 
 def home() -> Path:
@@ -76,6 +76,8 @@ def table_summary(doc: dict) -> dict:
         "workers": doc["workers"],
         "predicted": doc["predicted"],
         "params": doc["params"],
+        "reason": doc.get("reason"),
+        "restored_version": doc.get("restored_version"),
     }
 
 
@@ -97,6 +99,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"{summary['strategy']}, {f'parent v{parent}' if parent else 'first version'}) "
         f"published {summary['created_at']}"
     )
+    if summary["reason"]:
+        print(f"  reason: {summary['reason']}")
     routed = (
         f"{summary['partitions']} partitions on {summary['consumers']} consumers"
         if summary["kind"] == "partition_assignment"
@@ -270,6 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     plan_command.add_parser(sub, _param)  # routeplan plan: any batch strategy on a loads file
 
+    from routeplan import versions_command
+
+    versions_command.add_parsers(sub)  # routeplan diff / rollback / versions / serve
+
     sim = sub.add_parser("simulate", help="replay a stream through a key-routing strategy")
     _add_simulation_arguments(sim)
     sim.add_argument(
@@ -293,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"routeplan {args.command}: {err}", file=sys.stderr)
         return 2
+    except (FileNotFoundError, StaleLatestError) as err:
+        print(f"routeplan {args.command}: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

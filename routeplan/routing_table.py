@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 from routeplan.hashing import DEFAULT_SEED, HASH_FUNCTION
-from routeplan.models import Workers
+from routeplan.models import LoadSnapshot, Workers
 
 KINDS = ("key_routing", "partition_assignment")
 
@@ -37,9 +39,12 @@ class RoutingTable:
     kind: str = "key_routing"
     partition_consumer: Mapping[int, str] = field(default_factory=dict)
     predicted: Mapping[str, float] = field(default_factory=dict)
+    planning_load: Mapping[str, Any] = field(default_factory=dict)
     version: int | None = None
     parent_version: int | None = None
     created_at: str | None = None
+    reason: str | None = None
+    restored_version: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key_group_worker", tuple(self.key_group_worker))
@@ -106,6 +111,12 @@ class RoutingTable:
             "strategy_state": dict(self.strategy_state),
             "predicted": dict(self.predicted),
         }
+        if self.planning_load:
+            doc["planning_load"] = dict(self.planning_load)
+        if self.reason is not None:
+            doc["reason"] = self.reason
+        if self.restored_version is not None:
+            doc["restored_version"] = self.restored_version
         doc["checksum"] = checksum(doc)
         return doc
 
@@ -138,13 +149,54 @@ class RoutingTable:
             kind=doc["kind"],
             partition_consumer={int(p): c for p, c in doc.get("partition_consumer", {}).items()},
             predicted=doc.get("predicted", {}),
+            planning_load=doc.get("planning_load", {}),
             version=doc.get("version"),
             parent_version=doc.get("parent_version"),
             created_at=doc.get("created_at"),
+            reason=doc.get("reason"),
+            restored_version=doc.get("restored_version"),
         )
 
-    def published(self, version: int, parent_version: int | None, created_at: str) -> RoutingTable:
-        return replace(self, version=version, parent_version=parent_version, created_at=created_at)
+    def published(
+        self,
+        version: int,
+        parent_version: int | None,
+        created_at: str,
+        reason: str | None = None,
+        restored_version: int | None = None,
+    ) -> RoutingTable:
+        return replace(
+            self,
+            version=version,
+            parent_version=parent_version,
+            created_at=created_at,
+            reason=reason,
+            restored_version=restored_version,
+        )
+
+    def planning_snapshot(self) -> LoadSnapshot | None:
+        """The loads this table was planned on (``planning_load``), or None if it has none."""
+        if not self.planning_load:
+            return None
+        partitions = self.planning_load.get("partition_load")
+        return LoadSnapshot(
+            stream=self.stream,
+            key_group_load=np.asarray(self.planning_load["key_group_load"], dtype=float),
+            hot_key_load=self.planning_load.get("hot_key_load", {}),
+            partition_load=None if partitions is None else np.asarray(partitions, dtype=float),
+            hash_seed=self.hash_seed,
+        )
+
+
+def planning_load(snapshot: LoadSnapshot) -> dict[str, Any]:
+    """The part of a snapshot a table keeps so that diffs and audits can weigh its moves."""
+    doc: dict[str, Any] = {
+        "key_group_load": snapshot.key_group_load.tolist(),
+        "hot_key_load": dict(sorted(snapshot.hot_key_load.items())),
+    }
+    if snapshot.partition_load is not None:
+        doc["partition_load"] = snapshot.partition_load.tolist()
+    return doc
 
 
 def checksum(doc: Mapping[str, Any]) -> str:

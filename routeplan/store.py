@@ -2,17 +2,24 @@
 
 A version file is written once (temp file, fsync, hard link that fails if the name exists) and
 never changed. ``LATEST`` holds the current file name and moves by an atomic rename, so a reader
-sees the old or the new version, never a mix.
+sees the old or the new version, never a mix. Publishers of one stream take an exclusive lock
+(``<stream>/.lock``), so two publishes never race for a version number or for ``LATEST``.
+Rollback publishes a new version whose routing is an older one's. Old JSON files may be pruned
+(``keep_versions``); Delta ``gold.routing_tables`` keeps every version.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from routeplan.routing_table import RoutingTable
@@ -59,6 +66,12 @@ class RoutingStore:
             if version is None:
                 raise FileNotFoundError(f"no routing table published for stream {stream!r}")
         path = self.path(stream, version)
+        if not path.is_file():
+            kept = self.versions(stream)
+            raise FileNotFoundError(
+                f"no routing table v{version} for stream {stream!r} in {self.root} "
+                f"(JSON versions kept: {_span(kept)}; Delta gold.routing_tables keeps them all)"
+            )
         doc = json.loads(path.read_text())
         validate_document("routing_table", doc, where=str(path))
         return doc
@@ -69,19 +82,102 @@ class RoutingStore:
             return None
         return RoutingTable.from_document(self.read_document(stream, version))
 
-    def publish(self, table: RoutingTable, now: datetime | None = None) -> RoutingTable:
-        """Write ``table`` as the next version, move LATEST to it, return the published table."""
+    def publish(
+        self,
+        table: RoutingTable,
+        now: datetime | None = None,
+        reason: str | None = None,
+        restored_version: int | None = None,
+        expected_latest: int | None | EllipsisType = ...,
+    ) -> RoutingTable:
+        """Write ``table`` as the next version, move LATEST to it, return the published table.
+
+        With ``expected_latest`` the publish is refused (``StaleLatestError``) unless LATEST
+        still names that version (``None``: no version yet) — a plan made against an older table
+        must not overwrite a newer one.
+        """
         folder = self.root / table.stream
         folder.mkdir(parents=True, exist_ok=True)
-        parent = self.latest_version(table.stream)
-        version = max(self.versions(table.stream), default=0) + 1
-        created = (now or datetime.now(UTC)).isoformat(timespec="seconds")
-        published = table.published(version, parent, created)
-        doc = published.to_document()
-        validate_document("routing_table", doc, where=f"{table.stream} v{version}")
-        _write_once(self.path(table.stream, version), json.dumps(doc, indent=1) + "\n")
-        _replace_atomically(folder / "LATEST", f"v{version}.json\n")
+        with _locked(folder / ".lock"):
+            parent = self.latest_version(table.stream)
+            if expected_latest is not ... and parent != expected_latest:
+                raise StaleLatestError(
+                    f"{table.stream}: expected LATEST v{expected_latest}, found v{parent}"
+                )
+            version = max(self.versions(table.stream), default=0) + 1
+            created = (now or datetime.now(UTC)).isoformat(timespec="seconds")
+            published = table.published(version, parent, created, reason, restored_version)
+            doc = published.to_document()
+            validate_document("routing_table", doc, where=f"{table.stream} v{version}")
+            _write_once(self.path(table.stream, version), json.dumps(doc, indent=1) + "\n")
+            _replace_atomically(folder / "LATEST", f"v{version}.json\n")
         return published
+
+    def rollback(
+        self, stream: str, version: int, reason: str, now: datetime | None = None
+    ) -> tuple[RoutingTable, bool]:
+        """Publish a new version that routes as ``version`` did; ``(table, published?)``.
+
+        Nothing is published when LATEST already routes as ``version`` (then LATEST is
+        returned with False). The new version's ``parent_version`` is the LATEST it replaces,
+        ``restored_version`` names ``version`` and ``reason`` says why.
+        """
+        if not reason.strip():
+            raise ValueError("a rollback needs a reason")
+        target = self.load(stream, version)
+        if target is None:
+            raise FileNotFoundError(f"no routing table published for stream {stream!r}")
+        return self.restore(target, reason, now)
+
+    def restore(
+        self, target: RoutingTable, reason: str, now: datetime | None = None
+    ) -> tuple[RoutingTable, bool]:
+        """``rollback`` to a table read elsewhere (e.g. from Delta when its JSON was pruned)."""
+        latest = self.load(target.stream)
+        if latest is not None and latest.same_routing(target):
+            return latest, False
+        restored = self.publish(
+            target,
+            now=now,
+            reason=f"rollback to v{target.version}: {reason.strip()}",
+            restored_version=target.version,
+            expected_latest=None if latest is None else latest.version,
+        )
+        return restored, True
+
+    def prune(self, stream: str, keep_versions: int) -> list[int]:
+        """Delete all but the newest ``keep_versions`` JSON files (never LATEST's); the deleted."""
+        if keep_versions < 1:
+            raise ValueError(f"keep_versions must be >= 1, got {keep_versions}")
+        folder = self.root / stream
+        with _locked(folder / ".lock"):
+            latest = self.latest_version(stream)
+            versions = self.versions(stream)
+            doomed = [v for v in versions[:-keep_versions] if v != latest]
+            for version in doomed:
+                self.path(stream, version).unlink()
+            if doomed:
+                _fsync_dir(folder)
+        return doomed
+
+
+class StaleLatestError(RuntimeError):
+    """LATEST moved since the caller read it (another publish or rollback came first)."""
+
+
+def _span(versions: list[int]) -> str:
+    return f"v{versions[0]}–v{versions[-1]}" if versions else "none"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` for the duration of the block."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _fsynced_temp(folder: Path, text: str) -> Path:

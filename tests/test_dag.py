@@ -1,5 +1,7 @@
-"""DAG integrity: routeplan_nightly parses, wires five Spark jobs in order, renders its args."""
+"""DAG integrity: routeplan_nightly wires five Spark jobs then the asset announcement in order,
+renders its args; routeplan_rollback runs the rollback job then announces."""
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -9,25 +11,60 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def dag():
+def bag():
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=str(REPO / "dags"))
     assert bag.import_errors == {}
+    return bag
+
+
+@pytest.fixture(scope="module")
+def dag(bag):
     return bag.get_dag("routeplan_nightly")
 
 
-def test_five_spark_jobs_in_order(dag):
+def assert_spark_jobs_then_announce(dag, jobs: list[str]) -> None:
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from routeplan_tasks import ROUTING_TABLES
 
-    order = ["ingest", "windows", "plan", "validate", "publish"]
+    order = [*jobs, "announce"]
     assert [t.task_id for t in dag.topological_sort()] == order
     for upstream, downstream in zip(order, order[1:], strict=False):
         assert dag.get_task(downstream).upstream_task_ids == {upstream}
     for task in dag.tasks:
+        if task.task_id == "announce":
+            assert list(task.outlets) == [ROUTING_TABLES]
+            continue
         assert isinstance(task, SparkSubmitOperator)
         assert Path(task.application).is_file()
         assert Path(task.application).name == f"{task.task_id}.py"
+
+
+def test_five_spark_jobs_in_order_then_announce(dag):
+    assert_spark_jobs_then_announce(dag, ["ingest", "windows", "plan", "validate", "publish"])
+    assert dag.params["keep_versions"] is None
+
+
+def test_rollback_dag_needs_stream_version_and_reason(bag):
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    rollback = bag.get_dag("routeplan_rollback")
+    assert_spark_jobs_then_announce(rollback, ["rollback"])
+    assert rollback.schedule is None or rollback.timetable.summary in ("None", None)
+
+    def resolved(conf: dict) -> dict:
+        params = copy.deepcopy(rollback.params)
+        params.update(conf)
+        return params.validate()
+
+    good = {"stream": "clicks", "version": 2, "reason": "bad plan"}
+    assert resolved(good) == good
+    for bad in ({"version": 0}, {"reason": ""}, {"stream": "a b"}):
+        with pytest.raises(ParamValidationError):
+            resolved({**good, **bad})
+    with pytest.raises(ParamValidationError):
+        resolved({})  # no defaults: the form asks for all three
 
 
 def test_params_offer_every_registered_strategy(dag):

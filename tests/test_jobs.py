@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from jobs import ingest, plan, publish, validate, windows
+from jobs import ingest, plan, publish, rollback, validate, windows
 from routeplan.client import Router
 from routeplan.generate import GeneratorConfig, generate
 from routeplan.metrics import observed_imbalance
 from routeplan.models import Workers
 from routeplan.schemas import validate_document
+from routeplan.store import RoutingStore
 
 pytestmark = pytest.mark.spark
 DAY = "2026-11-20"
@@ -235,10 +236,44 @@ def test_validate_then_publish_then_rerun(spark, home):
     assert json.loads((home / "routing/clicks/v2.json").read_text())["parent_version"] == 1
 
 
+def test_rollback_job_and_the_delta_history(spark, home):
+    """After test_validate_then_publish_then_rerun: every stream has v1 (cg) and v2 (kg)."""
+    store = RoutingStore(home / "routing")
+    # an incident rollback from a terminal: JSON only, Delta records it at the next job
+    store.rollback("clicks", 1, "from the terminal")
+    # the job restores views' v1 from Delta once its JSON file is pruned
+    assert store.prune("views", keep_versions=1) == [1]
+    report = home / "reports" / "rollback.json"
+    outcome = rollback.main(
+        ["--home", str(home), "--stream", "views", "--version", "1", "--reason", "cg was better"]
+        + ["--run-id", "manual__r1", "--report", str(report)]
+    )["streams"][0]
+    assert (outcome["action"], outcome["version"]) == ("rolled_back", 3)
+    assert json.loads(report.read_text())["streams"] == [outcome]
+    views = store.load("views")
+    assert (views.restored_version, views.parent_version) == (1, 2)
+    assert views.reason == "rollback to v1: cg was better" and views.strategy == "cg"
+
+    history = table(spark, home, "gold.routing_tables")
+    rows = {(r["stream"], r["version"]): r for r in history.collect()}
+    assert len(rows) == history.count() == 8  # 3 streams × v1, v2 + clicks v3 + views v3
+    assert rows[("views", 3)]["run_id"] == "manual__r1"
+    assert rows[("clicks", 3)]["run_id"] is None  # published outside a job
+    assert rows[("clicks", 3)]["restored_version"] == 1
+    assert rows[("views", 3)]["reason"] == views.reason
+    rolled = table(spark, home, "gold.publish_log").where("action = 'rolled_back'").collect()
+    assert [(r["stream"], r["version"]) for r in rolled] == [("views", 3)]
+
+    # the kg plan of v1 is now stale: publish refuses it, and prunes to the newest 2 JSON files
+    with pytest.raises(SystemExit, match="planned against v1 but LATEST is now v3"):
+        run(publish, home, "--keep-versions", "2")
+    assert store.versions("clicks") == [2, 3]
+    assert table(spark, home, "gold.routing_tables").count() == 8
+
+
 def test_upstream_fields_flow_into_key_group_flow_and_albic(spark, tmp_path):
     """Paper 004: events naming their upstream event → silver.key_group_flow → albic's plan."""
     from routeplan.models import Budget, LoadSnapshot
-    from routeplan.store import RoutingStore
     from routeplan.strategies import get_strategy
 
     generate(

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from routeplan.models import Budget, LoadSnapshot, Plan, Workers
-from routeplan.routing_table import RoutingTable
+from routeplan.routing_table import RoutingTable, planning_load
 
 
 class Strategy(Protocol):
@@ -39,7 +39,8 @@ def finish_plan(
 
     moved, predicted = metrics.evaluate(table, loads, current)
     predicted = {**predicted, **(extra or {})}
-    return Plan(table=replace(table, predicted=predicted), moves=moved, metrics=predicted)
+    table = replace(table, predicted=predicted, planning_load=planning_load(loads))
+    return Plan(table=table, moves=moved, metrics=predicted)
 
 
 _REGISTRY: dict[str, Callable[..., Strategy]] = {}

@@ -1,0 +1,50 @@
+"""routeplan_rollback: publish a new version of a stream's table that routes as an older one.
+
+Triggered by hand (UI Trigger form or ``airflow dags trigger routeplan_rollback --conf``). The
+Spark job restores the version from the JSON store or, when pruned there, from Delta
+``gold.routing_tables``; ``announce`` then adds the stream's routing-table asset event. In an
+incident without Airflow, ``routeplan rollback --stream S --version N --reason …`` does the same
+on the JSON store (Delta records it at the next publish).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG, Param
+from routeplan_tasks import HOME, announce, spark_job
+
+with DAG(
+    dag_id="routeplan_rollback",
+    description="Republish an older routing-table version of one stream as a new version",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"retries": 0},
+    tags=["routeplan"],
+    params={
+        "stream": Param(type="string", minLength=1, pattern="^[A-Za-z0-9_-]+$"),
+        "version": Param(type="integer", minimum=1, description="The version to restore"),
+        "reason": Param(type="string", minLength=1, description="Why (kept in the new version)"),
+    },
+) as dag:
+    report = f"{HOME}/reports/rollbacks/{{{{ run_id | replace(':', '-') }}}}.json"
+    rollback = spark_job(
+        "rollback",
+        [
+            "--home",
+            HOME,
+            "--stream",
+            "{{ params.stream }}",
+            "--version",
+            "{{ params.version }}",
+            "--reason",
+            "{{ params.reason }}",
+            "--run-id",
+            "{{ run_id }}",
+            "--report",
+            report,
+        ],
+    )
+    rollback >> announce(report)

@@ -1,0 +1,85 @@
+"""rollback: publish a new version of a stream's routing table that routes as an older one.
+
+Reads the older version from the JSON store, or from Delta ``gold.routing_tables`` when its JSON
+file was pruned, publishes it as a new version (``parent_version`` = the LATEST it replaces,
+``restored_version`` = the older one, ``reason`` = why), records it in ``gold.routing_tables``
+and ``gold.publish_log``, and writes a report for the DAG's asset-event task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from jobs.common import Tables, log, spark_session
+from jobs.publish import append_log, record_versions
+from routeplan.routing_table import RoutingTable
+from routeplan.store import RoutingStore
+
+
+def rollback(spark, tables: Tables, stream: str, version: int, reason: str, run_id: str) -> dict:
+    store = RoutingStore(tables.routing)
+    if version in store.versions(stream):
+        target = store.load(stream, version)
+    else:
+        target = from_history(spark, tables, stream, version)
+    table, published = store.restore(target, reason)
+    outcome = {
+        "stream": stream,
+        "action": "rolled_back" if published else "unchanged",
+        "version": table.version,
+        "restored_version": version,
+        "reason": table.reason
+        if published
+        else f"LATEST v{table.version} already routes as v{version}",
+    }
+    log("rollback", f"{stream}: {outcome['action']} v{table.version} ({outcome['reason']})")
+    ours = {(stream, table.version)} if published else set()
+    record_versions(spark, tables, store, ours, run_id, None)
+    append_log(spark, tables, [outcome], run_id, None)
+    return outcome
+
+
+def from_history(spark, tables: Tables, stream: str, version: int) -> RoutingTable:
+    """A version from Delta ``gold.routing_tables`` (checksum verified)."""
+    path = tables.path("gold.routing_tables")
+    rows = []
+    if Path(path, "_delta_log").is_dir():
+        rows = (
+            spark.read.format("delta")
+            .load(path)
+            .where(f"stream = '{stream}' AND version = {int(version)}")
+            .select("document")
+            .collect()
+        )
+    if not rows:
+        raise SystemExit(f"no routing table v{version} for stream {stream!r} in JSON or Delta")
+    return RoutingTable.from_document(json.loads(rows[0]["document"]))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--home", default=os.environ.get("ROUTEPLAN_HOME", "var"))
+    parser.add_argument("--stream", required=True)
+    parser.add_argument("--version", type=int, required=True, help="the version to restore")
+    parser.add_argument("--reason", required=True)
+    parser.add_argument("--run-id", default="manual")
+    parser.add_argument("--report", help="JSON report to write (default: none)")
+    ns = parser.parse_args(argv)
+    if not ns.reason.strip():
+        raise SystemExit("a rollback needs a reason")
+    tables = Tables(Path(ns.home).resolve())
+    outcome = rollback(
+        spark_session("rollback"), tables, ns.stream, ns.version, ns.reason, ns.run_id
+    )
+    report = {"stage": "rollback", "run_id": ns.run_id, "streams": [outcome]}
+    if ns.report:
+        Path(ns.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(ns.report).write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+if __name__ == "__main__":
+    main()

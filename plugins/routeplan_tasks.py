@@ -1,0 +1,67 @@
+"""What routeplan's DAGs share: Spark job tasks and the routing-table asset events.
+
+Downstream DAGs run on a new routing table by scheduling on its asset::
+
+    from routeplan_tasks import routing_table_asset
+    with DAG("reload_router", schedule=[routing_table_asset("clicks")]): ...
+
+(or on ``ROUTING_TABLES``, the alias every publish and rollback adds its events through). Each
+event's ``extra`` holds ``stream``, ``version``, ``action`` and ``reason``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import Asset, AssetAlias, task
+
+REPO = Path(__file__).resolve().parents[1]
+JOBS = Path(os.environ.get("ROUTEPLAN_JOBS_DIR", REPO / "jobs"))
+HOME = os.environ.get("ROUTEPLAN_HOME", str(REPO / "var"))
+JARS = Path(os.environ.get("ROUTEPLAN_JARS", REPO / ".jars"))
+SPARK_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={JOBS / 'log4j2.properties'}",
+}
+ROUTING_TABLES = AssetAlias("routeplan-routing-tables")
+ANNOUNCED = ("published", "rolled_back")
+
+
+def spark_job(stage: str, application_args: list[str]) -> SparkSubmitOperator:
+    """The task running ``jobs/<stage>.py`` with spark-submit (``$ROUTEPLAN_SPARK_CONN``)."""
+    return SparkSubmitOperator(
+        task_id=stage,
+        application=str(JOBS / f"{stage}.py"),
+        conn_id=os.environ.get("ROUTEPLAN_SPARK_CONN", "spark_local"),
+        jars=",".join(sorted(str(p) for p in JARS.glob("*.jar"))),
+        conf=SPARK_CONF,
+        name=f"routeplan-{stage}",
+        application_args=application_args,
+    )
+
+
+def routing_table_asset(stream: str) -> Asset:
+    """The asset updated whenever ``stream`` gets a new routing-table version."""
+    return Asset(f"x-routeplan://routing/{stream}")
+
+
+@task(outlets=[ROUTING_TABLES])
+def announce(report_path: str, *, outlet_events=None) -> list[dict]:
+    """One asset event per stream the job's report says got a new version."""
+    report = json.loads(Path(report_path).read_text())
+    announced = []
+    for outcome in report["streams"]:
+        if outcome["action"] not in ANNOUNCED:
+            continue
+        extra = {k: outcome[k] for k in ("stream", "version", "action", "reason")}
+        outlet_events[ROUTING_TABLES].add(routing_table_asset(outcome["stream"]), extra=extra)
+        announced.append(extra)
+    print(f"asset events: {announced or 'none (no stream got a new version)'}")
+    return announced

@@ -1,0 +1,126 @@
+"""``routeplan diff``, ``routeplan rollback``, ``routeplan versions`` and ``routeplan serve``:
+operating on published routing-table versions (``$ROUTEPLAN_HOME/routing`` by default).
+
+``rollback`` only needs the JSON store, so it works during an incident without Spark; the Delta
+history (``gold.routing_tables``) records the new version at the next publish or rollback job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from routeplan.diff import diff_tables, format_diff
+from routeplan.store import RoutingStore
+
+
+def routing_root(args: argparse.Namespace) -> Path:
+    """``--routing``, else ``$ROUTEPLAN_HOME/routing`` (``./var/routing``)."""
+    return Path(args.routing or Path(os.environ.get("ROUTEPLAN_HOME", "var")) / "routing")
+
+
+def _version(text: str) -> int:
+    """A version number (``3`` or ``v3``)."""
+    value = text.lower().removeprefix("v")
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a version number, got {text!r}")
+    return int(value)
+
+
+def _version_or_latest(text: str) -> int | None:
+    return None if text.lower() == "latest" else _version(text)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    store = RoutingStore(routing_root(args))
+    old, new = (store.load(args.stream, v) for v in (args.old, args.new))
+    if old is None or new is None:
+        raise FileNotFoundError(f"no routing table published for stream {args.stream!r}")
+    diff = diff_tables(old, new)
+    print(json.dumps(diff, indent=1) if args.json else format_diff(diff, args.limit))
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    store = RoutingStore(routing_root(args))
+    table, published = store.rollback(args.stream, args.version, args.reason)
+    if args.json:
+        print(json.dumps({"published": published, **table.to_document()}))
+    elif published:
+        print(
+            f"{table.stream}: published v{table.version} (routes as v{table.restored_version}, "
+            f"replaces v{table.parent_version}): {table.reason}"
+        )
+    else:
+        print(f"{table.stream}: LATEST v{table.version} already routes as v{args.version}")
+    return 0
+
+
+def cmd_versions(args: argparse.Namespace) -> int:
+    store = RoutingStore(routing_root(args))
+    streams = [args.stream] if args.stream else store.streams()
+    rows = []
+    for stream in streams:
+        latest = store.latest_version(stream)
+        for version in store.versions(stream):
+            doc = store.read_document(stream, version)
+            rows.append(
+                {
+                    "stream": stream,
+                    "version": version,
+                    "latest": version == latest,
+                    "parent_version": doc["parent_version"],
+                    "created_at": doc["created_at"],
+                    "strategy": doc["strategy"],
+                    "restored_version": doc.get("restored_version"),
+                    "reason": doc.get("reason"),
+                }
+            )
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    for r in rows:
+        mark = "*" if r["latest"] else " "
+        print(
+            f"{mark} {r['stream']:<12} v{r['version']:<5} {r['created_at']}  {r['strategy']:<8}"
+            f" {r['reason'] or ''}"
+        )
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from routeplan.api import serve
+
+    serve(routing_root(args), host=args.host, port=args.port)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    def parser(name: str, help: str, func) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        p.add_argument("--routing", help="routing directory (default $ROUTEPLAN_HOME/routing)")
+        p.set_defaults(func=func)
+        return p
+
+    d = parser("diff", "what moves between two versions of a stream's table", cmd_diff)
+    d.add_argument("--stream", required=True)
+    d.add_argument("old", type=_version_or_latest, help="version number (or 'latest')")
+    d.add_argument("new", type=_version_or_latest, nargs="?", default=None, help="default: latest")
+    d.add_argument("--limit", type=int, default=20, help="moves to print (heaviest first)")
+    d.add_argument("--json", action="store_true", help="the whole diff (routing_diff schema)")
+
+    r = parser("rollback", "publish a new version that routes as an older one", cmd_rollback)
+    r.add_argument("--stream", required=True)
+    r.add_argument("--version", type=_version, required=True, help="the version to restore")
+    r.add_argument("--reason", required=True, help="why (kept in the new version)")
+    r.add_argument("--json", action="store_true")
+
+    v = parser("versions", "published versions, newest last (* = LATEST)", cmd_versions)
+    v.add_argument("--stream", help="default: every stream")
+    v.add_argument("--json", action="store_true")
+
+    s = parser("serve", "the read-only HTTP API over the routing tables", cmd_serve)
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
