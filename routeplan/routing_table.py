@@ -1,8 +1,10 @@
 """The routing table: the document producers route by (DESIGN.md "Data contracts").
 
 A producer needs nothing but this document and Murmur3: ``key_group(key)`` picks
-``key_group_worker[group]`` unless the key has a ``hot_keys`` entry, in which case its messages are
-spread over the listed workers by weight. A ``partition_assignment`` table instead maps each
+``key_group_worker[group]`` unless the key has a ``hot_keys`` entry (a split key), in which case
+each message goes to the listed worker the producer has loaded least relative to its capacity
+(paper 003 §3.2, see ``routeplan.client.Router``); the weights are the planner's intended shares
+and break ties. A ``partition_assignment`` table instead maps each
 partition to the consumer that reads it (``partition_consumer``; its key groups may be empty).
 The JSON form is ``schemas/routing_table.schema.json``.
 """

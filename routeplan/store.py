@@ -50,11 +50,7 @@ class RoutingStore:
         latest = self.root / stream / "LATEST"
         if not latest.is_file():
             return None
-        name = latest.read_text().strip()
-        match = _VERSION_FILE.match(name)
-        if not match:
-            raise ValueError(f"{latest}: does not name a version file: {name!r}")
-        return int(match.group(1))
+        return parse_latest(latest.read_text(), where=str(latest))
 
     def path(self, stream: str, version: int) -> Path:
         return self.root / stream / f"v{version}.json"
@@ -159,6 +155,14 @@ class RoutingStore:
             if doomed:
                 _fsync_dir(folder)
         return doomed
+
+
+def parse_latest(text: str, where: str = "LATEST") -> int:
+    """The version a ``LATEST`` file names (``v3.json`` → 3); ValueError if it names none."""
+    match = _VERSION_FILE.match(text.strip())
+    if not match:
+        raise ValueError(f"{where}: does not name a version file: {text.strip()!r}")
+    return int(match.group(1))
 
 
 class StaleLatestError(RuntimeError):

@@ -1,9 +1,11 @@
-"""The README's main job end-to-end: sample logs → routeplan_nightly via `airflow dags test`."""
+"""The README's main job end-to-end: sample logs → routeplan_nightly via `airflow dags test`,
+then an operator's rollback through routeplan_rollback; both announce asset events."""
 
 import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,29 @@ def demo(env, *args):
     return done.stdout
 
 
+ASSET_EVENTS = """
+import json
+from sqlalchemy import select
+from airflow.models.asset import AssetEvent, AssetModel
+from airflow.utils.session import create_session
+with create_session() as session:
+    rows = session.execute(
+        select(AssetModel.uri, AssetEvent.extra, AssetEvent.source_dag_id)
+        .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
+        .order_by(AssetEvent.id)
+    ).all()
+print(json.dumps([[uri, extra, dag] for uri, extra, dag in rows]))
+"""
+
+
+def asset_events(env) -> list[tuple[str, dict, str]]:
+    """Every asset event in the Airflow metadata DB: (uri, extra, source DAG)."""
+    done = subprocess.run(
+        [sys.executable, "-c", ASSET_EVENTS], env=env, capture_output=True, text=True, check=True
+    )
+    return [tuple(row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     home = tmp_path_factory.mktemp("e2e")
@@ -68,6 +93,10 @@ def test_main_job_publishes_then_rerun_changes_nothing(env, spark):
             "routing_table", json.loads((home / "routing" / stream / "v1.json").read_text())
         )
         assert f"{stream:<10} v1       published" in out
+    events = asset_events(env)
+    assert sorted((uri, extra["version"], extra["action"]) for uri, extra, _ in events) == [
+        (f"x-routeplan://routing/{s}", 1, "published") for s in ("clicks", "orders", "views")
+    ]
     ingest = json.loads((home / "reports/2026-11-20/ingest.json").read_text())
     assert ingest["rows_quarantined"] > 0
     assert ingest["rows_read"] == ingest["rows_written"] + ingest["rows_quarantined"]
@@ -80,6 +109,7 @@ def test_main_job_publishes_then_rerun_changes_nothing(env, spark):
     assert {s["action"] for s in publish["streams"]} == {"unchanged"}
     assert "already does" in out
     assert not (home / "routing/clicks/v2.json").exists()
+    assert len(asset_events(env)) == 3  # nothing new published: no new event
 
     shown = subprocess.run(
         ["routeplan", "show", "--stream", "clicks", "--json"],
@@ -89,3 +119,37 @@ def test_main_job_publishes_then_rerun_changes_nothing(env, spark):
         check=True,
     )
     assert json.loads(shown.stdout)["version"] == 1
+
+
+def test_rollback_dag_restores_a_version_and_announces_it(env, spark):
+    """A bad v2 reaches producers; the operator triggers routeplan_rollback back to v1."""
+    from routeplan.store import RoutingStore
+
+    home = Path(env["ROUTEPLAN_HOME"])
+    store = RoutingStore(home / "routing")
+    v1 = store.load("clicks", 1)
+    bad = replace(v1, key_group_worker=(v1.workers.names[0],) * v1.num_key_groups)
+    assert store.publish(bad, reason="a bad plan").version == 2
+    conf = {"stream": "clicks", "version": 1, "reason": "v2 sends everything to one worker"}
+    done = subprocess.run(
+        ["airflow", "dags", "test", "routeplan_rollback", "--conf", json.dumps(conf)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    latest = store.load("clicks")
+    assert (latest.version, latest.parent_version, latest.restored_version) == (3, 2, 1)
+    assert latest.same_routing(v1) and latest.reason.endswith(conf["reason"])
+    uri, extra, dag = asset_events(env)[-1]
+    assert (uri, extra["version"], extra["action"], dag) == (
+        "x-routeplan://routing/clicks",
+        3,
+        "rolled_back",
+        "routeplan_rollback",
+    )
+    history = spark.read.format("delta").load(str(home / "warehouse/gold/routing_tables"))
+    versions = {r["version"]: r for r in history.where("stream = 'clicks'").collect()}
+    assert sorted(versions) == [1, 2, 3]  # v2 came from outside a job: recorded with it
+    assert versions[3]["restored_version"] == 1 and versions[2]["run_id"] is None

@@ -90,12 +90,10 @@ def test_router_sends_every_message_where_each_plan_intended(
             assert set(router.candidates(key)) == listed
         for m in set(messages) - set(table.hot_keys):
             assert router.route(m) == table.key_group_worker[key_group(m, groups)]
-        # the Router's message counts are the plan's predicted loads (split keys within one
-        # message per listed worker: smooth weighted round robin)
-        predicted = worker_load(table, snapshot)
-        slack = Counter(w for t in table.hot_keys.values() for w, _ in t)
-        for i, w in enumerate(table.workers.names):
-            assert abs(got[w] - predicted[i]) <= slack[w] + 1e-6, (name, w)
+        # split keys' messages land on their listed workers only (the Router picks among
+        # them by local load, paper 003 §3.2); no message is lost
+        for key, targets in table.hot_keys.items():
+            assert {router.route(key) for _ in range(3 * len(targets))} <= {w for w, _ in targets}
         assert sum(got.values()) == len(messages)
         if name == "ring":
             ring = HashRing.build(table.strategy_state["tokens"])

@@ -1,5 +1,6 @@
 import json
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from conftest import zipf_snapshot
@@ -73,15 +74,18 @@ def test_router_sends_unsplit_keys_to_their_group_worker(tmp_path, cg_table):
         assert router.route(key) == cg_table.key_group_worker[key_group(key, 256)]
 
 
-def test_router_splits_hot_keys_exactly_by_weight(cg_table):
-    router = Router(cg_table)
+def test_router_balances_a_split_key_by_capacity_with_local_load(cg_table):
+    """PKG's local load estimation (paper 003 §3.2): alone on a router, a split key's messages
+    fill its workers in proportion to their capacities, to within one message."""
     key, targets = max(cg_table.hot_keys.items(), key=lambda kv: len(kv[1]))
     assert len(targets) > 1
-    n = 10_000
-    seen = Counter(router.route(key) for _ in range(n))
+    capacities = {w.name: 1.0 + (i % 3) for i, w in enumerate(cg_table.workers.items)}
+    workers = Workers(tuple(replace(w, capacity=capacities[w.name]) for w in WORKERS.items))
+    router = Router(replace(cg_table, workers=workers))
+    seen = Counter(router.route(key) for _ in range(10_000))
     assert set(seen) == {w for w, _ in targets}
-    for worker, weight in targets:
-        assert abs(seen[worker] - n * weight) <= 1.0
+    filled = [seen[w] / capacities[w] for w in seen]
+    assert max(filled) - min(filled) <= 1 / min(capacities[w] for w in seen)
 
 
 @settings(max_examples=25, deadline=None)
