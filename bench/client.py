@@ -15,17 +15,17 @@ hash, ``route_many`` ≥ 5M keys/s; PASS/MISS against each.
 Measured on this machine (2 cores shared with other work, Python 3.11, 1M messages, best of 3):
 
     table keys          split  mmh3 M/s  route M/s  ratio   ≤3×  route_many M/s  ≥5M/s
-    kg    zipf           0.0%     13.18       5.66  2.33×  PASS           10.66   PASS
-    kg    uniform        0.0%      5.38       3.08  1.75×  PASS            4.95   MISS
-    pkg   zipf          51.6%     12.33       1.73  7.14×  MISS            2.13   MISS
-    pkg   uniform        0.0%      6.27       3.65  1.72×  PASS            5.29   PASS
-    pkg   zipf-unsplit   0.0%     10.58       5.22  2.03×  PASS            9.86   PASS
+    kg    zipf           0.0%     12.90       5.26  2.45×  PASS           11.18   PASS
+    kg    uniform        0.0%      7.58       3.76  2.02×  PASS            6.95   PASS
+    pkg   zipf          51.6%     12.95       4.03  3.21×  MISS            2.78   MISS
+    pkg   uniform        0.0%      8.60       3.76  2.29×  PASS            5.92   PASS
+    pkg   zipf-unsplit   0.0%     12.09       4.61  2.62×  PASS            9.80   PASS
 
 Uniform keys are memory-bound: 1M draws from 100k strings miss the cache on every key (even a
-loop of ``len(key)`` runs at ~7M/s), so ``route_many`` hovers at 5M/s, within ~10 % of bare
-hashing, PASS or MISS from run to run. Split keys (half of the Zipf messages under ``pkg``) cost
-one sequential local-load decision each, ~0.8 µs in ``route`` (lock included) and ~0.4 µs in
-``route_many``: that, not the hash, bounds the ``pkg zipf`` row.
+loop of ``len(key)`` runs at ~7M/s), so ``route_many`` there sits near bare hashing. Split keys
+(half of the Zipf messages under ``pkg``) cost one sequential local-load decision each (paper
+003 §3.2: each depends on the one before), ~0.25 µs in ``route`` and in ``route_many``'s loop on
+top of the vectorised part: that, not the hash, bounds the ``pkg zipf`` row.
 """
 
 from __future__ import annotations

@@ -432,8 +432,9 @@ class Router(_Published):
     then table order. Local loads are kept by worker name across reloads.
 
     ``route_many(keys)`` gives exactly ``[route(k) for k in keys]`` and leaves the same local
-    loads. ``route`` takes a lock only for split keys; under concurrent calls from several threads
-    the plain-key counts may miss an increment (an estimate either way).
+    loads. ``route`` takes no lock: under concurrent calls from several threads a count may miss
+    an increment (the local load is an estimate either way, as in the paper); ``route_many``
+    holds the lock for its batch.
     """
 
     def __init__(self, table: RoutingTable) -> None:
@@ -498,16 +499,12 @@ class Router(_Published):
     def route(self, key: str) -> str:
         """The worker for the next message of ``key``."""
         hot, group_slot, seed, n, counts, names = self._plain
-        if key in hot:
-            return self._route_split(hot[key])
+        split = hot.get(key)
+        if split is not None:
+            return names[_split_to(split[0], split[1], counts)]
         slot = group_slot[_hash(key, seed, False) % n]
         counts[slot] += 1
         return names[slot]
-
-    def _route_split(self, candidates: tuple[tuple[int, ...], tuple[float, ...]]) -> str:
-        with self._lock:
-            slot = _split_to(*candidates, self._counts)
-        return self._names[slot]
 
     def route_many(self, keys: Iterable[str]) -> np.ndarray:
         """The workers for the next messages of ``keys``, in order: ``route`` vectorised.
@@ -557,9 +554,22 @@ class Router(_Published):
         plain_before[by_slot] = np.searchsorted(ranked, query[by_slot])
         plain_before = plain_before.reshape(cand.shape) - start[cand]
         loads = (np.asarray(self._counts, dtype=np.int64)[cand] + plain_before).ravel().tolist()
-        current = [0] * len(self._counts)  # the local load of each candidate, refreshed
         decided = [0] * len(self._counts)  # split messages of this batch so far, per slot
         out = []
+        if cand.shape[1] == 2:  # d = 2 (PKG's choice): _split_to's rule, unrolled
+            pairs = [(c[0][0], c[0][-1], c[1][0], c[1][-1]) for c in routes.candidates]
+            for i, first_load, second_load in zip(ids.tolist(), loads[0::2], loads[1::2]):
+                first, second, first_capacity, second_capacity = pairs[i]
+                slot = (
+                    second
+                    if (second_load + decided[second]) / second_capacity
+                    < (first_load + decided[first]) / first_capacity
+                    else first
+                )
+                decided[slot] += 1
+                out.append(slot)
+            return out
+        current = [0] * len(self._counts)  # the local load of each candidate, refreshed
         for i, k in zip(ids.tolist(), range(0, len(loads), cand.shape[1]), strict=True):
             cand_slots, capacities = routes.candidates[i]
             for slot in cand_slots:  # flat rows, not lists: no allocation per message
@@ -579,11 +589,15 @@ class Router(_Published):
 def _split_to(slots: tuple[int, ...], capacities: tuple[float, ...], loads: list[int]) -> int:
     """The slot among ``slots`` with the smallest ``loads[slot] / capacity``, the first one on
     ties (paper 003 §3.2); counts the message in ``loads``."""
-    best, best_load = slots[0], loads[slots[0]] / capacities[0]
-    for i in range(1, len(slots)):
-        load = loads[slots[i]] / capacities[i]
-        if load < best_load:
-            best, best_load = slots[i], load
+    if len(slots) == 2:  # PKG's d = 2, the common case, without the loop
+        first, second = slots
+        best = second if loads[second] / capacities[1] < loads[first] / capacities[0] else first
+    else:
+        best, best_load = slots[0], loads[slots[0]] / capacities[0]
+        for i in range(1, len(slots)):
+            load = loads[slots[i]] / capacities[i]
+            if load < best_load:
+                best, best_load = slots[i], load
     loads[best] += 1
     return best
 
