@@ -10,7 +10,7 @@ from datetime import date
 from pathlib import Path
 
 from routeplan.generate import FORMATS, GeneratorConfig, default_day, generate
-from routeplan.store import RoutingStore, StaleLatestError
+from routeplan.store import RoutingStore, StaleLatestError, default_root
 
 
 def home() -> Path:
@@ -82,7 +82,7 @@ def table_summary(doc: dict) -> dict:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    store = RoutingStore(args.routing or home() / "routing")
+    store = RoutingStore(args.routing or default_root())
     try:
         doc = store.read_document(args.stream, args.version)
     except FileNotFoundError as err:

@@ -28,6 +28,13 @@ from routeplan.schemas import validate_document
 _VERSION_FILE = re.compile(r"^v(\d+)\.json$")
 
 
+def default_root() -> Path:
+    """The routing store: ``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing`` (``./var``)."""
+    if routing := os.environ.get("ROUTEPLAN_ROUTING"):
+        return Path(routing)
+    return Path(os.environ.get("ROUTEPLAN_HOME", "var")) / "routing"
+
+
 class RoutingStore:
     """Versions of each stream's routing table under one root directory."""
 

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from routeplan.diff import diff_tables, format_diff
-from routeplan.store import RoutingStore
+from routeplan.store import RoutingStore, default_root
 
 
 def routing_root(args: argparse.Namespace) -> Path:
-    """``--routing``, else ``$ROUTEPLAN_HOME/routing`` (``./var/routing``)."""
-    return Path(args.routing or Path(os.environ.get("ROUTEPLAN_HOME", "var")) / "routing")
+    """``--routing``, else ``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing``."""
+    return Path(args.routing) if args.routing else default_root()
 
 
 def _version(text: str) -> int:
@@ -93,14 +92,17 @@ def cmd_versions(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from routeplan.api import serve
 
-    serve(routing_root(args), host=args.host, port=args.port)
+    serve(routing_root(args), host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     def parser(name: str, help: str, func) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help)
-        p.add_argument("--routing", help="routing directory (default $ROUTEPLAN_HOME/routing)")
+        p.add_argument(
+            "--routing",
+            help="routing directory (default $ROUTEPLAN_ROUTING, else $ROUTEPLAN_HOME/routing)",
+        )
         p.set_defaults(func=func)
         return p
 
@@ -124,3 +126,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s = parser("serve", "the read-only HTTP API over the routing tables", cmd_serve)
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from routeplan.hashing import key_groups
 from routeplan.models import LoadSnapshot
+
+# the repo's Airflow folders, as `make` exports them, also for a bare `pytest`
+REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
+os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
 
 
 def zipf_snapshot(

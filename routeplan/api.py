@@ -1,0 +1,351 @@
+"""Read-only HTTP API for published routing tables (``routeplan serve``, Airflow plugin).
+
+    GET /streams                                   every stream, its versions and LATEST
+    GET /streams/{stream}/versions                 one stream's versions and LATEST
+    GET /streams/{stream}/latest                   LATEST's document (ETag, Cache-Control: no-cache)
+    GET /streams/{stream}/versions/{version}       a pinned version's document (immutable)
+    GET /streams/{stream}/diff?from_version=A&to_version=B   what changes from A to B (B: LATEST)
+
+Documents are served as stored (the same JSON, compact; ``schemas/routing_table.schema.json``,
+checksum intact) with the checksum as a strong ETag; ``If-None-Match`` answers 304. Every
+request reads ``LATEST``; a version is parsed, schema-checked and checksum-verified once and
+then kept in a small LRU, re-read if its file changes on disk. A stored document that fails
+those checks is never served: the answer is 500 naming the file and the failure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Query, Request, Response
+from fastapi import Path as PathParam
+
+from routeplan import __version__
+from routeplan.diff import diff_tables
+from routeplan.routing_table import RoutingTable
+from routeplan.schemas import load_schema
+from routeplan.store import RoutingStore
+
+log = logging.getLogger(__name__)
+
+LATEST_CACHE_CONTROL = "no-cache"
+VERSION_CACHE_CONTROL = "public, max-age=31536000, immutable"
+_ENTITY_TAG = re.compile(r'(?:W/)?"([^"]*)"')
+
+DESCRIPTION = """\
+Published routing tables of routeplan, read-only.
+
+A producer routes a key with nothing but a routing-table document and Murmur3
+(`schemas/routing_table.schema.json`). Poll `/streams/{stream}/latest` with `If-None-Match`
+set to the last ETag (the document's `checksum`): 304 until a new version is published.
+Pinned versions never change and may be cached forever.
+"""
+
+
+@dataclass(frozen=True)
+class _Published:
+    """One version as served: the verified table, its JSON body and its file's identity."""
+
+    table: RoutingTable
+    body: bytes
+    checksum: str
+    file_id: tuple[int, ...]
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.checksum}"'
+
+
+class _Tables:
+    """Reads a store for the API: verified versions in a bounded LRU, LATEST on every call."""
+
+    def __init__(self, store: RoutingStore, cache_size: int) -> None:
+        self.store = store
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, int], _Published] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def versions(self, stream: str) -> dict[str, Any]:
+        """``{"stream", "latest_version", "versions"}``; 404 for an unknown stream."""
+        latest = self.latest(stream)
+        versions = self.store.versions(stream)
+        if latest not in versions:
+            raise _corrupt(self.store.root / stream / "LATEST", f"names v{latest}, not stored")
+        return {"stream": stream, "latest_version": latest, "versions": versions}
+
+    def latest(self, stream: str) -> int:
+        """The version LATEST names; 404 when the stream has none, 500 when LATEST is garbage."""
+        _check_name(stream)
+        try:
+            latest = self.store.latest_version(stream)
+        except (OSError, ValueError) as err:
+            raise _corrupt(self.store.root / stream / "LATEST", err) from err
+        if latest is None:
+            streams = self.store.streams()
+            known = f"streams: {', '.join(streams)}" if streams else "none published yet"
+            raise HTTPException(404, f"no routing tables for stream {stream!r} ({known})")
+        return latest
+
+    def get(self, stream: str, version: int) -> _Published:
+        """A verified version (cached while its file is unchanged); 404 if it is not stored."""
+        _check_name(stream)
+        path = self.store.path(stream, version)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            self._forget(stream, version)
+            raise self._no_version(stream, version) from None
+        file_id = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            hit = self._cache.get((stream, version))
+            if hit is not None and hit.file_id == file_id:
+                self._cache.move_to_end((stream, version))
+                return hit
+        published = self._read(stream, version, path, file_id)
+        with self._lock:
+            self._cache[(stream, version)] = published
+            self._cache.move_to_end((stream, version))
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return published
+
+    def _read(self, stream: str, version: int, path: Path, file_id: tuple[int, ...]) -> _Published:
+        try:
+            doc = self.store.read_document(stream, version)  # JSON + schema
+            table = RoutingTable.from_document(doc)  # checksum and consistency
+            if (doc["stream"], doc["version"]) != (stream, version):
+                raise ValueError(f"holds {doc['stream']!r} v{doc['version']}")
+        except FileNotFoundError:
+            raise self._no_version(stream, version) from None
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            self._forget(stream, version)
+            raise _corrupt(path, err) from err
+        body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+        return _Published(table, body, doc["checksum"], file_id)
+
+    def _forget(self, stream: str, version: int) -> None:
+        with self._lock:
+            self._cache.pop((stream, version), None)
+
+    def _no_version(self, stream: str, version: int) -> HTTPException:
+        self.latest(stream)  # an unknown stream says so
+        kept = self.store.versions(stream)
+        return HTTPException(
+            404, f"no routing table v{version} for stream {stream!r} (versions {_runs(kept)})"
+        )
+
+
+def _check_name(stream: str) -> None:
+    """A stream is one directory under the root: no separators, no dot names."""
+    if stream in ("", ".", "..") or "/" in stream or "\\" in stream or "\0" in stream:
+        raise HTTPException(404, f"no routing tables for stream {stream!r} (not a stream name)")
+
+
+def _corrupt(path: Path, failure: object) -> HTTPException:
+    log.error("refusing to serve %s: %s", path, failure)
+    return HTTPException(500, f"stored routing table file {path} is not servable: {failure}")
+
+
+def _runs(versions: list[int]) -> str:
+    """``[1, 2, 3, 5]`` → ``"1–3, 5"``."""
+    runs = [[v for _, v in run] for _, run in groupby(enumerate(versions), lambda p: p[1] - p[0])]
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs) or "none"
+
+
+def etag_matches(if_none_match: str | None, checksum: str) -> bool:
+    """RFC 9110 §13.1.2: ``*`` or any listed entity tag equal to ours by weak comparison."""
+    if if_none_match is None:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    return checksum in _ENTITY_TAG.findall(if_none_match)
+
+
+def _document_response(request: Request, published: _Published, cache_control: str) -> Response:
+    headers = {"ETag": published.etag, "Cache-Control": cache_control}
+    if etag_matches(request.headers.get("if-none-match"), published.checksum):
+        return Response(status_code=304, headers=headers)
+    return Response(published.body, media_type="application/json", headers=headers)
+
+
+def _openapi_schema(name: str) -> dict[str, Any]:
+    """``schemas/<name>.schema.json`` for the OpenAPI document, references inlined."""
+
+    def inline(node: Any, base: dict[str, Any]) -> Any:
+        if isinstance(node, list):
+            return [inline(item, base) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            file, _, pointer = node["$ref"].partition("#")
+            doc = load_schema(file.removesuffix(".schema.json")) if file else base
+            target: Any = doc
+            for part in filter(None, pointer.split("/")):
+                target = target[part]
+            return inline(target, doc)
+        return {k: inline(v, base) for k, v in node.items() if k not in ("$schema", "$id", "$defs")}
+
+    return inline(load_schema(name), load_schema(name))
+
+
+def _schema_response(name: str, description: str) -> dict[str, Any]:
+    """An OpenAPI response whose body is ``schemas/<name>.schema.json``."""
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": _openapi_schema(name)}},
+    }
+
+
+_DETAIL = {
+    "application/json": {
+        "schema": {
+            "type": "object",
+            "required": ["detail"],
+            "properties": {"detail": {"type": "string"}},
+        }
+    }
+}
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {
+        "description": "unknown stream or version (`detail` lists what exists)",
+        "content": _DETAIL,
+    },
+    500: {
+        "description": "a stored file fails its schema or checksum (`detail` names it)",
+        "content": _DETAIL,
+    },
+}
+_DOCUMENT_ERRORS: dict[int | str, dict[str, Any]] = {
+    304: {"description": "`If-None-Match` matches the ETag: the client's copy is current"},
+    **_ERRORS,
+}
+
+StreamParam = Annotated[str, PathParam(description="stream name, e.g. `clicks`")]
+VersionParam = Annotated[int, PathParam(ge=1, description="a published version")]
+
+
+def create_app(
+    root: str | os.PathLike[str], *, cache_size: int = 64, dependencies: Sequence[Any] = ()
+) -> FastAPI:
+    """The API over the routing store at ``root`` (``<root>/<stream>/v<N>.json``, ``LATEST``).
+
+    ``cache_size`` bounds the verified versions kept in memory; ``dependencies`` (FastAPI
+    ``Depends``) run before every endpoint, e.g. the Airflow plugin's authentication.
+    """
+    tables = _Tables(RoutingStore(root), cache_size)
+    app = FastAPI(
+        dependencies=list(dependencies),
+        title="routeplan routing tables",
+        version=__version__,
+        description=DESCRIPTION,
+        openapi_tags=[
+            {"name": "streams", "description": "which streams and versions are published"},
+            {"name": "tables", "description": "routing-table documents (ETag = checksum)"},
+            {"name": "diff", "description": "what changes between two versions"},
+        ],
+    )
+    document = _schema_response("routing_table", "the routing-table document, as stored")
+    document["headers"] = {
+        "ETag": {
+            "description": 'the document\'s checksum, quoted: `"sha256:…"`',
+            "schema": {"type": "string"},
+        },
+        "Cache-Control": {
+            "description": "`no-cache` for LATEST, `immutable` for a version",
+            "schema": {"type": "string"},
+        },
+    }
+
+    @app.get(
+        "/streams",
+        tags=["streams"],
+        summary="Every published stream",
+        response_model=None,
+        responses={
+            200: _schema_response("routing_streams", "streams and versions"),
+            500: _ERRORS[500],
+        },
+    )
+    def list_streams() -> dict[str, Any]:
+        return {"streams": [tables.versions(s) for s in tables.store.streams()]}
+
+    @app.get(
+        "/streams/{stream}/versions",
+        tags=["streams"],
+        summary="One stream's versions",
+        response_model=None,
+        responses={200: _schema_response("routing_versions", "the stream's versions"), **_ERRORS},
+    )
+    def list_versions(stream: StreamParam) -> dict[str, Any]:
+        return tables.versions(stream)
+
+    @app.get(
+        "/streams/{stream}/latest",
+        tags=["tables"],
+        summary="LATEST's routing table",
+        response_class=Response,
+        responses={200: document, **_DOCUMENT_ERRORS},
+    )
+    def latest(stream: StreamParam, request: Request) -> Response:
+        published = tables.get(stream, tables.latest(stream))
+        return _document_response(request, published, LATEST_CACHE_CONTROL)
+
+    @app.get(
+        "/streams/{stream}/versions/{version}",
+        tags=["tables"],
+        summary="A pinned routing-table version",
+        response_class=Response,
+        responses={200: document, **_DOCUMENT_ERRORS},
+    )
+    def version(stream: StreamParam, version: VersionParam, request: Request) -> Response:
+        published = tables.get(stream, version)
+        return _document_response(request, published, VERSION_CACHE_CONTROL)
+
+    @app.get(
+        "/streams/{stream}/diff",
+        tags=["diff"],
+        summary="Moves from one version to another",
+        response_model=None,
+        responses={
+            200: _schema_response("routing_diff", "the moves and the load they carry"),
+            **_ERRORS,
+        },
+    )
+    def diff(
+        stream: StreamParam,
+        response: Response,
+        from_version: Annotated[int, Query(ge=1, description="the older version")],
+        to_version: Annotated[int | None, Query(ge=1, description="default: LATEST")] = None,
+    ) -> dict[str, Any]:
+        pinned = to_version is not None
+        new = tables.get(stream, to_version if pinned else tables.latest(stream)).table
+        old = tables.get(stream, from_version).table
+        response.headers["Cache-Control"] = VERSION_CACHE_CONTROL if pinned else "no-cache"
+        try:
+            return diff_tables(old, new)
+        except ValueError as err:  # e.g. a key_routing and a partition_assignment table
+            raise HTTPException(422, f"{stream}: v{from_version} → v{new.version}: {err}") from err
+
+    return app
+
+
+def serve(
+    root: str | os.PathLike[str],
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+) -> None:
+    """Serve the API over ``root`` with uvicorn until interrupted."""
+    import uvicorn
+
+    uvicorn.run(create_app(root), host=host, port=port, log_level=log_level)

@@ -1,0 +1,374 @@
+"""The routing-table HTTP API through a real uvicorn server on 127.0.0.1 (httpx as the client)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from airflow_server import free_port
+
+from routeplan.api import create_app, etag_matches
+from routeplan.diff import diff_tables
+from routeplan.models import Workers
+from routeplan.routing_table import RoutingTable, checksum
+from routeplan.schemas import validate_document
+from routeplan.store import RoutingStore
+
+WORKERS = Workers.homogeneous(3)
+GROUPS = 16
+
+
+def key_table(stream: str, moved: int = 0) -> RoutingTable:
+    """16 key groups round-robin on w0..w2 and a split hot key; ``moved`` groups shifted by one,
+    planned on loads 1..16 so that a diff can weigh its moves."""
+    owners = [f"w{(g + (g < moved)) % 3}" for g in range(GROUPS)]
+    return RoutingTable(
+        stream,
+        "kg",
+        WORKERS,
+        tuple(owners),
+        hot_keys={"hot": (("w0", 0.25), ("w1", 0.75))},
+        planning_load={"key_group_load": list(range(1, GROUPS + 1)), "hot_key_load": {"hot": 5}},
+    )
+
+
+@contextlib.contextmanager
+def running(root: Path, **options) -> Iterator[httpx.Client]:
+    """``create_app(root, **options)`` in a uvicorn server on a free port; a client to it."""
+    app = create_app(root, **options)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive(), "uvicorn exited during start-up"
+        assert time.monotonic() < deadline, "uvicorn did not start within 20 s"
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert not thread.is_alive(), "uvicorn did not shut down"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("api") / "routing"
+
+
+@pytest.fixture(scope="module")
+def api(root) -> Iterator[httpx.Client]:
+    with running(root) as client:
+        yield client
+
+
+def get_json(api: httpx.Client, url: str, schema: str, **kw) -> dict:
+    """GET ``url``, expect 200 and validate the JSON body against ``schema``."""
+    resp = api.get(url, **kw)
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["content-type"] == "application/json"
+    body = resp.json()
+    validate_document(schema, body, where=f"GET {url}")
+    return body
+
+
+def error(api: httpx.Client, url: str, status: int) -> str:
+    """GET ``url``, expect the error ``status``; its ``detail`` text."""
+    resp = api.get(url)
+    assert resp.status_code == status, resp.text
+    detail = resp.json()["detail"]
+    assert isinstance(detail, str)
+    return detail
+
+
+def test_streams_and_versions_are_listed(api, root):
+    store = RoutingStore(root)
+    store.publish(key_table("listed"))
+    store.publish(key_table("listed", moved=2))
+    store.publish(key_table("listed_too"))
+
+    streams = get_json(api, "/streams", "routing_streams")["streams"]
+    by_name = {s["stream"]: s for s in streams}
+    assert [s["stream"] for s in streams] == sorted(by_name)
+    assert by_name["listed"] == {"stream": "listed", "latest_version": 2, "versions": [1, 2]}
+    assert by_name["listed_too"] == {"stream": "listed_too", "latest_version": 1, "versions": [1]}
+    one = get_json(api, "/streams/listed/versions", "routing_versions")
+    assert one == by_name["listed"]
+
+
+def test_latest_is_the_stored_document_with_its_checksum_as_etag(api, root):
+    published = RoutingStore(root).publish(key_table("clicks"))
+    stored = json.loads((root / "clicks" / "v1.json").read_text())
+
+    resp = api.get("/streams/clicks/latest")
+    assert resp.status_code == 200
+    assert resp.json() == stored
+    validate_document("routing_table", resp.json(), where="GET latest")
+    assert RoutingTable.from_document(resp.json()).same_routing(published)  # checksum intact
+    assert resp.headers["etag"] == f'"{stored["checksum"]}"'
+    assert resp.headers["cache-control"] == "no-cache"
+
+
+def test_if_none_match_answers_304_until_a_new_version_is_published(api, root):
+    store = RoutingStore(root)
+    store.publish(key_table("orders"))
+    first = api.get("/streams/orders/latest")
+    etag = first.headers["etag"]
+
+    for header in (etag, f"W/{etag}", f'"sha256:{"0" * 64}", {etag}', "*"):
+        resp = api.get("/streams/orders/latest", headers={"If-None-Match": header})
+        assert resp.status_code == 304, header
+        assert resp.content == b""
+        assert resp.headers["etag"] == etag
+    stale = api.get("/streams/orders/latest", headers={"If-None-Match": '"sha256:00"'})
+    assert stale.status_code == 200
+
+    store.publish(key_table("orders", moved=3))
+    resp = api.get("/streams/orders/latest", headers={"If-None-Match": etag})
+    assert resp.status_code == 200
+    assert resp.json()["version"] == 2
+    assert resp.json()["parent_version"] == 1
+    assert resp.headers["etag"] == f'"{resp.json()["checksum"]}"' != etag
+    again = api.get("/streams/orders/latest", headers={"If-None-Match": resp.headers["etag"]})
+    assert again.status_code == 304
+
+    pinned = api.get("/streams/orders/versions/1", headers={"If-None-Match": etag})
+    assert pinned.status_code == 304
+    assert pinned.headers["cache-control"] == "public, max-age=31536000, immutable"
+
+
+def test_a_pinned_version_is_served_after_latest_moved(api, root):
+    store = RoutingStore(root)
+    v1 = store.publish(key_table("pinned"))
+    store.publish(key_table("pinned", moved=5))
+
+    resp = api.get("/streams/pinned/versions/1")
+    assert resp.status_code == 200
+    assert resp.json() == v1.to_document()
+    assert resp.headers["etag"] == f'"{v1.to_document()["checksum"]}"'
+    assert resp.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert api.get("/streams/pinned/latest").json()["version"] == 2
+
+
+def test_unknown_streams_and_versions_are_404_with_what_exists(api, root):
+    store = RoutingStore(root)
+    for moved in range(5):
+        store.publish(key_table("five", moved))
+
+    assert error(api, "/streams/five/versions/7", 404) == (
+        "no routing table v7 for stream 'five' (versions 1–5)"
+    )
+    (root / "five" / "v2.json").unlink()  # e.g. pruned
+    detail = error(api, "/streams/five/versions/2", 404)
+    assert detail == "no routing table v2 for stream 'five' (versions 1, 3–5)"
+    assert "five" in error(api, "/streams/nope/latest", 404)
+    assert "no routing tables for stream 'nope'" in error(api, "/streams/nope/versions", 404)
+    assert "stream 'nope'" in error(api, "/streams/nope/versions/1", 404)
+    assert "stream 'nope'" in error(api, "/streams/nope/diff?from_version=1", 404)
+    assert "v9" in error(api, "/streams/five/diff?from_version=9", 404)
+
+
+def test_a_stream_name_cannot_leave_the_root(api, root):
+    # a valid table right above the root: ".." must not reach it
+    RoutingStore(root).publish(key_table("inside"))
+    shutil.copy(RoutingStore(root).path("inside", 1), root.parent / "v1.json")
+    (root.parent / "LATEST").write_text("v1.json\n")
+    for url in ("/streams/%2E%2E/latest", "/streams/%2E%2E/versions/1", "/streams/../latest"):
+        resp = api.get(url)
+        assert resp.status_code == 404, (url, resp.text)
+
+
+def test_bad_parameters_are_422(api, root):
+    RoutingStore(root).publish(key_table("params"))
+    for url in (
+        "/streams/params/versions/0",
+        "/streams/params/versions/x",
+        "/streams/params/diff",
+        "/streams/params/diff?from_version=one",
+        "/streams/params/diff?from_version=1&to_version=-1",
+    ):
+        assert api.get(url).status_code == 422, url
+
+
+@pytest.mark.parametrize(
+    "damage, failure",
+    [
+        (lambda doc: doc.update(key_group_worker=["w2"] * GROUPS), "checksum mismatch"),
+        (lambda doc: doc.pop("hash"), "is not a valid routing_table"),
+        (lambda doc: doc.update(version=7, checksum=checksum({**doc, "version": 7})), "holds"),
+        (None, "Expecting value"),
+    ],
+    ids=["checksum", "schema", "misplaced", "not-json"],
+)
+def test_a_corrupt_stored_table_is_500_and_never_served(api, root, damage, failure, request):
+    stream = f"damaged_{request.node.callspec.id}"
+    RoutingStore(root).publish(key_table(stream))
+    assert api.get(f"/streams/{stream}/versions/1").status_code == 200  # now cached
+    path = root / stream / "v1.json"
+    doc = json.loads(path.read_text())
+    if damage:
+        damage(doc)
+    text = json.dumps(doc) if damage else "truncated"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)  # a new file: the cache must notice
+
+    for url in (f"/streams/{stream}/latest", f"/streams/{stream}/versions/1"):
+        resp = api.get(url)
+        assert resp.status_code == 500, resp.text
+        assert "etag" not in resp.headers
+        detail = resp.json()["detail"]
+        assert str(path) in detail
+        assert failure in detail
+    assert api.get(f"/streams/{stream}/diff?from_version=1").status_code == 500
+
+
+def test_a_latest_naming_a_missing_version_is_500(tmp_path):
+    RoutingStore(tmp_path).publish(key_table("s"))
+    (tmp_path / "s" / "LATEST").write_text("v3.json\n")
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "LATEST").write_text("garbage\n")
+    with running(tmp_path) as api:
+        assert "names v3, not stored" in error(api, "/streams/s/versions", 500)
+        assert str(tmp_path / "s" / "LATEST") in error(api, "/streams/s/versions", 500)
+        assert str(tmp_path / "t" / "LATEST") in error(api, "/streams/t/latest", 500)
+        assert "LATEST" in error(api, "/streams", 500)
+
+
+def test_a_small_cache_still_serves_each_version_its_own_document(tmp_path):
+    store = RoutingStore(tmp_path)
+    docs = [store.publish(key_table("s", moved)).to_document() for moved in range(3)]
+    with running(tmp_path, cache_size=1) as api:
+        for version in (1, 2, 1, 3, 2, 3, 1):
+            resp = api.get(f"/streams/s/versions/{version}")
+            assert resp.json() == docs[version - 1]
+            assert resp.headers["etag"] == f'"{docs[version - 1]["checksum"]}"'
+
+
+def test_serve_runs_the_api_on_the_given_host_and_port(tmp_path):
+    RoutingStore(tmp_path).publish(key_table("served"))
+    port = free_port()
+    code = "import sys; from routeplan.api import serve; serve(sys.argv[1], port=int(sys.argv[2]))"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(port)])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, "serve() exited"
+            try:
+                resp = httpx.get(f"http://127.0.0.1:{port}/streams/served/versions", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "serve() did not answer within 30 s"
+                time.sleep(0.1)
+        assert resp.json() == {"stream": "served", "latest_version": 1, "versions": [1]}
+    finally:
+        proc.terminate()
+        # uvicorn shuts down gracefully, then re-raises the SIGTERM it caught
+        assert proc.wait(timeout=10) in (0, -signal.SIGTERM)
+
+
+def test_diff_is_diff_tables_of_the_two_versions(api, root):
+    store = RoutingStore(root)
+    v1 = store.publish(key_table("diffed"))
+    v2 = store.publish(key_table("diffed", moved=4))
+    v3 = store.publish(key_table("diffed", moved=6))
+
+    latest = get_json(api, "/streams/diffed/diff", "routing_diff", params={"from_version": 1})
+    assert latest == json.loads(json.dumps(diff_tables(v1, v3)))
+    assert (latest["from_version"], latest["to_version"]) == (1, 3)
+    assert latest["moved_key_groups"] == 6
+    assert latest["load_basis"] == "planning_load of v3"
+
+    url = "/streams/diffed/diff?from_version=1&to_version=2"
+    pinned = get_json(api, url, "routing_diff")
+    assert pinned == json.loads(json.dumps(diff_tables(v1, v2)))
+    assert pinned["moved_key_groups"] == 4
+    assert pinned["key_space_share"] == 4 / GROUPS
+    assert api.get(url).headers["cache-control"] == "public, max-age=31536000, immutable"
+
+
+def test_diff_of_tables_that_do_not_compare_is_422(api, root):
+    store = RoutingStore(root)
+    store.publish(key_table("kinds"))
+    partitions = RoutingTable(
+        "kinds", "ffd", WORKERS, (), kind="partition_assignment", partition_consumer={0: "w1"}
+    )
+    store.publish(partitions)
+    assert "partition_assignment" in error(api, "/streams/kinds/diff?from_version=1", 422)
+
+
+def test_openapi_documents_every_endpoint_with_its_schema(api):
+    spec = api.get("/openapi.json").json()
+    assert spec["info"]["title"] == "routeplan routing tables"
+    paths = spec["paths"]
+    assert set(paths) == {
+        "/streams",
+        "/streams/{stream}/versions",
+        "/streams/{stream}/latest",
+        "/streams/{stream}/versions/{version}",
+        "/streams/{stream}/diff",
+    }
+    latest = paths["/streams/{stream}/latest"]["get"]["responses"]
+    assert set(latest) >= {"200", "304", "404", "500"}
+    schema = latest["200"]["content"]["application/json"]["schema"]
+    assert schema["title"] == "Routing table (one published version)"
+    assert "$ref" not in json.dumps(schema)  # worker.schema.json inlined
+
+
+@pytest.mark.parametrize(
+    "header, matches",
+    [
+        (None, False),
+        ('"sha256:ab"', True),
+        ('W/"sha256:ab"', True),
+        ('"x", W/"sha256:ab" , "y"', True),
+        (" * ", True),
+        ('"sha256:abc"', False),
+        ("sha256:ab", False),  # unquoted: not an entity tag
+        ("", False),
+    ],
+)
+def test_if_none_match_uses_weak_comparison(header, matches):
+    assert etag_matches(header, "sha256:ab") is matches
+
+
+def test_router_follows_the_api_with_etags(api, root, caplog):
+    """routeplan.client.Router against this server: an unchanged table costs a 304, a new version
+    is swapped in, a corrupt one is refused and the last good table keeps routing."""
+    from routeplan.client import Router
+
+    store = RoutingStore(root)
+    store.publish(key_table("followed"))
+    base = str(api.base_url)
+    with Router.open(base, "followed", headers={"X-Caller": "test"}) as router:
+        assert router.version == 1
+        assert router.route("hot") in ("w0", "w1")
+        assert router.reload() is False  # 304: nothing fetched, nothing parsed
+        store.publish(key_table("followed", moved=4))
+        assert router.reload() is True and router.version == 2
+        assert list(router.table.key_group_worker) == list(key_table("f", 4).key_group_worker)
+
+        path = store.path("followed", 3)
+        doc = key_table("followed").published(3, 2, "2026-11-21T00:00:00+00:00").to_document()
+        doc["key_group_worker"][0] = "w2" if doc["key_group_worker"][0] != "w2" else "w1"
+        path.write_text(json.dumps(doc))  # a v3 whose checksum no longer matches
+        (root / "followed" / "LATEST").write_text("v3.json\n")
+        with caplog.at_level("WARNING", logger="routeplan.client"):
+            assert router.reload() is False
+        assert router.version == 2
+        assert "keeps serving v2" in caplog.text and "HTTP 500" in caplog.text

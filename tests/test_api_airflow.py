@@ -1,0 +1,155 @@
+"""The routeplan plugin inside Airflow's real API-server app (``airflow.api_fastapi.app``).
+
+Airflow reads its configuration when it is first imported, so each probe runs in a child
+Python (this file, ``python tests/test_api_airflow.py OUT``) with the Makefile's Airflow
+settings and its own routing store: it builds the app ``airflow api-server`` runs, enters its
+lifespan and sends requests with Starlette's TestClient. The probes share one AIRFLOW_HOME whose
+database is migrated once (a few seconds): token validation looks up revoked tokens there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from test_api import key_table
+
+from routeplan.store import RoutingStore
+
+pytestmark = pytest.mark.airflow
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def probe() -> dict:
+    """In the child: the plugin as Airflow lists it and the answers of the mounted app."""
+    warnings.simplefilter("ignore")  # the TestClient's httpx deprecation notice
+    from airflow.api_fastapi.app import create_app
+    from airflow.plugins_manager import get_plugin_info
+    from fastapi.testclient import TestClient
+
+    home = Path(os.environ["AIRFLOW_HOME"])
+    results: dict = {"plugins": get_plugin_info(["fastapi_apps", "source"])}
+    with TestClient(create_app()) as client:
+
+        def answer(path: str, headers: dict[str, str] | None = None) -> dict:
+            resp = client.get(path, headers=headers)
+            is_json = resp.headers.get("content-type") == "application/json"
+            return {
+                "status": resp.status_code,
+                "headers": dict(resp.headers),
+                "json": resp.json() if is_json else None,
+                "size": len(resp.content),
+            }
+
+        results["streams"] = answer("/routeplan/streams")
+        latest = results["latest"] = answer("/routeplan/streams/clicks/latest")
+        etag = latest["headers"].get("etag", '"none"')
+        results["latest_304"] = answer("/routeplan/streams/clicks/latest", {"If-None-Match": etag})
+        results["openapi"] = answer("/routeplan/openapi.json")
+        results["airflow_dags"] = answer("/api/v2/dags")
+        password = json.loads((home / "simple_auth_manager_passwords.json.generated").read_text())
+        token = client.post(
+            "/auth/token", json={"username": "admin", "password": password["admin"]}
+        )
+        bearer = f"Bearer {token.json()['access_token']}"
+        results["streams_with_token"] = answer("/routeplan/streams", {"Authorization": bearer})
+    return results
+
+
+def airflow_env(airflow_home: Path, **env: str) -> dict[str, str]:
+    """The Makefile's Airflow settings (not the caller's) for ``airflow_home``, plus ``env``."""
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ROUTEPLAN"))}
+    return {
+        **keep,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AIRFLOW_HOME": str(airflow_home),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__API_AUTH__JWT_SECRET": "routeplan-test-secret",  # `airflow standalone` sets one
+        **env,
+    }
+
+
+def run(cmd: list[str], env: dict[str, str], cwd: Path) -> None:
+    done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{cmd}:\n{(done.stdout + done.stderr)[-4000:]}"
+
+
+@pytest.fixture(scope="module")
+def airflow_home(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("airflow")
+    run(["airflow", "db", "migrate"], airflow_env(home), home)
+    return home
+
+
+def run_probe(airflow_home: Path, tmp_path: Path, **env: str) -> dict:
+    """Publish a table where the plugin should look (``$ROUTEPLAN_HOME`` is ``tmp_path``), run
+    ``probe()`` in a child Python with ``env``; its results."""
+    routing = Path(env.get("ROUTEPLAN_ROUTING", tmp_path / "routing"))
+    RoutingStore(routing).publish(key_table("clicks"))
+    out = tmp_path / "probe.json"
+    child_env = airflow_env(airflow_home, ROUTEPLAN_HOME=str(tmp_path), **env)
+    run([sys.executable, __file__, str(out)], child_env, tmp_path)
+    return json.loads(out.read_text())
+
+
+def test_the_plugin_mounts_the_api_in_airflow_without_airflow_auth(airflow_home, tmp_path):
+    results = run_probe(airflow_home, tmp_path)  # the store: $ROUTEPLAN_HOME/routing
+
+    (plugin,) = [p for p in results["plugins"] if p["name"] == "routeplan"]
+    assert plugin["source"] == "$PLUGINS_FOLDER/routeplan_plugin.py"
+    assert plugin["fastapi_apps"] == [
+        {
+            "app": "fastapi.applications.FastAPI",
+            "url_prefix": "/routeplan",
+            "name": "routeplan routing tables",
+        }
+    ]
+    streams = results["streams"]
+    assert streams["status"] == 200
+    assert streams["json"] == {
+        "streams": [{"stream": "clicks", "latest_version": 1, "versions": [1]}]
+    }
+    stored = json.loads(RoutingStore(tmp_path / "routing").path("clicks", 1).read_text())
+    latest = results["latest"]
+    assert (latest["status"], latest["json"]) == (200, stored)
+    assert latest["headers"]["etag"] == f'"{stored["checksum"]}"'
+    assert results["latest_304"]["status"] == 304
+    assert results["latest_304"]["size"] == 0
+    assert results["latest_304"]["headers"]["etag"] == latest["headers"]["etag"]
+    assert results["openapi"]["json"]["info"]["title"] == "routeplan routing tables"
+    # Airflow's own API wants a token; the mounted app answers without one
+    assert results["airflow_dags"]["status"] == 401
+
+
+def test_with_routeplan_api_auth_airflow_every_request_needs_an_airflow_token(
+    airflow_home, tmp_path
+):
+    results = run_probe(
+        airflow_home,
+        tmp_path,
+        ROUTEPLAN_API_AUTH="airflow",
+        ROUTEPLAN_ROUTING=str(tmp_path / "elsewhere"),
+    )
+
+    assert results["streams"]["status"] == 401
+    assert results["latest"]["status"] == 401
+    assert "etag" not in results["latest"]["headers"]
+    assert results["openapi"]["status"] == 200  # the description stays public
+    assert results["streams_with_token"]["status"] == 200
+    # the store is $ROUTEPLAN_ROUTING, not $ROUTEPLAN_HOME/routing
+    assert results["streams_with_token"]["json"] == {
+        "streams": [{"stream": "clicks", "latest_version": 1, "versions": [1]}]
+    }
+    assert not (tmp_path / "routing").exists()
+
+
+if __name__ == "__main__":
+    Path(sys.argv[1]).write_text(json.dumps(probe(), default=str))
