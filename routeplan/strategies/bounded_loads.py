@@ -67,7 +67,7 @@ class _BoundedPlanner:
         workers: Workers,
         budget: Budget,
     ) -> Plan:
-        active = [w for w in workers.items if w.state == "active"]
+        active = workers.active
         names = [w.name for w in active]
         capacity = np.array([w.capacity for w in active])
         total = loads.total

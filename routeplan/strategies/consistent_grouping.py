@@ -244,7 +244,7 @@ class ConsistentGrouping:
         previous_owner: Sequence[str] | None,
         budget: Budget,
     ) -> list[str]:
-        active = [w for w in workers.items if w.state == "active"]
+        active = workers.active
         names = [w.name for w in active]
         capacity = np.array([w.capacity for w in active])
         n_virtual = vw_load.size

@@ -31,8 +31,8 @@ from typing import Any
 from routeplan.hashing import hash_choices
 from routeplan.models import Budget, LoadSnapshot, Plan, Workers
 from routeplan.routing_table import RoutingTable
-from routeplan.strategies import finish_plan, register
-from routeplan.strategies.placement import plan_by_choices
+from routeplan.strategies import register
+from routeplan.strategies.placement import choices_plan
 
 
 def head_choices(
@@ -81,17 +81,7 @@ class _ChoicePlanner:
         def group(g: int, n: int) -> list[int]:
             return hash_choices(f"g{g}", group_d, n, seed)
 
-        groups, hot_keys = plan_by_choices(loads, workers, hot, group)
-        table = RoutingTable(
-            stream=loads.stream,
-            strategy=self.name,
-            workers=workers,
-            key_group_worker=groups,
-            hot_keys=hot_keys,
-            params=self.params(),
-            hash_seed=seed,
-        )
-        return finish_plan(table, loads, current)
+        return choices_plan(self.name, self.params(), loads, current, workers, hot, group)
 
 
 @register("pkg")

@@ -14,11 +14,14 @@ A routing table routes whole key groups, so a per-message scheme becomes a table
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from routeplan.models import LoadSnapshot, Workers
+from routeplan.models import LoadSnapshot, Plan, Workers
+from routeplan.routing_table import RoutingTable
+from routeplan.strategies import finish_plan
 
 _TINY = 1e-9  # parts below this share of a key's load are dropped (weights must be > 0)
 
@@ -78,7 +81,7 @@ def plan_by_choices(
     ``hot_choices(key, share, n)`` and ``group_choices(group, n)`` give a unit's candidate
     indices among the ``n`` active workers (``share`` is the key's share of the total load).
     """
-    active = [w for w in workers.items if w.state == "active"]
+    active = workers.active
     names = [w.name for w in active]
     capacity = np.array([w.capacity for w in active])
     n = len(active)
@@ -104,3 +107,26 @@ def plan_by_choices(
                 (names[w], x / scale) for w, x in zip(parts, weights, strict=True)
             )
     return tuple(names[o] for o in owner), hot_keys
+
+
+def choices_plan(
+    strategy: str,
+    params: Mapping[str, Any],
+    loads: LoadSnapshot,
+    current: RoutingTable | None,
+    workers: Workers,
+    hot_choices: Callable[[str, float, int], Sequence[int]],
+    group_choices: Callable[[int, int], Sequence[int]],
+) -> Plan:
+    """The plan of a choice-based scheme: ``plan_by_choices`` as a table, then ``finish_plan``."""
+    groups, hot_keys = plan_by_choices(loads, workers, hot_choices, group_choices)
+    table = RoutingTable(
+        stream=loads.stream,
+        strategy=strategy,
+        workers=workers,
+        key_group_worker=groups,
+        hot_keys=hot_keys,
+        params=params,
+        hash_seed=loads.hash_seed,
+    )
+    return finish_plan(table, loads, current)

@@ -147,7 +147,7 @@ class TokenRing:
         workers: Workers,
         budget: Budget,
     ) -> Plan:
-        active = [w for w in workers.items if w.state == "active"]
+        active = workers.active
         names = [w.name for w in active]
         capacity = np.array([w.capacity for w in active])
         state = current.strategy_state if current is not None and current.strategy == "ring" else {}

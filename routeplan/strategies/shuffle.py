@@ -18,8 +18,8 @@ from __future__ import annotations
 from routeplan.hashing import salted_choice
 from routeplan.models import Budget, LoadSnapshot, Plan, Workers
 from routeplan.routing_table import RoutingTable
-from routeplan.strategies import finish_plan, register
-from routeplan.strategies.placement import plan_by_choices
+from routeplan.strategies import register
+from routeplan.strategies.placement import choices_plan
 
 
 def _every_worker_for_keys(_key: str, _share: float, n: int) -> range:
@@ -43,18 +43,15 @@ class ShuffleGrouping:
         workers: Workers,
         budget: Budget,
     ) -> Plan:
-        groups, hot = plan_by_choices(
-            loads, workers, _every_worker_for_keys, _every_worker_for_groups
+        return choices_plan(
+            self.name,
+            {},
+            loads,
+            current,
+            workers,
+            _every_worker_for_keys,
+            _every_worker_for_groups,
         )
-        table = RoutingTable(
-            stream=loads.stream,
-            strategy=self.name,
-            workers=workers,
-            key_group_worker=groups,
-            hot_keys=hot,
-            hash_seed=loads.hash_seed,
-        )
-        return finish_plan(table, loads, current)
 
 
 @register("potc")
@@ -80,14 +77,6 @@ class PowerOfTwoChoices:
         def group_choices(g: int, n: int) -> list[int]:
             return [salted_choice(f"g{g}", salt, n, seed) for salt in range(1, self.d + 1)]
 
-        groups, hot = plan_by_choices(loads, workers, _every_worker_for_keys, group_choices)
-        table = RoutingTable(
-            stream=loads.stream,
-            strategy=self.name,
-            workers=workers,
-            key_group_worker=groups,
-            hot_keys=hot,
-            params={"d": self.d},
-            hash_seed=seed,
+        return choices_plan(
+            self.name, {"d": self.d}, loads, current, workers, _every_worker_for_keys, group_choices
         )
-        return finish_plan(table, loads, current)
