@@ -26,8 +26,9 @@ def normalised_load(
     total = worker_load.sum()
     if total <= 0:
         return np.zeros_like(worker_load)
-    fair = total / capacity[active].sum()
-    return worker_load / (capacity * fair)
+    # (L_w / total) · (C / c_w): the same as L_w / (c_w · total / C), and still finite when the
+    # total load is so small (subnormal) that total / C underflows to 0
+    return (worker_load / total) * (capacity[active].sum() / capacity)
 
 
 def imbalance(
