@@ -23,7 +23,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import groupby
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,7 +33,7 @@ from routeplan import __version__
 from routeplan.diff import diff_tables
 from routeplan.routing_table import RoutingTable
 from routeplan.schemas import load_schema
-from routeplan.store import RoutingStore
+from routeplan.store import RoutingStore, version_runs
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +140,8 @@ class _Tables:
         self.latest(stream)  # an unknown stream says so
         kept = self.store.versions(stream)
         return HTTPException(
-            404, f"no routing table v{version} for stream {stream!r} (versions {_runs(kept)})"
+            404,
+            f"no routing table v{version} for stream {stream!r} (versions {version_runs(kept)})",
         )
 
 
@@ -154,12 +154,6 @@ def _check_name(stream: str) -> None:
 def _corrupt(path: Path, failure: object) -> HTTPException:
     log.error("refusing to serve %s: %s", path, failure)
     return HTTPException(500, f"stored routing table file {path} is not servable: {failure}")
-
-
-def _runs(versions: list[int]) -> str:
-    """``[1, 2, 3, 5]`` → ``"1–3, 5"``."""
-    runs = [[v for _, v in run] for _, run in groupby(enumerate(versions), lambda p: p[1] - p[0])]
-    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs) or "none"
 
 
 def etag_matches(if_none_match: str | None, checksum: str) -> bool:
@@ -330,7 +324,8 @@ def create_app(
         pinned = to_version is not None
         new = tables.get(stream, to_version if pinned else tables.latest(stream)).table
         old = tables.get(stream, from_version).table
-        response.headers["Cache-Control"] = VERSION_CACHE_CONTROL if pinned else "no-cache"
+        cache_control = VERSION_CACHE_CONTROL if pinned else LATEST_CACHE_CONTROL
+        response.headers["Cache-Control"] = cache_control
         try:
             return diff_tables(old, new)
         except ValueError as err:  # e.g. a key_routing and a partition_assignment table

@@ -18,6 +18,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from itertools import groupby
 from pathlib import Path
 from types import EllipsisType
 from typing import Any
@@ -73,7 +74,8 @@ class RoutingStore:
             kept = self.versions(stream)
             raise FileNotFoundError(
                 f"no routing table v{version} for stream {stream!r} in {self.root} "
-                f"(JSON versions kept: {_span(kept)}; Delta gold.routing_tables keeps them all)"
+                f"(JSON versions kept: {version_runs(kept)}; "
+                "Delta gold.routing_tables keeps them all)"
             )
         doc = json.loads(path.read_text())
         validate_document("routing_table", doc, where=str(path))
@@ -176,8 +178,10 @@ class StaleLatestError(RuntimeError):
     """LATEST moved since the caller read it (another publish or rollback came first)."""
 
 
-def _span(versions: list[int]) -> str:
-    return f"v{versions[0]}–v{versions[-1]}" if versions else "none"
+def version_runs(versions: list[int]) -> str:
+    """``[1, 2, 3, 5]`` → ``"1–3, 5"``; ``"none"`` for no versions."""
+    runs = [[v for _, v in run] for _, run in groupby(enumerate(versions), lambda p: p[1] - p[0])]
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs) or "none"
 
 
 @contextlib.contextmanager
