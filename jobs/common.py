@@ -15,6 +15,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from routeplan.names import InvalidNameError, check_name
+
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -129,9 +131,11 @@ def run_args(ns: argparse.Namespace) -> RunArgs:
     if end <= ns.interval_start:
         raise SystemExit(f"interval end {end} must be after its start {ns.interval_start}")
     streams = tuple(s.strip() for s in ns.streams.split(",") if s.strip())
-    bad = [s for s in streams if not s.replace("-", "").replace("_", "").isalnum()]
-    if bad:
-        raise SystemExit(f"stream names may hold letters, digits, '-' and '_' only: {bad}")
+    for stream in streams:
+        try:
+            check_name(stream)
+        except InvalidNameError as error:
+            raise SystemExit(f"--streams: {error}") from None
     return RunArgs(Path(ns.home).resolve(), ns.interval_start, end, streams, ns.run_id)
 
 

@@ -1,25 +1,43 @@
 """ingest: landing files of a data interval → Delta ``bronze.stream_events`` (+ quarantine).
 
 Reads ``<landing>/<YYYY-MM-DD>/**`` for each day of the interval: JSON Lines, CSV (with a header
-row) or Parquet, optionally gzip. Every row ends up in exactly one place:
+row, RFC 4180 quoting, fields may span lines) or Parquet, optionally gzip. Every row ends up in
+exactly one place:
 
-* ``bronze.stream_events`` (partitioned by stream and date) — valid, first of its event_id;
-* ``bronze.quarantine`` — the raw row and the reason: malformed, missing/invalid field, duplicate
-  event_id, event time outside the interval;
+* ``bronze.stream_events`` (partitioned by stream and date) — a row exactly as
+  ``schemas/stream_event.schema.json`` allows it, first of its event_id; strings stored as given
+  (never trimmed, never re-encoded);
+* ``bronze.quarantine`` — the raw row and the reason: not a record, invalid UTF-8, a field of the
+  wrong type or out of range, an invalid stream/worker name, duplicate event_id, event time outside
+  the interval. Raw text that is not UTF-8 is kept as bytes in ``raw_bytes`` (``raw`` then holds
+  it with U+FFFD in place of the bad bytes, so every reader can load the table);
 * not selected — a valid row of a stream the run was not asked for (counted, left for its run).
 
-Rerunning an interval replaces its rows in both tables. Columns and types come from
-``schemas/stream_event.schema.json``.
+A landing file that cannot be read at all (unknown type, corrupt gzip or Parquet, a CSV header
+that is not UTF-8 or names a column twice) goes to quarantine whole — one row naming the file and
+the reason — and the rest of the day proceeds, unless more than ``--max-bad-files`` files are bad
+or more than ``--max-quarantined-share`` of the rows are quarantined: then the tables are still
+written (so the quarantine can be inspected) and the job fails naming every offending file.
+
+Types follow JSON Schema: a JSON value must have the schema's type (``"12"`` is not an integer,
+``3.0`` is); CSV fields and Parquet string columns are text, read as the field's type (JSON
+number syntax for numbers; empty = absent); Parquet numeric and timestamp columns are typed
+values. ``null`` means absent. Rerunning an interval replaces its rows in both tables.
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
+import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
+from routeplan.names import spark_name_regex
 from routeplan.schemas import load_schema
 
 SUFFIXES = {
@@ -29,16 +47,68 @@ SUFFIXES = {
     ".csv": "csv",
     ".parquet": "parquet",
 }
+NUMBER_SYNTAX = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$"  # a JSON number, in full
+MAX_LONG = 2**63 - 1
+SHOWN = 80  # characters of an offending value quoted in a reason
 
 
-def event_fields() -> list[str]:
-    """The stream-event fields, in schema order."""
-    return list(load_schema("stream_event")["properties"])
+@dataclass(frozen=True)
+class Field:
+    """One stream-event field and the rule its values obey (read from the schema)."""
+
+    name: str
+    kind: str  # "string" | "name" | "integer" | "number" | "ts"
+    required: bool
+    minimum: float | None = None
+    maximum: float | None = None
+    default: object = None
 
 
-def landing_files(landing: Path, args: RunArgs) -> dict[str, list[str]]:
-    """Files per format under the interval's day folders (hidden files are skipped)."""
-    found: dict[str, list[str]] = {}
+def event_fields() -> list[Field]:
+    """The stream-event fields, in schema order, with their kinds and bounds."""
+    schema = load_schema("stream_event")
+    fields = []
+    for name, spec in schema["properties"].items():
+        refs = [spec.get("$ref")] + [s.get("$ref") for s in spec.get("anyOf", [])]
+        types = spec.get("type", [])
+        types = {types} if isinstance(types, str) else set(types)
+        if name == "ts":
+            kind = "ts"
+        elif "name.schema.json" in refs:
+            kind = "name"
+        elif "integer" in types:
+            kind = "integer"
+        elif "number" in types:
+            kind = "number"
+        else:
+            kind = "string"
+        fields.append(
+            Field(
+                name,
+                kind,
+                name in schema["required"],
+                spec.get("minimum"),
+                spec.get("maximum", MAX_LONG if kind == "integer" else None),
+                spec.get("default"),
+            )
+        )
+    return fields
+
+
+# ---------------------------------------------------------------------------- landing files
+
+
+@dataclass(frozen=True)
+class LandingFile:
+    path: str  # local path
+    uri: str  # as Spark names it in ``_metadata.file_path`` (``file:/…``)
+    fmt: str | None  # None: unknown type
+    gzip: bool
+
+
+def landing_files(landing: Path, args: RunArgs) -> list[LandingFile]:
+    """Every file under the interval's day folders (hidden and ``_`` files are skipped)."""
+    found = []
     for day in args.days():
         folder = landing / day.isoformat()
         if not folder.is_dir():
@@ -46,87 +116,118 @@ def landing_files(landing: Path, args: RunArgs) -> dict[str, list[str]]:
         for path in sorted(folder.rglob("*")):
             if not path.is_file() or path.name.startswith((".", "_")):
                 continue
-            suffixes = path.suffixes[-2:] if path.suffix == ".gz" else path.suffixes[-1:]
+            gz = path.suffix == ".gz"
+            suffixes = path.suffixes[-2:] if gz else path.suffixes[-1:]
             fmt = SUFFIXES.get(suffixes[0] if suffixes else "")
-            if fmt is None:
-                raise SystemExit(f"unknown landing file type: {path} (expected {sorted(SUFFIXES)})")
-            found.setdefault(fmt, []).append(str(path))
+            found.append(LandingFile(str(path), f"file:{path.resolve()}", fmt, gz))
     return found
 
 
-def _csv_header(path: str) -> list[str]:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as handle:
-        return [h.strip() for h in handle.readline().rstrip("\n").split(",")]
+def probe(file: LandingFile) -> tuple[str | None, object]:
+    """``(reason the file cannot be read, None)`` or ``(None, what reading it needs)``.
+
+    The driver reads only what it must: a CSV's header line, a Parquet file's footer. Damage
+    further in is found by Spark while reading (see ``unreadable_file``).
+    """
+    if file.fmt is None:
+        return f"unknown file type (expected {', '.join(sorted(SUFFIXES))}, optionally .gz)", None
+    if file.fmt == "parquet" and file.gzip:
+        return "gzip-compressed Parquet is not supported (Parquet compresses itself)", None
+    if file.gzip and Path(file.path).stat().st_size == 0:
+        return "empty .gz file (0 bytes is not a gzip stream)", None
+    if file.fmt == "csv":
+        return _csv_header(file)
+    if file.fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            schema = pq.read_schema(file.path)
+        except Exception as error:  # noqa: BLE001 - any failure means "not readable Parquet"
+            return f"not a readable Parquet file: {_short(str(error))}", None
+        return None, tuple((f.name, str(f.type)) for f in schema)
+    return None, None
 
 
-def read_raw(spark, files: dict[str, list[str]]):
-    """One DataFrame of string columns (the event fields) + ``raw``, ``source_file``,
-    ``_corrupt`` (the raw text of rows the reader could not parse) — whatever the format."""
+def _csv_header(file: LandingFile) -> tuple[str | None, object]:
+    opener = gzip.open if file.gzip else open
+    try:
+        with opener(file.path, "rb") as handle:
+            first = handle.readline()
+    except (OSError, EOFError) as error:
+        return f"unreadable gzip file: {_short(str(error))}", None
+    try:
+        text = first.decode("utf-8-sig")  # a byte-order mark is not part of the first name
+    except UnicodeDecodeError as error:
+        return f"CSV header is not UTF-8 (byte {error.start}: {first[error.start :][:4]!r})", None
+    if not text.strip():
+        return None, ()  # an empty file: no rows
+    header = next(csv.reader(io.StringIO(text)))
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        return f"CSV header names a column twice: {', '.join(map(repr, twice))}", None
+    return None, tuple(header)
+
+
+_FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)")
+_CAUSE = re.compile(r"Caused by: ([\w.$]+(?:Exception|Error)[^\n]*)")
+
+
+def unreadable_file(error: Exception, files: dict[str, LandingFile]) -> tuple[str, str] | None:
+    """``(uri, reason)`` when Spark failed on reading one of ``files`` (FAILED_READ_FILE)."""
+    text = str(error)
+    match = _FAILED_FILE.search(text)
+    if not match:
+        return None
+    uri = re.sub(r"^file:/+", "file:/", match.group(1))  # the form of _metadata.file_path
+    if uri not in files:
+        return None
+    causes = _CAUSE.findall(text)
+    cause = causes[-1] if causes else text.splitlines()[0]
+    return uri, f"unreadable file: {_short(cause)}"
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def read_raw(spark, files: list[LandingFile], needs: dict[str, object]):
+    """One DataFrame, whatever the format: per field ``<f>`` (its text) and ``<f>__t`` (its
+    type: string | number | text | timestamp | null | object | array | boolean | …), plus
+    ``raw``, ``raw_bytes``, ``source_file``, ``malformed`` (why the row is not a record) and
+    ``bad_utf8``. ``needs`` holds what ``probe`` found (CSV headers, Parquet schemas)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
 
-    fields = event_fields()
-    strings = StructType([StructField(f, StringType()) for f in fields])
+    by_format: dict[str, list[LandingFile]] = {}
+    for file in files:
+        by_format.setdefault(file.fmt, []).append(file)
     parts = []
-    if "jsonl" in files:
-        text = spark.read.text(files["jsonl"]).select(
-            "value", F.col("_metadata.file_path").alias("source_file")
-        )
-        text = text.where(F.trim("value") != "")
-        schema = StructType(strings.fields + [StructField("_corrupt", StringType())])
-        parsed = F.from_json("value", schema, {"columnNameOfCorruptRecord": "_corrupt"})
-        parts.append(
-            text.select(parsed.alias("e"), "value", "source_file").select(
-                *[F.col(f"e.{f}").alias(f) for f in fields],
-                F.col("value").alias("raw"),
-                "source_file",
-                F.when(F.col("e._corrupt").isNotNull() | F.col("e").isNull(), F.col("value")).alias(
-                    "_corrupt"
-                ),
-            )
-        )
+    if "jsonl" in by_format:
+        parts.append(_read_jsonl(spark, [f.path for f in by_format["jsonl"]]))
     by_header: dict[tuple[str, ...], list[str]] = {}
-    for path in files.get("csv", []):
-        by_header.setdefault(tuple(_csv_header(path)), []).append(path)
-    for header, paths in by_header.items():
-        schema = StructType(
-            [StructField(h, StringType()) for h in header] + [StructField("_corrupt", StringType())]
-        )
-        frame = (
-            spark.read.option("header", True)
-            .option("mode", "PERMISSIVE")
-            .option("columnNameOfCorruptRecord", "_corrupt")
-            .schema(schema)
-            .csv(paths)
-        )
-        parts.append(
-            frame.select(
-                *[
-                    (F.col(f) if f in header else F.lit(None).cast("string")).alias(f)
-                    for f in fields
-                ],
-                F.coalesce("_corrupt", F.concat_ws(",", *[F.col(h) for h in header])).alias("raw"),
-                F.col("_metadata.file_path").alias("source_file"),
-                "_corrupt",
-            )
-        )
-    if "parquet" in files:
-        frame = spark.read.option("mergeSchema", True).parquet(*files["parquet"])
-        present = set(frame.columns)
-        parts.append(
-            frame.select(
-                *[
-                    (F.col(f).cast("string") if f in present else F.lit(None).cast("string")).alias(
-                        f
-                    )
-                    for f in fields
-                ],
-                F.to_json(F.struct(*frame.columns)).alias("raw"),
-                F.col("_metadata.file_path").alias("source_file"),
-                F.lit(None).cast("string").alias("_corrupt"),
-            )
-        )
+    for file in by_format.get("csv", []):
+        if needs[file.uri]:  # an empty file has no header and no rows
+            by_header.setdefault(needs[file.uri], []).append(file.path)
+    if by_header:
+        csv_paths = [p for paths in by_header.values() for p in paths]
+        not_utf8 = [
+            r.f
+            for r in spark.read.text(csv_paths)
+            .where(~F.expr("is_valid_utf8(value)"))
+            .select(F.col("_metadata.file_path").alias("f"))
+            .distinct()
+            .collect()
+        ]
+        for header, paths in by_header.items():
+            parts.append(_read_csv(spark, header, paths, not_utf8))
+    by_schema: dict[object, list[str]] = {}
+    for file in by_format.get("parquet", []):
+        by_schema.setdefault(needs[file.uri], []).append(file.path)
+    for paths in by_schema.values():
+        parts.append(_read_parquet(spark, paths))
     if not parts:
         return None
     result = parts[0]
@@ -135,81 +236,202 @@ def read_raw(spark, files: dict[str, list[str]]):
     return result
 
 
+def _typed(columns: dict[str, tuple], fields: list[Field]):
+    """Select list ``<f>, <f>__t`` for every field (absent fields: null, type "null")."""
+    from pyspark.sql import functions as F
+
+    out = []
+    for field in fields:
+        text, kind = columns.get(field.name, (F.lit(None), F.lit("null")))
+        out += [text.cast("string").alias(field.name), kind.alias(f"{field.name}__t")]
+    return out
+
+
+def _read_jsonl(spark, paths: list[str]):
+    from pyspark.sql import functions as F
+
+    fields = event_fields()
+    text = spark.read.text(paths).select(
+        F.col("value"), F.col("_metadata.file_path").alias("source_file")
+    )
+    text = text.where(F.trim("value") != "")  # blank lines are not rows
+    text = text.withColumn("v", F.expr("try_parse_json(value)"))
+    root = F.expr("schema_of_variant(v)")
+    malformed = (
+        F.when(F.col("v").isNull(), F.lit("malformed line: not valid JSON"))
+        .when(~root.startswith("OBJECT<"), F.lit("malformed line: not a JSON object"))
+        .when(
+            _skeleton_length(F.col("value")) != _skeleton_length(F.expr("to_json(v)")),
+            F.lit("malformed line: more than one JSON value on the line"),
+        )
+    )
+    columns = {}
+    for field in fields:
+        path = f"'$.{field.name}'"
+        kind = F.expr(f"schema_of_variant(variant_get(v, {path}, 'variant'))")
+        columns[field.name] = (
+            F.expr(f"try_variant_get(v, {path}, 'string')"),
+            F.when(kind.isNull() | (kind == "VOID"), F.lit("null"))
+            .when(kind == "STRING", F.lit("string"))
+            .when(
+                kind.rlike("^(BIGINT|INT|SMALLINT|TINYINT|DOUBLE|FLOAT|DECIMAL)"), F.lit("number")
+            )
+            .otherwise(F.lower(F.regexp_extract(kind, "^([A-Z]+)", 1))),
+        )
+    valid = F.expr("is_valid_utf8(value)")
+    return text.select(
+        *_typed(columns, fields),
+        F.expr("make_valid_utf8(value)").alias("raw"),
+        F.when(~valid, F.col("value").cast("binary")).alias("raw_bytes"),
+        "source_file",
+        malformed.alias("malformed"),
+        (~valid).alias("bad_utf8"),
+    )
+
+
+def _skeleton_length(column):
+    """Length of a JSON text with every string → ``"``, number → ``0``, literal → ``t`` and
+    whitespace removed: equal for a line and its parsed value's ``to_json`` iff nothing follows
+    the first value (key order does not change it; the string pattern is possessive, so long
+    strings cannot overflow Java's regex stack)."""
+    from pyspark.sql import functions as F
+
+    s = F.regexp_replace(column, r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', '"')
+    s = F.regexp_replace(s, r"-?(?:[0-9]++\.?[0-9]*+|\.[0-9]++)(?:[eE][-+]?[0-9]++)?", "0")
+    s = F.regexp_replace(s, r"true|false|null|NaN|-?Infinity", "t")
+    return F.length(F.regexp_replace(s, r"[ \t\r\n]++", ""))
+
+
+def _read_csv(spark, header: tuple[str, ...], paths: list[str], not_utf8: list[str]):
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    fields = event_fields()
+    schema = StructType(
+        [StructField(f"c{i}", StringType()) for i in range(len(header))]
+        + [StructField("_corrupt", StringType())]
+    )
+    frame = (
+        spark.read.option("header", True)
+        .option("multiLine", True)  # quoted fields may hold line breaks
+        .option("escape", '"')  # RFC 4180: "" inside a quoted field is one "
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", "_corrupt")
+        .schema(schema)
+        .csv(paths)
+    )
+    by_name = {name: F.col(f"c{i}") for i, name in enumerate(header)}
+    columns = {
+        f.name: (
+            F.nullif(by_name[f.name], F.lit("")),
+            F.when(F.nullif(by_name[f.name], F.lit("")).isNull(), F.lit("null")).otherwise("text"),
+        )
+        for f in fields
+        if f.name in by_name
+    }
+    values = [F.coalesce(F.col(f"c{i}"), F.lit("")) for i in range(len(header))]
+    joined = F.concat_ws(",", *values)
+    return frame.select(
+        *_typed(columns, fields),
+        F.coalesce("_corrupt", joined).alias("raw"),
+        F.lit(None).cast("binary").alias("raw_bytes"),
+        F.col("_metadata.file_path").alias("source_file"),
+        F.when(
+            F.col("_corrupt").isNotNull(),
+            F.lit("malformed line: not a CSV record with the header's columns"),
+        ).alias("malformed"),
+        # the CSV reader decodes invalid bytes to U+FFFD; the text pass found the files
+        (F.col("_metadata.file_path").isin(not_utf8) & joined.contains("\ufffd")).alias("bad_utf8"),
+    )
+
+
+def _read_parquet(spark, paths: list[str]):
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    fields = event_fields()
+    frame = spark.read.parquet(*paths)
+    types = {f.name: f.dataType for f in frame.schema.fields}
+    columns = {}
+    for field in fields:
+        if field.name not in types:
+            continue
+        col, dtype = F.col(field.name), types[field.name]
+        if isinstance(dtype, T.StringType):
+            text = F.nullif(col, F.lit(""))
+            kind = "text"
+        elif isinstance(dtype, T.NumericType):
+            text, kind = col, "number"
+        elif isinstance(dtype, T.TimestampType | T.TimestampNTZType):
+            text, kind = col, "timestamp"
+        else:
+            text, kind = F.lit(None), f"parquet {dtype.simpleString()}"
+        columns[field.name] = (text, F.when(text.isNull(), F.lit("null")).otherwise(F.lit(kind)))
+    bad = F.lit(False)
+    for name, dtype in types.items():
+        if isinstance(dtype, T.StringType):
+            bad = bad | F.coalesce(~F.expr(f"is_valid_utf8(`{name}`)"), F.lit(False))
+    return frame.select(
+        *_typed(columns, fields),
+        F.expr("make_valid_utf8(to_json(struct(*)))").alias("raw"),
+        F.lit(None).cast("binary").alias("raw_bytes"),  # the row's bytes are Parquet's
+        F.col("_metadata.file_path").alias("source_file"),
+        F.lit(None).cast("string").alias("malformed"),
+        bad.alias("bad_utf8"),
+    )
+
+
+# ---------------------------------------------------------------------------- validating
+
+
 def classify(raw, args: RunArgs):
     """Typed events with ``reason`` (null for valid rows, else why the row is quarantined)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    blank = lambda c: F.col(c).isNull() | (F.trim(F.col(c)) == "")  # noqa: E731
-    ts = F.when(
-        F.col("ts").rlike(r"^-?\d+$"), F.timestamp_millis(F.col("ts").try_cast("long"))
-    ).otherwise(F.try_to_timestamp(F.trim(F.col("ts"))))
-    typed = raw.select(
-        F.coalesce(F.nullif(F.trim("stream"), F.lit("")), F.lit("default")).alias("stream"),
-        F.trim("key").alias("key"),
-        ts.alias("ts"),
-        F.col("partition").try_cast("int").alias("partition"),
-        F.nullif(F.trim("worker"), F.lit("")).alias("worker"),
-        F.coalesce(F.col("size_bytes").try_cast("long"), F.lit(1)).alias("size_bytes"),
-        F.col("cost_ms").try_cast("double").alias("cost_ms"),
-        F.nullif(F.trim("upstream_stream"), F.lit("")).alias("upstream_stream"),
-        F.nullif(F.trim("upstream_key"), F.lit("")).alias("upstream_key"),
-        F.coalesce(
-            F.nullif(F.trim("event_id"), F.lit("")),
-            F.sha2(
-                F.concat_ws(  # nulls are skipped: rows without upstream fields hash as before
-                    "\u0001",
-                    "stream",
-                    "key",
-                    "ts",
-                    "partition",
-                    "worker",
-                    "size_bytes",
-                    "cost_ms",
-                    "upstream_stream",
-                    "upstream_key",
-                ),
-                256,
-            ),
-        ).alias("event_id"),
-        F.col("ts").alias("ts_raw"),
-        F.col("partition").alias("partition_raw"),
-        F.col("size_bytes").alias("size_raw"),
-        F.col("cost_ms").alias("cost_raw"),
-        "raw",
-        "source_file",
-        "_corrupt",
-    )
+    fields = {f.name: f for f in event_fields()}
+    checks = [  # (condition, reason), the first that holds names the row's reason
+        (F.col("malformed").isNotNull(), F.col("malformed")),
+        (F.col("bad_utf8"), F.lit("invalid UTF-8 (the raw bytes are in raw_bytes)")),
+    ]
+    values = {}
+    for field in fields.values():
+        value, field_checks = _field_rule(field)
+        values[field.name] = value
+        checks += field_checks
     start = datetime.combine(args.interval_start, datetime.min.time(), UTC)
     end = datetime.combine(args.interval_end, datetime.min.time(), UTC)
-    reason = (
-        F.when(F.col("_corrupt").isNotNull(), F.lit("malformed line: not parseable as a record"))
-        .when(F.col("key").isNull() | (F.col("key") == ""), F.lit("missing key"))
-        .when(blank("ts_raw"), F.lit("missing ts"))
-        .when(F.col("ts").isNull(), F.concat(F.lit("unparseable ts: "), F.col("ts_raw")))
-        .when(
-            ~blank("partition_raw") & (F.col("partition").isNull() | (F.col("partition") < 0)),
-            F.concat(F.lit("invalid partition: "), F.col("partition_raw")),
-        )
-        .when(
-            ~blank("size_raw")
-            & (F.col("size_raw").try_cast("long").isNull() | (F.col("size_bytes") < 0)),
-            F.concat(F.lit("invalid size_bytes: "), F.col("size_raw")),
-        )
-        .when(
-            ~blank("cost_raw")
-            & (F.col("cost_ms").isNull() | (F.col("cost_ms") < 0) | F.isnan("cost_ms")),
-            F.concat(F.lit("invalid cost_ms: "), F.col("cost_raw")),
-        )
-        .when(
-            (F.col("ts") < F.lit(start)) | (F.col("ts") >= F.lit(end)),
+    checks.append(
+        (
+            (values["ts"] < F.lit(start)) | (values["ts"] >= F.lit(end)),
             F.concat(
                 F.lit(f"ts outside the data interval [{start:%Y-%m-%d}, {end:%Y-%m-%d}): "),
-                F.col("ts_raw"),
+                F.col("ts"),
             ),
         )
     )
-    typed = typed.withColumn("reason", reason)
+    reason = F.lit(None).cast("string")
+    for condition, text in reversed(checks):
+        reason = F.when(F.coalesce(condition, F.lit(False)), text).otherwise(reason)
+    event_id = F.coalesce(
+        values["event_id"],
+        F.sha2(  # a stable id from the row's own texts; nulls are skipped
+            F.concat_ws("\u0001", *[F.col(n) for n in fields if n != "event_id"]), 256
+        ),
+    )
+    defaults = {n: f.default for n, f in fields.items() if f.default is not None}
+    typed = raw.select(
+        *[
+            (F.coalesce(values[n], F.lit(defaults[n])) if n in defaults else values[n]).alias(n)
+            for n in fields
+            if n != "event_id"
+        ],
+        event_id.alias("event_id"),
+        "raw",
+        "raw_bytes",
+        "source_file",
+        reason.alias("reason"),
+    )
     # valid copies first: a broken copy of an event must not push its valid twin out
     first = Window.partitionBy("stream", "event_id").orderBy(
         F.col("reason").isNotNull(), "source_file", "raw"
@@ -224,112 +446,272 @@ def classify(raw, args: RunArgs):
     )
 
 
+def _field_rule(field: Field):
+    """``(typed value, [(condition, reason)…])`` of one field, from its texts and type."""
+    from pyspark.sql import functions as F
+
+    text, kind = F.col(field.name), F.col(f"{field.name}__t")
+    shown = F.substring(F.expr(f"make_valid_utf8(`{field.name}`)"), 1, SHOWN)
+    absent = kind == "null"
+    checks = []
+    if field.required:
+        checks.append((absent | (text == ""), F.lit(f"missing {field.name}")))
+
+    def wrong_type(allowed: tuple[str, ...], wanted: str):
+        return (
+            ~absent & ~kind.isin(*allowed),
+            F.concat(F.lit(f"wrong type for {field.name}: expected {wanted}, got "), kind),
+        )
+
+    if field.kind in ("string", "name"):
+        checks.append(wrong_type(("string", "text"), "a string"))
+        value = F.when(kind.isin("string", "text"), text)
+        if field.kind == "name":
+            checks.append(
+                (
+                    value.isNotNull() & ~value.rlike(spark_name_regex()),
+                    F.concat(F.lit(f"invalid {field.name} name: "), shown),
+                )
+            )
+        elif not field.required:
+            checks.append((value == "", F.lit(f"invalid {field.name}: empty string")))
+        return value, checks
+    if field.kind == "ts":
+        checks.append(
+            wrong_type(("string", "text", "number", "timestamp"), "a string or an integer")
+        )
+        millis = F.when(kind == "number", text).when(text.rlike("^-?[0-9]+$"), text)
+        millis_value = millis.try_cast("decimal(38,10)")
+        value = (
+            F.when(kind == "timestamp", text.try_cast("timestamp"))
+            .when(
+                millis.isNotNull(),
+                F.when(
+                    millis_value == F.floor(millis_value),
+                    F.timestamp_millis(millis_value.try_cast("long")),
+                ),
+            )
+            .when(kind.isin("string", "text"), F.try_to_timestamp(text))
+        )
+        checks.append((~absent & value.isNull(), F.concat(F.lit("unparseable ts: "), shown)))
+        return value, checks
+    # integer | number: a JSON number, or text in JSON number syntax
+    checks.append(
+        wrong_type(("number", "text"), "an integer" if field.kind == "integer" else "a number")
+    )
+    number = F.when(kind.isin("number", "text") & text.rlike(NUMBER_SYNTAX), text)
+    exact = number.try_cast("decimal(38,10)")
+    if field.kind == "integer":
+        in_range = (exact == F.floor(exact)) & (exact <= F.lit(field.maximum))
+        value = F.when(in_range, exact.try_cast("int" if field.maximum < 2**31 else "long"))
+    else:
+        value = number.try_cast("double")
+        in_range = ~F.isnan(value) & (value != float("inf"))
+    if field.minimum is not None:
+        in_range = in_range & (value >= F.lit(field.minimum))
+    checks.append(
+        (
+            ~absent & kind.isin("number", "text") & ~F.coalesce(in_range, F.lit(False)),
+            F.concat(F.lit(f"invalid {field.name}: "), shown),
+        )
+    )
+    return value, checks
+
+
+# ---------------------------------------------------------------------------- the job
+
+
+class TooMuchBadInput(SystemExit):
+    """The day has more bad input than the thresholds allow (the tables are written)."""
+
+
 def ingest(spark, args: RunArgs, landing: Path) -> dict:
     from pyspark.sql import functions as F
 
     tables = args.tables
-    files = landing_files(landing, args)
+    files = {f.uri: f for f in landing_files(landing, args)}
     report = {
         "stage": "ingest",
         "run_id": args.run_id,
         "interval_start": args.interval_start,
         "interval_end": args.interval_end,
         "landing": str(landing),
-        "files": sum(len(v) for v in files.values()),
+        "files": len(files),
     }
-    raw = read_raw(spark, files)
-    if raw is None:
+    if not files:
         raise SystemExit(
             f"no landing files for {args.interval_start}..{args.interval_end} under {landing} "
             f"(expected <landing>/<YYYY-MM-DD>/*.jsonl|csv|parquet[.gz])"
         )
-    rows = classify(raw, args).withColumn("date", F.to_date("ts"))
-    if args.streams:
-        rows = rows.withColumn(
-            "selected", F.col("stream").isin(list(args.streams)) | F.col("reason").isNotNull()
+    bad: dict[str, str] = {}  # uri → why the file cannot be read
+    needs: dict[str, object] = {}
+    for uri, file in files.items():
+        reason, needs[uri] = probe(file)
+        if reason:
+            bad[uri] = reason
+    while True:  # Spark finds damage deep inside a file: set the file aside and read again
+        readable = [f for uri, f in files.items() if uri not in bad]
+        try:
+            rows, counts = _read_and_count(spark, args, readable, needs)
+            break
+        except Exception as error:  # noqa: BLE001 - re-raised unless a landing file caused it
+            found = unreadable_file(error, files)
+            if found is None or found[0] in bad:
+                raise
+            bad[found[0]] = found[1]
+            log("ingest", f"set aside {found[0]}: {found[1]}")
+    now = F.lit(datetime.now(UTC))
+    if rows is not None:
+        events = rows.where(F.col("selected") & F.col("reason").isNull()).select(
+            "event_id",
+            "ts",
+            "date",
+            "stream",
+            "key",
+            "partition",
+            "worker",
+            "size_bytes",
+            "cost_ms",
+            "upstream_stream",
+            "upstream_key",
+            "source_file",
+            now.alias("ingested_at"),
+        )
+        quarantined = rows.where(F.col("reason").isNotNull()).select(
+            F.when(F.col("stream").rlike(spark_name_regex()), F.col("stream")).alias("stream"),
+            "source_file",
+            "raw",
+            "raw_bytes",
+            "reason",
         )
     else:
-        rows = rows.withColumn("selected", F.lit(True))
-    rows = rows.persist()
-    counts = {
-        r["k"]: r["n"]
-        for r in rows.groupBy(
-            F.when(~F.col("selected"), "not_selected")
-            .when(F.col("reason").isNull(), "written")
-            .otherwise("quarantined")
-            .alias("k")
+        events = quarantined = None
+    files_out = spark.createDataFrame(
+        [(None, uri, None, None, reason) for uri, reason in sorted(bad.items())],
+        "stream string, source_file string, raw string, raw_bytes binary, reason string",
+    )
+    quarantine = files_out if quarantined is None else quarantined.unionByName(files_out)
+    if events is None and Path(tables.path("bronze.stream_events"), "_delta_log").is_dir():
+        events = read_delta(spark, tables, "bronze.stream_events").limit(0)
+    if events is not None:
+        write_delta(
+            events,
+            tables,
+            "bronze.stream_events",
+            args.interval_predicate(),
+            partition_by=("stream", "date"),
         )
-        .agg(F.count("*").alias("n"))
-        .collect()
-    }
-    now = F.lit(datetime.now(UTC))
-    events = rows.where(F.col("selected") & F.col("reason").isNull()).select(
-        "event_id",
-        "ts",
-        "date",
-        "stream",
-        "key",
-        "partition",
-        "worker",
-        "size_bytes",
-        "cost_ms",
-        "upstream_stream",
-        "upstream_key",
-        "source_file",
-        now.alias("ingested_at"),
-    )
     write_delta(
-        events,
-        tables,
-        "bronze.stream_events",
-        args.interval_predicate(),
-        partition_by=("stream", "date"),
-    )
-    quarantine = rows.where(F.col("reason").isNotNull()).select(
-        F.lit(args.interval_start).alias("interval_start"),
-        "stream",
-        "source_file",
-        "raw",
-        "reason",
-        F.lit(args.run_id).alias("run_id"),
-        now.alias("ingested_at"),
-    )
-    write_delta(
-        quarantine,
+        quarantine.select(
+            F.lit(args.interval_start).alias("interval_start"),
+            "*",
+            F.lit(args.run_id).alias("run_id"),
+            now.alias("ingested_at"),
+        ),
         tables,
         "bronze.quarantine",
         f"interval_start = '{args.interval_start}'",
         partition_by=("interval_start",),
     )
+    this_interval = read_delta(spark, tables, "bronze.quarantine").where(
+        F.col("interval_start") == F.lit(args.interval_start)
+    )
     by_reason = {
         r["reason"]: r["n"]
-        for r in read_delta(spark, tables, "bronze.quarantine")
-        .where(F.col("interval_start") == F.lit(args.interval_start))
-        .groupBy(F.regexp_replace("reason", ":.*", "").alias("reason"))
+        for r in this_interval.groupBy(F.regexp_replace("reason", ":.*", "").alias("reason"))
         .agg(F.count("*").alias("n"))
         .collect()
     }
-    rows.unpersist()
+    if rows is not None:
+        rows.unpersist()
+    quarantined_rows = counts.get("quarantined", 0) + len(bad)
     report.update(
-        rows_read=sum(counts.values()),
+        rows_read=sum(counts.values()) + len(bad),
         rows_written=counts.get("written", 0),
-        rows_quarantined=counts.get("quarantined", 0),
+        rows_quarantined=quarantined_rows,
         rows_not_selected=counts.get("not_selected", 0),
+        files_quarantined=[{"file": uri, "reason": r} for uri, r in sorted(bad.items())],
         quarantined_by_reason=by_reason,
     )
+    report["quarantined_by_file"] = {
+        r["source_file"]: r["n"]
+        for r in this_interval.groupBy("source_file").agg(F.count("*").alias("n")).collect()
+    }
     return report
+
+
+def _read_and_count(spark, args: RunArgs, files: list[LandingFile], needs: dict[str, object]):
+    """``(rows persisted with reason/selected, counts by outcome)`` — one pass over the files."""
+    from pyspark.sql import functions as F
+
+    raw = read_raw(spark, files, needs)
+    if raw is None:
+        return None, {}
+    rows = classify(raw, args).withColumn("date", F.to_date("ts"))
+    selected = F.col("stream").isin(list(args.streams)) if args.streams else F.lit(True)
+    rows = rows.withColumn("selected", selected | F.col("reason").isNotNull()).persist()
+    try:
+        outcome = (
+            F.when(~F.col("selected"), "not_selected")
+            .when(F.col("reason").isNull(), "written")
+            .otherwise("quarantined")
+        )
+        counts = {
+            r["k"]: r["n"]
+            for r in rows.groupBy(outcome.alias("k")).agg(F.count("*").alias("n")).collect()
+        }
+    except Exception:
+        rows.unpersist()
+        raise
+    return rows, counts
+
+
+def check_thresholds(report: dict, max_bad_files: int, max_share: float) -> None:
+    """Fail the day, naming every offending file, when bad input passes the thresholds."""
+    bad_files = report["files_quarantined"]
+    if len(bad_files) > max_bad_files:
+        listed = "\n  ".join(f"{f['file']}: {f['reason']}" for f in bad_files)
+        raise TooMuchBadInput(
+            f"ingest: {len(bad_files)} landing files cannot be read (max_bad_files = "
+            f"{max_bad_files}); they are in bronze.quarantine:\n  {listed}"
+        )
+    read = report["rows_read"]
+    share = report["rows_quarantined"] / read if read else 0.0
+    if share > max_share:
+        by_file = sorted(report["quarantined_by_file"].items(), key=lambda p: (-p[1], p[0]))
+        listed = "\n  ".join(f"{file}: {n} rows" for file, n in by_file)
+        raise TooMuchBadInput(
+            f"ingest: {report['rows_quarantined']} of {read} rows quarantined ({share:.1%} > "
+            f"max_quarantined_share = {max_share:.1%}); see bronze.quarantine, by file:\n"
+            f"  {listed}"
+        )
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = run_parser(__doc__.splitlines()[0])
     parser.add_argument("--landing", help="landing directory (default <home>/landing)")
+    parser.add_argument(
+        "--max-bad-files",
+        type=int,
+        default=5,
+        help="fail the day when more landing files than this cannot be read (default 5)",
+    )
+    parser.add_argument(
+        "--max-quarantined-share",
+        type=float,
+        default=0.1,
+        help="fail the day when a larger share of the rows is quarantined (default 0.1)",
+    )
     ns = parser.parse_args(argv)
+    if ns.max_bad_files < 0 or not 0 <= ns.max_quarantined_share <= 1:
+        parser.error("--max-bad-files must be >= 0 and --max-quarantined-share in [0, 1]")
     args = run_args(ns)
     landing = Path(ns.landing).resolve() if ns.landing else args.home / "landing"
     spark = spark_session("ingest")
     report = ingest(spark, args, landing)
     args.tables.write_report(args.interval_start, "ingest", report)
     log("ingest", json.dumps(report, default=str))
+    check_thresholds(report, ns.max_bad_files, ns.max_quarantined_share)
     return report
 
 

@@ -130,13 +130,17 @@ def test_ingest_keeps_the_valid_copy_of_a_duplicated_event(spark, tmp_path):
         '{"event_id": "e1", "key": "k", "ts": "not a time"}\n'
         '{"event_id": "e1", "key": "k", "ts": "2026-11-20T10:00:00Z"}\n'
         '{"event_id": "e1", "key": "k", "ts": "2026-11-20T10:00:00Z"}\n'
-        '{"key": "k2", "ts": 1795168800000, "size_bytes": "12"}\n'
+        '{"key": "k2", "ts": 1795168800000, "size_bytes": 12}\n'
+        '{"key": "k3", "ts": 1795168800000, "size_bytes": "12"}\n'
     )
-    report = ingest.main(["--home", str(tmp_path), "--interval-start", DAY])
-    assert (report["rows_written"], report["rows_quarantined"]) == (2, 2)
+    report = ingest.main(
+        ["--home", str(tmp_path), "--interval-start", DAY, "--max-quarantined-share", "1"]
+    )
+    assert (report["rows_written"], report["rows_quarantined"]) == (2, 3)
     assert report["quarantined_by_reason"] == {
         "unparseable ts": 1,
         "duplicate event_id (the first copy was kept)": 1,
+        "wrong type for size_bytes": 1,  # "12" is a string, the schema wants an integer
     }
     rows = spark.read.format("delta").load(str(tmp_path / "warehouse/bronze/stream_events"))
     kept = {r.key: r for r in rows.collect()}
