@@ -1,0 +1,483 @@
+"""Hostile landing files through the real ingest job (Spark + Delta), judged by an oracle.
+
+The oracle is independent of the job: Python's strict UTF-8 decoding, ``json.loads`` (which
+refuses trailing text), the stream-event JSON Schema (``jsonschema``), and the interval. For
+every file it predicts which rows are written — with exactly which values — and how many are
+quarantined; the job must agree file by file: read = written + quarantined, every written row
+byte-identical to its input, every quarantined row with a reason, every unreadable file one
+quarantine row naming it.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import random
+import re
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jobs import ingest
+from routeplan.names import is_valid_name, spark_name_regex
+from routeplan.schemas import validate_document
+
+pytestmark = pytest.mark.spark
+DAY = "2026-11-20"
+START = datetime(2026, 11, 20, tzinfo=UTC)
+END = datetime(2026, 11, 21, tzinfo=UTC)
+NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+FIELDS = (
+    "stream",
+    "key",
+    "event_id",
+    "ts",
+    "partition",
+    "worker",
+    "size_bytes",
+    "cost_ms",
+    "upstream_stream",
+    "upstream_key",
+)
+INTEGER_FIELDS = ("partition", "size_bytes")
+NUMBER_FIELDS = ("cost_ms",)
+# ts texts whose meaning both Python and Spark agree on (the oracle does not parse dates)
+TS_TEXTS = {
+    "2026-11-20T10:00:00Z": datetime(2026, 11, 20, 10, tzinfo=UTC),
+    "2026-11-20 23:59:59": datetime(2026, 11, 20, 23, 59, 59, tzinfo=UTC),
+    "2026-11-21T00:00:01Z": datetime(2026, 11, 21, 0, 0, 1, tzinfo=UTC),  # outside
+    "yesterday-ish": None,
+    "2026-13-40T00:00:00Z": None,
+}
+
+
+# ---------------------------------------------------------------------------- the oracle
+
+
+def expected_row(record: dict) -> dict | None:
+    """The bronze row a schema-valid record becomes, or None when it must be quarantined."""
+    record = {k: v for k, v in record.items() if v is not None}
+    try:
+        validate_document("stream_event", record)
+    except ValueError:
+        return None
+    ts = record["ts"]
+    if isinstance(ts, str):
+        if re.fullmatch(r"-?[0-9]+", ts):
+            ts = int(ts)
+        elif ts in TS_TEXTS:
+            ts = TS_TEXTS[ts]
+        else:
+            raise AssertionError(f"the fuzzer made a ts the oracle cannot judge: {ts!r}")
+    if isinstance(ts, int | float):
+        if ts != int(ts):
+            return None
+        ts = datetime.fromtimestamp(int(ts) / 1000, UTC)
+    if ts is None or not START <= ts < END:
+        return None
+    return {
+        "stream": record.get("stream", "default"),
+        "key": record["key"],
+        "event_id": record.get("event_id"),
+        "ts": ts.replace(tzinfo=None),
+        "partition": None if "partition" not in record else int(record["partition"]),
+        "worker": record.get("worker"),
+        "size_bytes": int(record.get("size_bytes", 1)),
+        "cost_ms": None if "cost_ms" not in record else float(record["cost_ms"]),
+        "upstream_stream": record.get("upstream_stream"),
+        "upstream_key": record.get("upstream_key"),
+    }
+
+
+def judge_json_line(line: bytes) -> dict | None | str:
+    """A JSON Lines line: ``"skip"`` (blank), the row it becomes, or None (quarantine)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text.strip():
+        return "skip"
+
+    def no_duplicates(pairs):
+        keys = [k for k, _ in pairs]
+        if len(keys) != len(set(keys)):
+            raise ValueError("duplicate key")
+        return dict(pairs)
+
+    def no_constants(name):
+        raise ValueError(name)
+
+    try:
+        record = json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constants)
+    except ValueError:
+        return None
+    return expected_row(record) if isinstance(record, dict) else None
+
+
+def judge_text_record(record: dict[str, str]) -> dict | None:
+    """A CSV record (or Parquet string columns): text read as each field's type."""
+    typed: dict = {}
+    for name, text in record.items():
+        if text == "" or text is None:
+            continue
+        if name in INTEGER_FIELDS + NUMBER_FIELDS:
+            if not NUMBER.fullmatch(text):
+                return None
+            typed[name] = json.loads(text)
+        else:
+            typed[name] = text
+    return expected_row(typed)
+
+
+# ---------------------------------------------------------------------------- the fuzzer
+
+
+def base_record(rng: random.Random, i: int) -> dict:
+    record = {
+        "event_id": f"e{i}",
+        "key": rng.choice(["k1", "user-42", "Ärger", "日本", "a,b", 'say "hi"']),
+        "ts": rng.choice(["2026-11-20T10:00:00Z", 1795168800000 + i]),
+        "stream": rng.choice(["clicks", "orders", None]),
+        "partition": rng.choice([0, 7, None]),
+        "worker": rng.choice(["w1", "w-2", None]),
+        "size_bytes": rng.choice([1, 512, None]),
+        "cost_ms": rng.choice([0.5, 3, None]),
+    }
+    return {k: v for k, v in record.items() if v is not None}
+
+
+# value mutations, each applied to one field of a JSON record: (field, new value)
+JSON_MUTATIONS = [
+    ("key", 42),  # a number where the schema wants a string
+    ("key", {"a": 1}),
+    ("key", ["x"]),
+    ("key", ""),
+    ("key", "  padded  "),  # valid: spaces are part of the key
+    ("key", "line\nbreak"),
+    ("key", "tab\there"),
+    ("stream", "../../escape"),
+    ("stream", "s" * 300),
+    ("stream", " clicks"),
+    ("stream", ""),
+    ("stream", "ok.stream_1"),
+    ("worker", "w/1"),
+    ("worker", True),
+    ("partition", 3.0),  # valid: an integer in JSON Schema
+    ("partition", 3.5),
+    ("partition", 2**31),
+    ("partition", 2**31 - 1),
+    ("partition", -1),
+    ("partition", "3"),
+    ("size_bytes", "12"),
+    ("size_bytes", 2**63),
+    ("size_bytes", 1e2),
+    ("cost_ms", -0.1),
+    ("cost_ms", "fast"),
+    ("cost_ms", 1e300),
+    ("ts", "yesterday-ish"),
+    ("ts", "2026-13-40T00:00:00Z"),
+    ("ts", "2026-11-21T00:00:01Z"),
+    ("ts", "2026-11-20 23:59:59"),
+    ("ts", 1795168800000.0),
+    ("ts", 1795168800000.5),
+    ("ts", None),
+    ("event_id", ""),
+    ("event_id", 7),
+    ("upstream_stream", "a b"),
+    ("upstream_key", "up"),
+]
+
+
+def json_line(rng: random.Random, i: int) -> bytes:
+    record = base_record(rng, i)
+    kind = rng.randrange(12)
+    if kind < 5:  # a field mutation
+        field, value = rng.choice(JSON_MUTATIONS)
+        if value is None:
+            record.pop(field, None)
+        else:
+            record[field] = value
+    line = json.dumps(record, ensure_ascii=rng.random() < 0.5).encode()
+    if kind == 5:
+        line = line.replace(b"k1", b"k\xff1").replace(b"user", b"us\xc3er")  # invalid UTF-8
+    elif kind == 6:
+        line = line + rng.choice([b" trailing", b'{"key": "x"}', b"]", b", 1"])
+    elif kind == 7:
+        line = line.replace(b'"', b"'")
+    elif kind == 8:
+        line = line[: rng.randrange(1, len(line))]
+    elif kind == 9:
+        line = line[:-1] + b', "key": "dup"}'  # a key given twice
+    elif kind == 10:
+        line = rng.choice([b"[1, 2]", b'"just a string"', b"null", b"   "])
+    return line
+
+
+CSV_MUTATIONS = ["3.0", "3.5", "-1", "2147483648", "1e2", "x", " k ", "a\nb", "../x", "", "0"]
+
+
+def csv_rows(
+    rng: random.Random, first: int, n: int, mutate: float = 0.4
+) -> tuple[list[str], list[list[str]]]:
+    """CSV rows; a mutated row has one field (never event_id, so ids stay unique) replaced."""
+    header = ["event_id", "ts", "key", "stream", "partition", "worker", "size_bytes", "cost_ms"]
+    rows = []
+    for i in range(first, first + n):
+        record = base_record(rng, i)
+        row = [str(record.get(h, "")) for h in header]
+        if rng.random() < mutate:
+            column = rng.randrange(1, len(header))
+            choices = [*TS_TEXTS, "", "1795168800000"] if header[column] == "ts" else CSV_MUTATIONS
+            row[column] = rng.choice(choices)
+        rows.append(row)
+    return header, rows
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[str]], bom: bool, gz: bool) -> None:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    payload = ("\ufeff" if bom else "").encode() + out.getvalue().encode()
+    path.write_bytes(gzip.compress(payload, mtime=0) if gz else payload)
+
+
+def judge_csv(header: list[str], rows: list[list[str]]) -> list[dict | None]:
+    return [judge_text_record(dict(zip(header, row, strict=True))) for row in rows]
+
+
+# ---------------------------------------------------------------------------- the scenario
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory, spark):
+    """One landing day of hostile files, its oracle, and the ingest report."""
+    home = tmp_path_factory.mktemp("hostile")
+    folder = home / "landing" / DAY
+    folder.mkdir(parents=True)
+    rng = random.Random(20261120)
+    expect: dict[str, list] = {}  # file name → per row: expected bronze row or None
+    bad_files: set[str] = set()
+    n = 0
+
+    def add_jsonl(name: str, lines: list[bytes], gz: bool = False) -> None:
+        payload = b"\n".join(lines) + b"\n"
+        (folder / name).write_bytes(gzip.compress(payload, mtime=0) if gz else payload)
+        judged = [judge_json_line(line) for line in lines]
+        expect[name] = [j for j in judged if j != "skip"]
+
+    for f in range(4):  # fuzzed JSON Lines, two of them gzip
+        lines = [json_line(rng, n + i) for i in range(150)]
+        n += 150
+        add_jsonl(f"fuzz{f}.jsonl" + (".gz" if f % 2 else ""), lines, gz=bool(f % 2))
+    for f in range(3):  # fuzzed CSV, one with a byte-order mark, one gzip
+        header, rows = csv_rows(rng, n, 120)
+        n += 120
+        name = f"fuzz{f}.csv" + (".gz" if f == 2 else "")
+        write_csv(folder / name, header, rows, bom=f == 1, gz=f == 2)
+        expect[name] = judge_csv(header, rows)
+    # a CSV whose data rows hold invalid UTF-8: those rows quarantined, the others written
+    header, rows = csv_rows(rng, n, 30, mutate=0)
+    n += 30
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([header, *rows])
+    lines = out.getvalue().encode().split(b"\n")
+    broken = {3, 10}
+    for i in broken:
+        lines[i + 1] = lines[i + 1].replace(b",", b"\xfe,", 1)
+    (folder / "badbytes.csv").write_bytes(b"\n".join(lines))
+    expect["badbytes.csv"] = [
+        None if i in broken else r for i, r in enumerate(judge_csv(header, rows))
+    ]
+    # Parquet: typed columns, a string column holding invalid UTF-8, conflicting types
+    records = [base_record(rng, n + i) for i in range(60)]
+    n += 60
+    table = pa.table(
+        {
+            "event_id": [r["event_id"] for r in records],
+            "key": [r["key"] for r in records],
+            "ts": [str(r["ts"]) for r in records],
+            "partition": pa.array([r.get("partition") for r in records], pa.int64()),
+            "size_bytes": pa.array([r.get("size_bytes") for r in records], pa.int32()),
+            "cost_ms": pa.array([r.get("cost_ms") for r in records], pa.float64()),
+        }
+    )
+    pq.write_table(table, folder / "typed.parquet")
+    expect["typed.parquet"] = [expected_row({**r, "stream": None, "worker": None}) for r in records]
+    keys = pa.array([b"ok-key", b"bad\xffkey", b"fine"], pa.binary()).view(pa.string())
+    pq.write_table(
+        pa.table({"key": keys, "ts": ["2026-11-20T10:00:00Z"] * 3, "event_id": ["p1", "p2", "p3"]}),
+        folder / "badutf8.parquet",
+    )
+    expect["badutf8.parquet"] = [
+        expected_row({"key": "ok-key", "ts": "2026-11-20T10:00:00Z", "event_id": "p1"}),
+        None,
+        expected_row({"key": "fine", "ts": "2026-11-20T10:00:00Z", "event_id": "p3"}),
+    ]
+    pq.write_table(
+        pa.table({"key": pa.array([1, 2], pa.int64()), "ts": ["2026-11-20T10:00:00Z"] * 2}),
+        folder / "intkey.parquet",
+    )
+    expect["intkey.parquet"] = [None, None]  # a key is a string
+    # files that cannot be read at all: each one quarantine row naming it
+    good = gzip.compress(b'{"key": "a", "ts": "2026-11-20T10:00:00Z"}\n' * 50, mtime=0)
+    parquet_bytes = (folder / "typed.parquet").read_bytes()
+    unreadable = {
+        "truncated.jsonl.gz": good[: len(good) // 2],
+        "empty.csv.gz": b"",
+        "random.jsonl.gz": bytes(rng.randrange(256) for _ in range(300)),
+        "random.parquet": bytes(rng.randrange(256) for _ in range(300)),
+        "truncated.parquet": parquet_bytes[: len(parquet_bytes) // 2],
+        "notes.txt": b"key,ts\n",
+        "latin1-header.csv": "clé,ts\nk,2026-11-20T10:00:00Z\n".encode("latin-1"),
+        "twice.csv": b"key,ts,key\na,2026-11-20T10:00:00Z,b\n",
+    }
+    for name, payload in unreadable.items():
+        (folder / name).write_bytes(payload)
+        bad_files.add(name)
+    report = ingest.main(
+        [
+            "--home",
+            str(home),
+            "--interval-start",
+            DAY,
+            "--max-bad-files",
+            "100",
+            "--max-quarantined-share",
+            "1",
+        ]
+    )
+    events = spark.read.format("delta").load(str(home / "warehouse/bronze/stream_events"))
+    quarantine = spark.read.format("delta").load(str(home / "warehouse/bronze/quarantine"))
+    return {
+        "home": home,
+        "expect": expect,
+        "bad_files": bad_files,
+        "report": report,
+        "events": events.collect(),
+        "quarantine": quarantine,
+    }
+
+
+def by_file(rows, name: str) -> list:
+    return [r for r in rows if Path(r.source_file).name == name]
+
+
+def test_every_file_balances_and_every_written_row_is_its_input(hostile):
+    events = hostile["events"]
+    quarantine = hostile["quarantine"].collect()
+    for name, expected in hostile["expect"].items():
+        written = by_file(events, name)
+        quarantined = by_file(quarantine, name)
+        assert len(written) + len(quarantined) == len(expected), name
+        want = sorted(json.dumps(e, default=str, sort_keys=True) for e in expected if e is not None)
+        got = sorted(
+            json.dumps({k: row[k] for k in FIELDS}, default=str, sort_keys=True) for row in written
+        )
+        assert got == want, name
+    assert all(r.reason for r in quarantine)
+
+
+def test_unreadable_files_go_whole_to_quarantine_and_the_day_proceeds(hostile):
+    report = hostile["report"]
+    named = {Path(f["file"]).name: f["reason"] for f in report["files_quarantined"]}
+    assert set(named) == hostile["bad_files"]
+    assert "unknown file type" in named["notes.txt"]
+    assert "not UTF-8" in named["latin1-header.csv"]
+    assert "twice" in named["twice.csv"] and "'key'" in named["twice.csv"]
+    assert "gzip" in named["empty.csv.gz"]
+    assert named["truncated.jsonl.gz"].startswith("unreadable file")
+    assert named["random.parquet"].startswith("not a readable Parquet file")
+    quarantine = hostile["quarantine"].collect()
+    for name in hostile["bad_files"]:
+        rows = by_file(quarantine, name)
+        assert len(rows) == 1 and rows[0].reason == named[name], name
+    assert report["rows_read"] == (
+        report["rows_written"] + report["rows_quarantined"] + report["rows_not_selected"]
+    )
+    assert report["rows_written"] > 500
+
+
+def test_the_campaigns_rows_get_their_reasons(hostile):
+    reasons = {r.reason.split(":")[0] for r in hostile["quarantine"].collect()}
+    for expected in (
+        "invalid stream name",
+        "invalid worker name",
+        "invalid UTF-8 (the raw bytes are in raw_bytes)",
+        "wrong type for key",
+        "malformed line",
+        "invalid partition",
+        "unparseable ts",
+        "missing key",
+    ):
+        assert expected in reasons, (expected, sorted(reasons))
+    written = {r.key for r in hostile["events"]}
+    assert {"  padded  ", "line\nbreak", "a,b", 'say "hi"'} <= written  # never trimmed or cut
+    streams = {r.stream for r in hostile["events"]}
+    assert "../../escape" not in streams and all(len(s) <= 128 for s in streams)
+
+
+def test_quarantine_loads_in_pandas_with_the_raw_bytes(hostile):
+    frame = hostile["quarantine"].toPandas()  # a non-UTF-8 row once made this raise
+    bad = frame[frame["reason"].str.startswith("invalid UTF-8")]
+    assert len(bad) > 0
+    assert bad["raw_bytes"].map(lambda b: b is not None).any()
+    for raw in bad["raw_bytes"].dropna():
+        with pytest.raises(UnicodeDecodeError):
+            bytes(raw).decode("utf-8")
+
+
+def test_too_many_bad_files_fail_the_day_naming_each(hostile, tmp_path):
+    home = hostile["home"]
+    with pytest.raises(SystemExit) as failure:
+        ingest.main(["--home", str(home), "--interval-start", DAY, "--max-bad-files", "2"])
+    message = str(failure.value)
+    assert "max_bad_files = 2" in message
+    for name in hostile["bad_files"]:
+        assert name in message
+    # the quarantine was still written, so an operator can look
+    assert hostile["quarantine"].where("reason LIKE 'unknown file type%'").count() == 1
+
+
+def test_too_many_quarantined_rows_fail_the_day_naming_the_files(tmp_path):
+    folder = tmp_path / "landing" / DAY
+    folder.mkdir(parents=True)
+    good = "".join(f'{{"key": "k{i}", "ts": "2026-11-20T10:00:00Z"}}\n' for i in range(9))
+    bad = "".join(f'{{"key": {i}, "ts": "2026-11-20T10:00:00Z"}}\n' for i in range(3))
+    (folder / "good.jsonl").write_text(good)
+    (folder / "bad.jsonl").write_text(bad)
+    with pytest.raises(SystemExit, match=r"(?s)3 of 12 rows quarantined .*bad\.jsonl: 3 rows"):
+        ingest.main(["--home", str(tmp_path), "--interval-start", DAY])
+
+
+def test_the_fuzzer_covers_every_kind(hostile):
+    """Guard against a fuzzer that drifted into only valid (or only invalid) rows."""
+    expected = [e for rows in hostile["expect"].values() for e in rows]
+    assert sum(e is None for e in expected) > 100
+    assert sum(e is not None for e in expected) > 300
+    assert date.fromisoformat(DAY) == START.date()
+
+
+NAMES = st.one_of(
+    st.text(max_size=140),
+    st.text(alphabet="abcXYZ019._-/\\ \n\x00é", max_size=140),
+    st.sampled_from(["..", ".", "-x", "a" * 128, "a" * 129, "ok\n", "../../escape", "clicks"]),
+)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(NAMES, min_size=20, max_size=120))
+def test_spark_and_python_agree_on_every_name(spark, names):
+    """The rule ingest applies in Spark is the one the store, API, CLI and client apply."""
+    from pyspark.sql import functions as F
+
+    frame = spark.createDataFrame([(n,) for n in names], "name string")
+    verdicts = frame.select("name", F.col("name").rlike(spark_name_regex()).alias("ok")).collect()
+    assert [(r.name, r.ok) for r in verdicts] == [(n, is_valid_name(n)) for n in names]
