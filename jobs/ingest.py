@@ -260,10 +260,7 @@ def _read_jsonl(spark, paths: list[str]):
     malformed = (
         F.when(F.col("v").isNull(), F.lit("malformed line: not valid JSON"))
         .when(~root.startswith("OBJECT<"), F.lit("malformed line: not a JSON object"))
-        .when(
-            _skeleton_length(F.col("value")) != _skeleton_length(F.expr("to_json(v)")),
-            F.lit("malformed line: more than one JSON value on the line"),
-        )
+        .when(_text_after_the_object(), F.lit(f"malformed line: {TRAILING}"))
     )
     columns = {}
     for field in fields:
@@ -286,6 +283,31 @@ def _read_jsonl(spark, paths: list[str]):
         "source_file",
         malformed.alias("malformed"),
         (~valid).alias("bad_utf8"),
+    )
+
+
+TRAILING = "text after the JSON object"
+
+
+def _text_after_the_object():
+    """True when the line ``value``, parsed as the JSON object ``v``, goes on after it
+    (``try_parse_json`` ignores what follows the first value). A line that does not end in ``}``
+    goes on; one that
+    does goes on iff it holds more ``}`` than the parsed object written back (``to_json``) —
+    unless it escapes ``}`` as ``\\u007d``, which the exact skeleton comparison settles."""
+    from pyspark.sql import functions as F
+
+    def closing(text):
+        return F.length(text) - F.length(F.replace(text, F.lit("}"), F.lit("")))
+
+    value, written_back = F.col("value"), F.expr("to_json(v)")
+    return (
+        F.when(~F.expr("trim(TRAILING ' \t\r\n' FROM value)").endswith("}"), F.lit(True))
+        .when(
+            F.lower(value).contains("\\u007d"),
+            _skeleton_length(value) != _skeleton_length(written_back),
+        )
+        .otherwise(closing(value) != closing(written_back))
     )
 
 
