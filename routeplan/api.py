@@ -1,5 +1,6 @@
 """Read-only HTTP API for published routing tables (``routeplan serve``, Airflow plugin).
 
+    GET /healthz                                   is the store readable, how many streams
     GET /streams                                   every stream, its versions and LATEST
     GET /streams/{stream}/versions                 one stream's versions and LATEST
     GET /streams/{stream}/latest                   LATEST's document (ETag, Cache-Control: no-cache)
@@ -9,8 +10,13 @@
 Documents are served as stored (the same JSON, compact; ``schemas/routing_table.schema.json``,
 checksum intact) with the checksum as a strong ETag; ``If-None-Match`` answers 304. Every
 request reads ``LATEST``; a version is parsed, schema-checked and checksum-verified once and
-then kept in a small LRU, re-read if its file changes on disk. A stored document that fails
-those checks is never served: the answer is 500 naming the file and the failure.
+then kept in a small LRU, re-read if its file changes on disk, and read within the bounds of
+``routeplan.documents`` (size, nesting). A stored document that fails those checks is never
+served: the answer is 500 naming the file and the failure.
+
+Bad input is a 4xx with a short message and never a server path: a stream name that breaks the
+name rule (``routeplan.names``) is 404, as a stream that does not exist. ``/streams`` lists a
+stream whose LATEST is broken with an ``error`` instead of failing for every stream.
 """
 
 from __future__ import annotations
@@ -28,17 +34,21 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi import Path as PathParam
+from fastapi.responses import JSONResponse
 
 from routeplan import __version__
 from routeplan.diff import diff_tables
+from routeplan.documents import DEFAULT_MAX_BYTES
+from routeplan.names import InvalidNameError, check_name
 from routeplan.routing_table import RoutingTable
 from routeplan.schemas import load_schema
-from routeplan.store import RoutingStore, version_runs
+from routeplan.store import BrokenLatestError, RoutingStore, version_runs
 
 log = logging.getLogger(__name__)
 
 LATEST_CACHE_CONTROL = "no-cache"
 VERSION_CACHE_CONTROL = "public, max-age=31536000, immutable"
+MAX_VERSION = 2**63 - 1  # larger numbers are no version (and no file name)
 _ENTITY_TAG = re.compile(r'(?:W/)?"([^"]*)"')
 
 DESCRIPTION = """\
@@ -73,6 +83,59 @@ class _Tables:
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, int], _Published] = OrderedDict()
         self._lock = threading.Lock()
+        self._warned: dict[str, str] = {}  # stream (or "") -> the problem last logged
+
+    def stream_names(self) -> list[str]:
+        """Streams with a LATEST; 503 when the store's root cannot be read (no path said)."""
+        root = self.store.root
+        try:
+            if not root.exists():
+                return []
+            if not root.is_dir():
+                raise self._unavailable("the routing store's root is not a directory")
+            streams = self.store.streams()
+        except OSError as err:
+            problem = f"the routing store is unreadable ({type(err).__name__})"
+            raise self._unavailable(problem) from None
+        self._recovered("")
+        return streams
+
+    def listing(self, streams: list[str] | None = None) -> list[dict[str, Any]]:
+        """``/streams``: each stream's versions, or an ``error`` when its LATEST is broken."""
+        entries: list[dict[str, Any]] = []
+        for stream in self.stream_names() if streams is None else streams:
+            try:
+                latest = self.store.checked_latest(stream)
+                versions = self.store.versions(stream)
+            except BrokenLatestError as err:
+                entries.append({"stream": stream, "error": self._warn(stream, err.problem)})
+                continue
+            except OSError as err:
+                problem = f"unreadable ({type(err).__name__})"
+                entries.append({"stream": stream, "error": self._warn(stream, problem)})
+                continue
+            self._recovered(stream)
+            if latest is not None:  # None: LATEST went away meanwhile
+                entries.append({"stream": stream, "latest_version": latest, "versions": versions})
+        return entries
+
+    def _recovered(self, stream: str) -> None:
+        with self._lock:
+            problem = self._warned.pop(stream, None)
+        if problem is not None:
+            log.info("stream %s is served again (was: %s)", stream or "(all)", problem)
+
+    def _warn(self, stream: str, problem: str) -> str:
+        """Log ``problem`` once (until it changes), not at every request; return it."""
+        with self._lock:
+            known = self._warned.get(stream)
+            self._warned[stream] = problem
+        if known != problem:
+            log.warning("stream %s cannot be served: %s", stream or "(all)", problem)
+        return problem
+
+    def _unavailable(self, problem: str) -> HTTPException:
+        return HTTPException(503, self._warn("", problem))
 
     def versions(self, stream: str) -> dict[str, Any]:
         """``{"stream", "latest_version", "versions"}``; 404 for an unknown stream."""
@@ -104,6 +167,8 @@ class _Tables:
         except FileNotFoundError:
             self._forget(stream, version)
             raise self._no_version(stream, version) from None
+        except OSError as err:
+            raise _corrupt(path, err) from err
         file_id = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
         with self._lock:
             hit = self._cache.get((stream, version))
@@ -146,9 +211,11 @@ class _Tables:
 
 
 def _check_name(stream: str) -> None:
-    """A stream is one directory under the root: no separators, no dot names."""
-    if stream in ("", ".", "..") or "/" in stream or "\\" in stream or "\0" in stream:
-        raise HTTPException(404, f"no routing tables for stream {stream!r} (not a stream name)")
+    """404 for a name that breaks the name rule: no such stream can exist (never a path)."""
+    try:
+        check_name(stream)
+    except InvalidNameError as err:
+        raise HTTPException(404, f"no such stream: {err}") from None
 
 
 def _corrupt(path: Path, failure: object) -> HTTPException:
@@ -211,7 +278,8 @@ _DETAIL = {
 }
 _ERRORS: dict[int | str, dict[str, Any]] = {
     404: {
-        "description": "unknown stream or version (`detail` lists what exists)",
+        "description": "unknown stream or version (`detail` lists what exists), or a stream "
+        "name that breaks the name rule (`detail` says the rule)",
         "content": _DETAIL,
     },
     500: {
@@ -224,25 +292,37 @@ _DOCUMENT_ERRORS: dict[int | str, dict[str, Any]] = {
     **_ERRORS,
 }
 
-StreamParam = Annotated[str, PathParam(description="stream name, e.g. `clicks`")]
-VersionParam = Annotated[int, PathParam(ge=1, description="a published version")]
+StreamParam = Annotated[
+    str,
+    PathParam(
+        description="stream name, e.g. `clicks` (1-128 characters of A-Z a-z 0-9 . _ -, "
+        "not starting with `.` or `-`; others are 404)"
+    ),
+]
+VersionParam = Annotated[int, PathParam(ge=1, le=MAX_VERSION, description="a published version")]
 
 
 def create_app(
-    root: str | os.PathLike[str], *, cache_size: int = 64, dependencies: Sequence[Any] = ()
+    root: str | os.PathLike[str],
+    *,
+    cache_size: int = 64,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    dependencies: Sequence[Any] = (),
 ) -> FastAPI:
     """The API over the routing store at ``root`` (``<root>/<stream>/v<N>.json``, ``LATEST``).
 
-    ``cache_size`` bounds the verified versions kept in memory; ``dependencies`` (FastAPI
-    ``Depends``) run before every endpoint, e.g. the Airflow plugin's authentication.
+    ``cache_size`` bounds the verified versions kept in memory and ``max_bytes`` the size of a
+    version file it reads; ``dependencies`` (FastAPI ``Depends``) run before every endpoint,
+    e.g. the Airflow plugin's authentication.
     """
-    tables = _Tables(RoutingStore(root), cache_size)
+    tables = _Tables(RoutingStore(root, max_bytes=max_bytes), cache_size)
     app = FastAPI(
         dependencies=list(dependencies),
         title="routeplan routing tables",
         version=__version__,
         description=DESCRIPTION,
         openapi_tags=[
+            {"name": "health", "description": "whether the routing store can be read"},
             {"name": "streams", "description": "which streams and versions are published"},
             {"name": "tables", "description": "routing-table documents (ETag = checksum)"},
             {"name": "diff", "description": "what changes between two versions"},
@@ -261,17 +341,42 @@ def create_app(
     }
 
     @app.get(
+        "/healthz",
+        tags=["health"],
+        summary="Whether the routing store can be read",
+        response_model=None,
+        responses={
+            200: _schema_response("routing_health", "ok, or degraded: some streams are broken"),
+            503: _schema_response("routing_health", "unavailable: the store cannot be read"),
+        },
+    )
+    def healthz() -> Any:
+        try:
+            streams = tables.stream_names()
+        except HTTPException as err:
+            return JSONResponse({"status": "unavailable", "detail": err.detail}, status_code=503)
+        broken = sum("error" in entry for entry in tables.listing(streams))
+        body: dict[str, Any] = {
+            "status": "degraded" if broken else "ok",
+            "streams": len(streams),
+            "broken": broken,
+        }
+        if not streams:
+            body["detail"] = "nothing published yet"
+        return body
+
+    @app.get(
         "/streams",
         tags=["streams"],
         summary="Every published stream",
         response_model=None,
         responses={
-            200: _schema_response("routing_streams", "streams and versions"),
-            500: _ERRORS[500],
+            200: _schema_response("routing_streams", "streams and versions (or what is wrong)"),
+            503: {"description": "the routing store cannot be read", "content": _DETAIL},
         },
     )
     def list_streams() -> dict[str, Any]:
-        return {"streams": [tables.versions(s) for s in tables.store.streams()]}
+        return {"streams": tables.listing()}
 
     @app.get(
         "/streams/{stream}/versions",
@@ -318,8 +423,10 @@ def create_app(
     def diff(
         stream: StreamParam,
         response: Response,
-        from_version: Annotated[int, Query(ge=1, description="the older version")],
-        to_version: Annotated[int | None, Query(ge=1, description="default: LATEST")] = None,
+        from_version: Annotated[int, Query(ge=1, le=MAX_VERSION, description="the older version")],
+        to_version: Annotated[
+            int | None, Query(ge=1, le=MAX_VERSION, description="default: LATEST")
+        ] = None,
     ) -> dict[str, Any]:
         pinned = to_version is not None
         new = tables.get(stream, to_version if pinned else tables.latest(stream)).table

@@ -11,6 +11,8 @@
 A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``v<N>.json``, as
 ``RoutingStore`` writes it), the routing-table HTTP API at an ``http(s)://`` base URL, or any
 other fsspec URL (``s3://bucket/routing``, ``gs://…``, ``memory://…``) with the store's layout.
+A stream name that breaks the name rule (``routeplan.names``) is refused before any read, and a
+document is read within ``routeplan.documents``' bounds (``max_bytes``, nesting depth).
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from urllib.request import url2pathname
 import mmh3
 import numpy as np
 
+from routeplan.documents import DEFAULT_MAX_BYTES, parse_document, read_limited
 from routeplan.hashing import key_group
+from routeplan.names import check_name
 from routeplan.routing_table import RoutingTable
 from routeplan.schemas import validate_document
-from routeplan.store import RoutingStore, parse_latest
+from routeplan.store import LATEST_MAX_BYTES, RoutingStore, parse_latest
 
 log = logging.getLogger("routeplan.client")
 
@@ -59,11 +63,13 @@ class _Fetched:
 
 
 class _LayoutSource:
-    """``<root>/<stream>/LATEST`` naming ``v<N>.json``: only reads a version when LATEST moved."""
+    """``<root>/<stream>/LATEST`` naming ``v<N>.json``: only reads a version when LATEST moved
+    (at most ``max_bytes + 1`` bytes of it: enough to tell it is too large)."""
 
-    def __init__(self, stream: str, version: int | None) -> None:
+    def __init__(self, stream: str, version: int | None, max_bytes: int) -> None:
         self.stream = stream
         self.version = version
+        self.max_bytes = max_bytes
 
     def fetch(self, known: str | None) -> _Fetched | None:
         """The version LATEST (or the pinned one) names; None when that is ``known``."""
@@ -89,9 +95,11 @@ class _LayoutSource:
 class _StoreSource(_LayoutSource):
     """A local directory, read through ``RoutingStore``."""
 
-    def __init__(self, root: str | os.PathLike[str], stream: str, version: int | None) -> None:
-        super().__init__(stream, version)
-        self._store = RoutingStore(root)
+    def __init__(
+        self, root: str | os.PathLike[str], stream: str, version: int | None, max_bytes: int
+    ) -> None:
+        super().__init__(stream, version, max_bytes)
+        self._store = RoutingStore(root, max_bytes)
 
     def _latest(self) -> int:
         version = self._store.latest_version(self.stream)  # ValueError: LATEST names no version
@@ -102,7 +110,7 @@ class _StoreSource(_LayoutSource):
         return version
 
     def _read(self, version: int) -> bytes:
-        return self._store.path(self.stream, version).read_bytes()
+        return read_limited(self._store.path(self.stream, version), self.max_bytes)
 
     def _where(self, name: str) -> str:
         return str(self._store.root / self.stream / name)
@@ -112,9 +120,14 @@ class _FsspecSource(_LayoutSource):
     """Any fsspec URL (``s3://``, ``gs://``, ``memory://`` …) holding the store's layout."""
 
     def __init__(
-        self, url: str, stream: str, version: int | None, storage_options: Mapping[str, Any]
+        self,
+        url: str,
+        stream: str,
+        version: int | None,
+        max_bytes: int,
+        storage_options: Mapping[str, Any],
     ) -> None:
-        super().__init__(stream, version)
+        super().__init__(stream, version, max_bytes)
         try:
             import fsspec
         except ImportError as err:
@@ -137,11 +150,11 @@ class _FsspecSource(_LayoutSource):
             raise FileNotFoundError(
                 f"no routing table published for stream {self.stream!r} in {self._url}"
             )
-        text = self._fs.cat_file(path).decode("utf-8", "replace")
-        return parse_latest(text, where=self._where("LATEST"))
+        text = self._fs.cat_file(path, start=0, end=LATEST_MAX_BYTES + 1)
+        return parse_latest(text.decode("utf-8", "replace"), where=self._where("LATEST"))
 
     def _read(self, version: int) -> bytes:
-        return self._fs.cat_file(f"{self._folder}/v{version}.json")
+        return self._fs.cat_file(f"{self._folder}/v{version}.json", start=0, end=self.max_bytes + 1)
 
     def _where(self, name: str) -> str:
         return f"{self._url}/{self.stream}/{name}"
@@ -149,7 +162,8 @@ class _FsspecSource(_LayoutSource):
 
 class _HttpSource:
     """The routing-table HTTP API: ``GET {base}/streams/{stream}/latest`` (or
-    ``/versions/{version}``) with ``If-None-Match``; 304 means unchanged."""
+    ``/versions/{version}``) with ``If-None-Match``; 304 means unchanged. A body is read up to
+    ``max_bytes + 1`` bytes, then the download stops."""
 
     def __init__(
         self,
@@ -157,6 +171,7 @@ class _HttpSource:
         stream: str,
         version: int | None,
         timeout: float,
+        max_bytes: int,
         headers: Mapping[str, str] | None = None,
     ) -> None:
         try:
@@ -167,6 +182,7 @@ class _HttpSource:
             ) from err
         self.stream = stream
         self.version = version
+        self.max_bytes = max_bytes
         tail = "latest" if version is None else f"versions/{int(version)}"
         self._url = f"{base.rstrip('/')}/streams/{quote(stream, safe='')}/{tail}"
         self._client = httpx.Client(timeout=timeout, headers=dict(headers or {}))
@@ -175,19 +191,25 @@ class _HttpSource:
     def fetch(self, known: str | None) -> _Fetched | None:
         headers = {"If-None-Match": known} if known else {}
         try:
-            resp = self._client.get(self._url, headers=headers)
+            with self._client.stream("GET", self._url, headers=headers) as resp:
+                if resp.status_code == 304:
+                    return None
+                limit = self.max_bytes if resp.status_code == 200 else 64 * 1024
+                body = bytearray()
+                for chunk in resp.iter_bytes():
+                    body += chunk
+                    if len(body) > limit:
+                        break
         except self._transport_error as err:
             raise ConnectionError(f"GET {self._url}: {err}") from err
-        if resp.status_code == 304:
-            return None
         if resp.status_code != 200:
             try:
-                detail = resp.json()["detail"]
+                detail = json.loads(body)["detail"]
             except (ValueError, KeyError, TypeError):
-                detail = resp.text[:200]
+                detail = body[:200].decode("utf-8", "replace")
             kind = FileNotFoundError if resp.status_code == 404 else ConnectionError
             raise kind(f"GET {self._url}: HTTP {resp.status_code}: {detail}")
-        body = resp.content
+        body = bytes(body[: self.max_bytes + 1])
         tag = resp.headers.get("etag") or f'"sha256:{hashlib.sha256(body).hexdigest()}"'
         if tag == known:
             return None
@@ -207,23 +229,26 @@ def _open_source(
     timeout: float,
     storage_options: Mapping[str, Any] | None,
     headers: Mapping[str, str] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> _Source:
+    check_name(stream, "stream")  # InvalidNameError (a ValueError) before any read
     text = os.fspath(source)
     parts = urlsplit(text) if "://" in text else None
     if parts is None:
-        return _StoreSource(text, stream, version)
+        return _StoreSource(text, stream, version, max_bytes)
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost"):
             raise ValueError(f"{text}: a file:// URL names a local path (file:///path)")
-        return _StoreSource(url2pathname(parts.path), stream, version)
+        return _StoreSource(url2pathname(parts.path), stream, version, max_bytes)
     if parts.scheme in ("http", "https"):
-        return _HttpSource(text, stream, version, timeout, headers)
-    return _FsspecSource(text, stream, version, storage_options or {})
+        return _HttpSource(text, stream, version, timeout, max_bytes, headers)
+    return _FsspecSource(text, stream, version, max_bytes, storage_options or {})
 
 
-def _verified(fetched: _Fetched, stream: str) -> RoutingTable:
-    """The table in ``fetched``: JSON, schema, checksum, and that it is what was asked for."""
-    doc = json.loads(fetched.body)
+def _verified(fetched: _Fetched, stream: str, max_bytes: int) -> RoutingTable:
+    """The table in ``fetched``: bounded JSON, schema, checksum, and that it is what was asked
+    for."""
+    doc = parse_document(fetched.body, fetched.where, max_bytes)
     validate_document("routing_table", doc, where=fetched.where)
     table = RoutingTable.from_document(doc)
     if table.stream != stream or fetched.version not in (None, table.version):
@@ -248,6 +273,7 @@ class _Published:
     def __init__(self, table: RoutingTable) -> None:
         self._install(table)
         self._source: _Source | None = None
+        self._max_bytes = DEFAULT_MAX_BYTES
         self._tag: str | None = None
         self._on_change: OnChange | None = None
         self._poll_lock = threading.Lock()  # one poll at a time; route() never takes it
@@ -272,39 +298,47 @@ class _Published:
         timeout: float = 10.0,
         storage_options: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> Self:
         """Load LATEST (or a pinned ``version``) of ``stream`` from ``source``, schema and checksum
         verified; with ``reload_interval`` (seconds) keep following LATEST in a daemon thread.
 
         ``on_change(old_version, new_version)`` runs after each swap. ``timeout`` bounds HTTP
         requests; ``headers`` go with them (e.g. ``{"Authorization": "Bearer …"}`` when the API
-        sits behind Airflow's auth); ``storage_options`` go to fsspec. Raises when the first load
-        fails.
+        sits behind Airflow's auth); ``storage_options`` go to fsspec. A document larger than
+        ``max_bytes`` (256 MiB) or nested deeper than 64 levels is refused. Raises when the first
+        load fails, and ``InvalidNameError`` (a ValueError) for a name that breaks the name rule.
         """
         if version is not None and reload_interval is not None:
             raise ValueError("a pinned version never changes: give version or reload_interval")
         if reload_interval is not None and not reload_interval > 0:
             raise ValueError(f"reload_interval must be > 0 seconds, got {reload_interval}")
-        src = _open_source(source, stream, version, timeout, storage_options, headers)
+        src = _open_source(source, stream, version, timeout, storage_options, headers, max_bytes)
         try:
             fetched = src.fetch(None)
             if fetched is None:
                 raise ConnectionError(f"{source}: answered 'not modified' to a first request")
-            published = cls(_verified(fetched, stream))
+            published = cls(_verified(fetched, stream, max_bytes))
         except BaseException:
             src.close()
             raise
         published._source, published._tag, published._on_change = src, fetched.tag, on_change
+        published._max_bytes = max_bytes
         if reload_interval is not None:
             published._follow(reload_interval)
         return published
 
     @classmethod
     def from_store(
-        cls, root: str | os.PathLike[str], stream: str, version: int | None = None
+        cls,
+        root: str | os.PathLike[str],
+        stream: str,
+        version: int | None = None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> Self:
         """Load LATEST (or a pinned ``version``) of ``stream``, schema and checksum verified."""
-        return cls.open(root, stream, version)
+        return cls.open(root, stream, version, max_bytes=max_bytes)
 
     @property
     def table(self) -> RoutingTable:
@@ -317,9 +351,10 @@ class _Published:
     def reload(self) -> bool:
         """Poll the source once; True when a new version now serves.
 
-        Never raises for the source's sake: a corrupt new version (JSON, schema, checksum, wrong
-        kind) or an unreachable or failing source is logged as a WARNING on ``routeplan.client``
-        (once per bad version, once per outage) and the current table keeps serving.
+        Never raises for the source's sake: a corrupt new version (JSON, too large or too deep,
+        schema, checksum, wrong kind) or an unreachable or failing source is logged as a WARNING
+        on ``routeplan.client`` (once per bad version, once per outage) and the current table
+        keeps serving.
         """
         if self._source is None or self._source.version is not None:
             return False
@@ -349,7 +384,7 @@ class _Published:
             self._tag = fetched.tag  # a bad version is not fetched again
             old = self.version
             try:
-                self._install(_verified(fetched, stream))
+                self._install(_verified(fetched, stream, self._max_bytes))
             except (ValueError, KeyError, TypeError) as err:
                 self._reject(fetched.tag, err)
                 return False

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -20,12 +22,46 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from routeplan.arguments import (
+    MAX_KEYS,
+    MAX_MESSAGES,
+    MAX_PARTITIONS,
+    integer,
+    key_group_count,
+    nonnegative_float,
+    nonnegative_int,
+    positive_float,
+    probability,
+    stream_name,
+    worker_count,
+)
 from routeplan.hashing import DEFAULT_NUM_KEY_GROUPS, key_groups
 from routeplan.models import Worker, Workers
+from routeplan.names import check_name
 from routeplan.strategies.key_grouping import key_grouping_workers
 
 FORMATS = ("jsonl", "csv", "parquet")
 MALFORMED_KINDS = ("truncated", "missing_key", "bad_ts", "negative_size", "bad_partition")
+MAX_FILES = 10_000  # files per stream
+
+# the type of each numeric field, for ``routeplan generate``'s flags and ``generate:`` specs
+SPEC_FIELDS: dict[str, Callable[[str], object]] = {
+    "events": integer(1, MAX_MESSAGES),
+    "keys": integer(1, MAX_KEYS),
+    "zipf": nonnegative_float,
+    "drift": probability,
+    "workers": worker_count,
+    "fast_workers": nonnegative_int,
+    "speedup": positive_float,
+    "partitions": integer(1, MAX_PARTITIONS),
+    "num_key_groups": key_group_count,
+    "files_per_stream": integer(1, MAX_FILES),
+    "malformed": probability,
+    "duplicates": probability,
+    "seed": nonnegative_int,
+    "upstream_correlation": probability,
+    "stream": stream_name,  # generate: only (the one stream it replays)
+}
 
 
 @dataclass(frozen=True)
@@ -57,13 +93,21 @@ class GeneratorConfig:
             raise ValueError(f"format must be one of {FORMATS}, got {self.fmt!r}")
         if self.fmt == "parquet" and self.gzip:
             raise ValueError("parquet is compressed already; --gzip applies to jsonl and csv")
+        for stream in self.streams:
+            check_name(stream, "stream")
         for name in ("events", "keys", "workers", "partitions", "files_per_stream"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
         if not 0 <= self.fast_workers <= self.workers:
-            raise ValueError("fast_workers must be between 0 and workers")
-        if self.zipf < 0 or self.speedup <= 0:
-            raise ValueError("zipf must be >= 0 and speedup > 0")
+            raise ValueError(
+                f"fast_workers must be between 0 and workers ({self.workers}), "
+                f"got {self.fast_workers}"
+            )
+        if not (0 <= self.zipf < math.inf and 0 < self.speedup < math.inf):
+            raise ValueError(
+                f"zipf must be finite and >= 0 and speedup finite and > 0, got zipf={self.zipf}, "
+                f"speedup={self.speedup}"
+            )
         if self.upstream is not None and self.upstream not in self.streams:
             raise ValueError(f"upstream stream {self.upstream!r} is not among {self.streams}")
         for name in ("malformed", "duplicates", "drift", "upstream_correlation"):

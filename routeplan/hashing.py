@@ -16,6 +16,7 @@ import numpy as np
 HASH_FUNCTION = "murmur3_x86_32"
 DEFAULT_SEED = 0
 DEFAULT_NUM_KEY_GROUPS = 1024
+MAX_NUM_KEY_GROUPS = 2**24  # the most key groups a file or command line may ask for
 
 
 def key_hash(key: str, seed: int = DEFAULT_SEED) -> int:

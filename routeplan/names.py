@@ -39,17 +39,13 @@ def max_length() -> int:
 
 def name_rule() -> str:
     """The rule in words, for error messages."""
-    return (
-        f"1-{max_length()} characters of A-Z a-z 0-9 . _ -, not starting with '.' or '-'"
-    )
+    return f"1-{max_length()} characters of A-Z a-z 0-9 . _ -, not starting with '.' or '-'"
 
 
 def is_valid_name(name: object) -> bool:
     """True iff ``name`` is a ``str`` that obeys the name rule (total: any object)."""
     return (
-        isinstance(name, str)
-        and 0 < len(name) <= max_length()
-        and _regex().match(name) is not None
+        isinstance(name, str) and 0 < len(name) <= max_length() and _regex().match(name) is not None
     )
 
 

@@ -11,13 +11,16 @@ numeric column as a resource (e.g. ``bytes``, ``cost_ms``, for ``resource_bounds
 ``upstream_worker``: the upstream group belongs to another stream and sits there) for ``albic``.
 ``--workers``: a number of equal workers, or a workers file (``schemas/worker.schema.json``).
 ``--current``: a routing-table document. ``--out``: where to write the new one.
+
+Key groups are integers from 0 to ``--num-key-groups`` − 1 (default: the largest one + 1, at most
+``MAX_NUM_KEY_GROUPS`` = 2**24), checked row by row before any array is allocated. A bad row is
+an ``InputError`` naming the file and its line.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import json
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,34 +28,61 @@ from typing import Any
 
 import numpy as np
 
+from routeplan.arguments import (
+    MAX_WORKERS,
+    check_strategy_params,
+    checked,
+    key_group_count,
+    nonnegative_int,
+    positive_float,
+    probability,
+    strategy_name,
+    stream_name,
+    worker_count,
+)
+from routeplan.errors import InputError
+from routeplan.hashing import MAX_NUM_KEY_GROUPS
+from routeplan.inputs import Row, json_text, read_json, read_rows, reading, where
 from routeplan.models import Budget, LoadSnapshot, Workers
+from routeplan.names import is_valid_name, name_rule
 from routeplan.routing_table import RoutingTable
 from routeplan.schemas import validate_document
 
 KNOWN_COLUMNS = {"key_group", "load", "worker", "keys", "state_size", "stream"}
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """Rows of a CSV file (header row) or a JSON Lines file."""
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file")
-    text = path.read_text()
-    if path.suffix in (".jsonl", ".json", ".ndjson"):
-        try:
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: not JSON Lines: {err}") from None
-    return list(csv.DictReader(text.splitlines()))
-
-
-def _number(row: dict[str, Any], column: str, path: Path) -> float:
+def _number(row: Row, column: str, path: Path) -> float:
+    """The finite, non-negative number in ``row[column]``."""
+    raw = row.get(column)
     try:
-        value = float(row[column])
-    except (KeyError, TypeError, ValueError):
-        raise ValueError(f"{path}: row {row} needs a number in {column!r}") from None
-    if not np.isfinite(value) or value < 0:
-        raise ValueError(f"{path}: {column} must be finite and >= 0 in row {row}")
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = math.nan
+    if isinstance(raw, bool) or not 0 <= value < math.inf:
+        shown = "nothing" if raw in (None, "") else repr(raw)
+        raise InputError(f"{where(path, row)}: {column} must be a finite number >= 0, got {shown}")
     return value
+
+
+def _key_group(row: Row, column: str, path: Path, limit: int, why: str) -> int:
+    """The key group in ``row[column]``: an integer in ``0..limit - 1`` (``why`` the limit)."""
+    value = _number(row, column, path)
+    if not value.is_integer() or value >= limit:
+        raise InputError(
+            f"{where(path, row)}: {column} {row.get(column)!r} is not an integer in "
+            f"0..{limit - 1} ({why})"
+        )
+    return int(value)
+
+
+def _worker(row: Row, column: str, path: Path) -> str | None:
+    """The worker named in ``row[column]`` (None when blank), by the name rule."""
+    name = row.get(column)
+    if name in (None, ""):
+        return None
+    if not is_valid_name(name):
+        raise InputError(f"{where(path, row)}: invalid worker name {name!r}: {name_rule()}")
+    return str(name)
 
 
 def read_loads(
@@ -61,13 +91,28 @@ def read_loads(
     """The snapshot of a loads file and the current worker of the groups that name one."""
     rows = read_rows(path)
     if not rows:
-        raise ValueError(f"{path}: no key groups")
-    groups = [int(_number(r, "key_group", path)) for r in rows]
-    if len(set(groups)) != len(groups):
-        raise ValueError(f"{path}: a key group appears twice")
+        raise InputError(f"{path}: no key groups")
+    missing = [c for c in ("key_group", "load") if c not in rows[0]]
+    if missing:
+        raise InputError(
+            f"{where(path, rows[0])}: no {' or '.join(missing)} column "
+            f"(found: {', '.join(map(str, rows[0])) or 'none'})"
+        )
+    limit, why = (
+        (num_key_groups, f"--num-key-groups {num_key_groups}")
+        if num_key_groups
+        else (MAX_NUM_KEY_GROUPS, "the most key groups a table may have")
+    )
+    first: dict[int, int] = {}
+    for row in rows:
+        g = _key_group(row, "key_group", path, limit, why)
+        if g in first:
+            raise InputError(
+                f"{where(path, row)}: key group {g} appears twice (first on line {first[g]})"
+            )
+        first[g] = row.line
+    groups = list(first)
     size = num_key_groups or max(groups) + 1
-    if max(groups) >= size:
-        raise ValueError(f"{path}: key group {max(groups)} outside 0..{size - 1}")
     load = np.zeros(size)
     state_column = next((c for c in ("keys", "state_size") if rows[0].get(c) not in (None, "")), "")
     state = np.zeros(size) if state_column else None
@@ -80,8 +125,9 @@ def read_loads(
             state[g] = _number(row, state_column, path)
         for c in extra:
             resources[c][g] = _number(row, c, path)
-        if row.get("worker") not in (None, ""):
-            owners[g] = str(row["worker"])
+        owner = _worker(row, "worker", path)
+        if owner is not None:
+            owners[g] = owner
     snapshot = LoadSnapshot(stream, load, key_group_keys=state, key_group_resources=resources)
     return snapshot, owners
 
@@ -91,33 +137,59 @@ def read_flow(path: Path, num_key_groups: int) -> tuple[np.ndarray, tuple[str, .
     from routeplan.strategies.albic import flow_arrays
 
     edges = []
+    ours = f"the loads file has {num_key_groups} key groups"
     for row in read_rows(path):
-        up: int | tuple[str, str] = int(_number(row, "upstream_key_group", path))
-        if row.get("upstream_worker") not in (None, ""):
-            up = (f"upstream:{up}@{row['upstream_worker']}", str(row["upstream_worker"]))
-        edges.append((up, int(_number(row, "key_group", path)), _number(row, "messages", path)))
+        upstream_worker = _worker(row, "upstream_worker", path)
+        up: int | tuple[str, str]
+        if upstream_worker is None:
+            up = _key_group(row, "upstream_key_group", path, num_key_groups, ours)
+        else:  # a key group of another stream, anchored on its worker
+            other = _key_group(
+                row, "upstream_key_group", path, MAX_NUM_KEY_GROUPS, "the most a table may have"
+            )
+            up = (f"upstream:{other}@{upstream_worker}", upstream_worker)
+        down = _key_group(row, "key_group", path, num_key_groups, ours)
+        edges.append((up, down, _number(row, "messages", path)))
     return flow_arrays(num_key_groups, edges)
 
 
 def read_workers_arg(text: str, stream: str) -> Workers:
-    """``N`` equal workers, or the stream's workers from a workers file."""
-    if text.isdigit():
-        return Workers.homogeneous(int(text))
+    """``N`` equal workers (1..``MAX_WORKERS``), or the stream's workers from a workers file."""
+    if text.strip().lstrip("+-").isdigit():
+        return Workers.homogeneous(checked(worker_count, text, "--workers"))
     path = Path(text)
-    if not path.is_file():
-        raise ValueError(f"--workers: {text} is neither a number nor a file")
-    doc = json.loads(path.read_text())
-    validate_document("worker", doc, where=str(path))
+    if not path.exists():
+        raise InputError(
+            f"--workers: {text!r} is neither a number of workers (1..{MAX_WORKERS}) nor a file"
+        )
+    doc = read_json(path)
+    with reading(path):
+        validate_document("worker", doc, where=str(path))
     streams = sorted({r["stream"] for r in doc["workers"]})
     chosen = stream if stream in streams else streams[0] if len(streams) == 1 else None
     if chosen is None:
-        raise ValueError(f"{path} has no workers for stream {stream!r} (it has {streams})")
+        raise InputError(f"{path}: no workers for stream {stream!r} (it has {streams})")
     return Workers.from_records(r for r in doc["workers"] if r["stream"] == chosen)
+
+
+def read_current(path: Path) -> RoutingTable:
+    """The routing table of a ``--current`` document."""
+    doc = read_json(path)
+    needed = ("stream", "strategy", "hash", "num_key_groups", "workers", "key_group_worker")
+    missing = [k for k in needed if k not in doc] if isinstance(doc, dict) else list(needed)
+    if missing:
+        raise InputError(f"{path}: not a routing-table document (no {', '.join(missing)})")
+    with reading(path):
+        try:
+            return RoutingTable.from_document(doc)
+        except (KeyError, TypeError, AttributeError) as err:
+            raise InputError(f"{path}: not a routing-table document ({err!r})") from None
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from routeplan.strategies import get_strategy
 
+    params = check_strategy_params(args.strategy, dict(args.param))
     snapshot, owners = read_loads(Path(args.loads), args.stream, args.num_key_groups)
     if args.flow:
         flow, anchors = read_flow(Path(args.flow), snapshot.num_key_groups)
@@ -132,26 +204,34 @@ def cmd_plan(args: argparse.Namespace) -> int:
     workers = read_workers_arg(args.workers, args.stream)
     current = None
     if args.current:
-        current = RoutingTable.from_document(json.loads(Path(args.current).read_text()))
+        current = read_current(Path(args.current))
+        if current.num_key_groups != snapshot.num_key_groups:
+            raise InputError(
+                f"{args.current}: the table has {current.num_key_groups} key groups, the loads "
+                f"{snapshot.num_key_groups} (pass --num-key-groups {current.num_key_groups})"
+            )
     elif owners:
         if len(owners) != snapshot.num_key_groups:
-            raise ValueError("the loads file names a worker for some key groups only")
+            raise InputError(
+                f"{args.loads}: names a worker for {len(owners)} of "
+                f"{snapshot.num_key_groups} key groups only (all or none)"
+            )
         current = observed_table(snapshot, owners, workers)
     budget = Budget(
         max_moves=args.max_moves,
         max_migrated_load_share=args.max_migrated_load_share,
         time_limit_s=args.time_limit,
     )
-    strategy = get_strategy(args.strategy, **dict(args.param))
+    strategy = get_strategy(args.strategy, **params)
     started = time.perf_counter()
     plan = strategy.plan(snapshot, current, workers, budget)
     seconds = time.perf_counter() - started
     if args.out:
-        Path(args.out).write_text(json.dumps(plan.table.to_document(), indent=1) + "\n")
+        Path(args.out).write_text(json_text(plan.table.to_document(), indent=1) + "\n")
     summary = plan_summary(plan, seconds)
     summary["out"] = args.out
     if args.json:
-        print(json.dumps(summary))
+        print(json_text(summary))
         return 0
     status = summary["solve_status"] or "-"
     gap = "-" if summary["gap"] is None else f"{summary['gap']:.4g}"
@@ -210,18 +290,26 @@ def add_parser(sub: Any, param: Callable[[str], tuple[str, object]]) -> None:
     """Register ``routeplan plan`` on the CLI's subparsers (``param`` parses ``K=V``)."""
     p = sub.add_parser("plan", help="plan key groups onto workers from a file of loads")
     p.add_argument("--loads", required=True, help="CSV or JSON Lines: key_group, load, …")
-    p.add_argument("--strategy", required=True, help="any strategy name (kg, cg, milp, …)")
+    p.add_argument(
+        "--strategy", required=True, type=strategy_name, help="any strategy name (kg, cg, milp, …)"
+    )
     p.add_argument("--current", help="current routing-table document (JSON)")
     p.add_argument("--workers", required=True, help="N equal workers, or a workers file")
     p.add_argument("--flow", help="messages between key groups (for albic)")
-    p.add_argument("--stream", default="default", help="stream name (workers file entry)")
-    p.add_argument("--num-key-groups", type=int, help="default: the largest key_group + 1")
+    p.add_argument(
+        "--stream", default="default", type=stream_name, help="stream name (workers file entry)"
+    )
+    p.add_argument(
+        "--num-key-groups",
+        type=key_group_count,
+        help=f"default: the largest key_group + 1 (at most {MAX_NUM_KEY_GROUPS})",
+    )
     p.add_argument(
         "--param", type=param, action="append", default=[], metavar="K=V", help="repeatable"
     )
-    p.add_argument("--max-moves", type=int, help="most key groups a plan may move")
-    p.add_argument("--max-migrated-load-share", type=float)
-    p.add_argument("--time-limit", type=float, default=30.0, help="solver seconds")
+    p.add_argument("--max-moves", type=nonnegative_int, help="most key groups a plan may move")
+    p.add_argument("--max-migrated-load-share", type=probability, help="0..1")
+    p.add_argument("--time-limit", type=positive_float, default=30.0, help="solver seconds")
     p.add_argument("--out", help="write the new routing-table document here")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plan)

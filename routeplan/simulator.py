@@ -39,6 +39,17 @@ from typing import Any
 import numpy as np
 
 from routeplan import metrics
+from routeplan.arguments import (
+    MAX_KEYS,
+    MAX_MESSAGES,
+    checked,
+    integer,
+    nonnegative_float,
+    nonnegative_int,
+    parse_spec,
+    positive_float,
+)
+from routeplan.errors import InputError, UsageError
 from routeplan.hashing import (
     DEFAULT_SEED,
     hash_choices,
@@ -46,6 +57,7 @@ from routeplan.hashing import (
     key_hashes,
     salted_choice,
 )
+from routeplan.inputs import reading
 from routeplan.models import Budget
 from routeplan.strategies import get_strategy
 from routeplan.strategies.consistent_grouping import proportional_counts
@@ -101,7 +113,7 @@ def zipf_stream(
     messages: int, keys: int, exponent: float, seed: int = 0, prefix: str = "k"
 ) -> Stream:
     """``messages`` draws of ``keys`` keys with ``P(rank r) ∝ r^-exponent`` (paper 003 §6.1 ZF)."""
-    if messages < 1 or keys < 1 or exponent < 0:
+    if messages < 1 or keys < 1 or not 0 <= exponent < np.inf:
         raise ValueError("need messages >= 1, keys >= 1, exponent >= 0")
     rng = np.random.default_rng(seed)
     cdf = np.cumsum(1.0 / np.arange(1, keys + 1) ** exponent)
@@ -117,16 +129,21 @@ def read_events(path: str | Path, stream: str | None = None) -> Stream:
 
     root = Path(path)
     if not root.exists():
-        raise ValueError(f"no such events file or directory: {root}")
+        raise InputError(f"no such events file or directory: {root}")
     if (root / "_delta_log").is_dir():
-        frame = _read_delta(root)
+        with reading(root):
+            frame = _read_delta(root)
     else:
         files = sorted(p for p in ([root] if root.is_file() else root.rglob("*")) if _is_event(p))
         if not files:
-            raise ValueError(f"no event files (jsonl/csv/parquet) under {root}")
-        frame = pd.concat([_read_file(p) for p in files], ignore_index=True)
+            raise InputError(f"no event files (jsonl/csv/parquet) under {root}")
+        frames = []
+        for p in files:
+            with reading(p):
+                frames.append(_read_file(p))
+        frame = pd.concat(frames, ignore_index=True)
     if "key" not in frame:
-        raise ValueError(f"{root}: events have no 'key' column (schemas/stream_event.schema.json)")
+        raise InputError(f"{root}: events have no 'key' column (schemas/stream_event.schema.json)")
     if stream is not None:
         names = frame["stream"] if "stream" in frame else pd.Series("default", index=frame.index)
         frame = frame[names.fillna("default").astype(str) == stream]
@@ -139,7 +156,7 @@ def read_events(path: str | Path, stream: str | None = None) -> Stream:
         frame = frame[~bad]
     if frame.empty:
         where = f" in stream {stream!r}" if stream else ""
-        raise ValueError(f"{root}: no events with a key{where}")
+        raise InputError(f"{root}: no events with a key{where}")
     return Stream.from_keys(frame["key"].astype(str), skipped=int(bad.sum()))
 
 
@@ -211,48 +228,41 @@ def _read_delta(root: Path):
     return deltalake.DeltaTable(str(root)).to_pandas(columns=["ts", "key", "stream"])
 
 
+ZIPF_FIELDS = {
+    "messages": integer(1, MAX_MESSAGES),
+    "keys": integer(1, MAX_KEYS),
+    "z": nonnegative_float,
+    "seed": nonnegative_int,
+}
+
+
 def events_from_spec(spec: str, stream: str | None = None) -> Stream:
     """``--events``: a path, ``zipf:messages=N,keys=K,z=Z[,seed=S]`` or ``generate:`` with
-    ``routeplan.generate.GeneratorConfig`` fields (events, keys, zipf, drift, seed, …)."""
+    ``routeplan.generate.GeneratorConfig`` fields (events, keys, zipf, drift, seed, …).
+    A bad spec raises ``UsageError``, an unusable file ``InputError``."""
     kind, _, rest = spec.partition(":")
     if kind == "zipf":
-        args = _spec_args(rest)
-        unknown = set(args) - {"messages", "keys", "z", "seed"}
-        if unknown:
-            raise ValueError(f"unknown zipf fields: {sorted(unknown)}")
+        args = parse_spec(rest, ZIPF_FIELDS, "zipf")
         return zipf_stream(
-            int(float(args.get("messages", 1e6))),
-            int(float(args.get("keys", 1e5))),
-            float(args.get("z", 1.0)),
-            int(args.get("seed", 0)),
+            args.get("messages", 10**6),
+            args.get("keys", 10**5),
+            args.get("z", 1.0),
+            args.get("seed", 0),
         )
     if kind == "generate":
-        return _generated(_spec_args(rest), stream)
+        return _generated(rest, stream)
     return read_events(spec, stream)
 
 
-def _spec_args(text: str) -> dict[str, str]:
-    pairs = [p.partition("=") for p in text.split(",") if p]
-    if any(not sep for _, sep, _ in pairs):
-        raise ValueError(f"expected k=v pairs, got {text!r}")
-    return {k.strip(): v.strip() for k, _, v in pairs}
-
-
-def _generated(args: dict[str, str], stream: str | None) -> Stream:
+def _generated(spec: str, stream: str | None) -> Stream:
     """Events of ``routeplan.generate`` (one stream), written to a temporary landing folder."""
     import tempfile
-    from dataclasses import fields
     from datetime import date
 
-    from routeplan.generate import GeneratorConfig, generate
+    from routeplan.generate import SPEC_FIELDS, GeneratorConfig, generate
 
-    unknown = set(args) - {f.name for f in fields(GeneratorConfig)} - {"stream"}
-    if unknown:
-        raise ValueError(f"unknown generator fields: {sorted(unknown)}")
-    name = args.pop("stream", stream or "clicks")
-    typed: dict[str, Any] = {}
-    for k, v in args.items():
-        typed[k] = float(v) if k in ("zipf", "drift", "speedup") else int(float(v))
+    typed = parse_spec(spec, SPEC_FIELDS, "generator")
+    name = typed.pop("stream", stream or "clicks")
     with tempfile.TemporaryDirectory() as tmp:
         config = GeneratorConfig(
             landing=Path(tmp) / "landing",
@@ -273,19 +283,16 @@ def parse_capacities(spec: str | None, workers: int) -> np.ndarray:
     if not spec:
         return np.ones(workers)
     if "=" in spec:
-        args = _spec_args(spec)
+        args = parse_spec(spec, {"y": nonnegative_int, "z": positive_float}, "capacities")
         if set(args) != {"y", "z"}:
-            raise ValueError(f"capacities: expected y=..,z=.., got {spec!r}")
-        y, z = int(args["y"]), float(args["z"])
-        if not 0 <= y <= workers or z <= 0:
-            raise ValueError("capacities: need 0 <= y <= workers and z > 0")
-        return np.where(np.arange(workers) < y, z, 1.0)
-    values = np.array([float(x) for x in spec.split(",") if x.strip()])
-    if values.size != workers:
-        raise ValueError(f"capacities: {values.size} values for {workers} workers")
-    if np.any(values <= 0) or not np.all(np.isfinite(values)):
-        raise ValueError("capacities must be > 0")
-    return values
+            raise UsageError(f"capacities: expected y=N,z=X (both), got {spec!r}")
+        if args["y"] > workers:
+            raise UsageError(f"capacities: y={args['y']} is more than the {workers} workers")
+        return np.where(np.arange(workers) < args["y"], args["z"], 1.0)
+    items = [x.strip() for x in spec.split(",") if x.strip()]
+    if len(items) != workers:
+        raise UsageError(f"capacities: {len(items)} values for {workers} workers")
+    return np.array([checked(positive_float, x, "capacities") for x in items])
 
 
 # --------------------------------------------------------------------------------------------
@@ -726,8 +733,8 @@ def simulate(
         raise ValueError("need at least one worker, every capacity > 0")
     if sources < 1:
         raise ValueError("sources must be >= 1")
-    if utilisation <= 0:
-        raise ValueError("utilisation must be > 0")
+    if not 0 < utilisation < np.inf:
+        raise ValueError(f"utilisation must be a finite number > 0, got {utilisation}")
     params = dict(params or {})
     if strategy not in ONLINE:
         raise ValueError(f"no online form of strategy {strategy!r}; known: {', '.join(ONLINE)}")

@@ -8,10 +8,11 @@ history (``gold.routing_tables``) records the new version at the next publish or
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from routeplan.arguments import nonnegative_int, port, stream_name, version_number
 from routeplan.diff import diff_tables, format_diff
+from routeplan.inputs import json_text, reading
 from routeplan.store import RoutingStore, default_root
 
 
@@ -20,25 +21,18 @@ def routing_root(args: argparse.Namespace) -> Path:
     return Path(args.routing) if args.routing else default_root()
 
 
-def _version(text: str) -> int:
-    """A version number (``3`` or ``v3``)."""
-    value = text.lower().removeprefix("v")
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a version number, got {text!r}")
-    return int(value)
-
-
 def _version_or_latest(text: str) -> int | None:
-    return None if text.lower() == "latest" else _version(text)
+    return None if text.strip().lower() == "latest" else version_number(text)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
     store = RoutingStore(routing_root(args))
-    old, new = (store.load(args.stream, v) for v in (args.old, args.new))
+    with reading(store.root / args.stream):  # a corrupt stored file: exit code 1
+        old, new = (store.load(args.stream, v) for v in (args.old, args.new))
     if old is None or new is None:
         raise FileNotFoundError(f"no routing table published for stream {args.stream!r}")
     diff = diff_tables(old, new)
-    print(json.dumps(diff, indent=1) if args.json else format_diff(diff, args.limit))
+    print(json_text(diff, indent=1) if args.json else format_diff(diff, args.limit))
     return 0
 
 
@@ -46,7 +40,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     store = RoutingStore(routing_root(args))
     table, published = store.rollback(args.stream, args.version, args.reason)
     if args.json:
-        print(json.dumps({"published": published, **table.to_document()}))
+        print(json_text({"published": published, **table.to_document()}))
     elif published:
         print(
             f"{table.stream}: published v{table.version} (routes as v{table.restored_version}, "
@@ -60,11 +54,17 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 def cmd_versions(args: argparse.Namespace) -> int:
     store = RoutingStore(routing_root(args))
     streams = [args.stream] if args.stream else store.streams()
+    if args.stream and not store.versions(args.stream):
+        raise FileNotFoundError(
+            f"no routing table published for stream {args.stream!r} in {store.root} "
+            f"(streams: {', '.join(store.streams()) or 'none'})"
+        )
     rows = []
     for stream in streams:
-        latest = store.latest_version(stream)
-        for version in store.versions(stream):
-            doc = store.read_document(stream, version)
+        with reading(store.root / stream):  # a corrupt stored file: exit code 1
+            latest = store.latest_version(stream)
+            docs = {v: store.read_document(stream, v) for v in store.versions(stream)}
+        for version, doc in docs.items():
             rows.append(
                 {
                     "stream": stream,
@@ -78,7 +78,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
                 }
             )
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json_text(rows, indent=1))
         return 0
     for r in rows:
         mark = "*" if r["latest"] else " "
@@ -107,23 +107,25 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         return p
 
     d = parser("diff", "what moves between two versions of a stream's table", cmd_diff)
-    d.add_argument("--stream", required=True)
+    d.add_argument("--stream", required=True, type=stream_name)
     d.add_argument("old", type=_version_or_latest, help="version number (or 'latest')")
     d.add_argument("new", type=_version_or_latest, nargs="?", default=None, help="default: latest")
-    d.add_argument("--limit", type=int, default=20, help="moves to print (heaviest first)")
+    d.add_argument(
+        "--limit", type=nonnegative_int, default=20, help="moves to print (heaviest first)"
+    )
     d.add_argument("--json", action="store_true", help="the whole diff (routing_diff schema)")
 
     r = parser("rollback", "publish a new version that routes as an older one", cmd_rollback)
-    r.add_argument("--stream", required=True)
-    r.add_argument("--version", type=_version, required=True, help="the version to restore")
+    r.add_argument("--stream", required=True, type=stream_name)
+    r.add_argument("--version", type=version_number, required=True, help="the version to restore")
     r.add_argument("--reason", required=True, help="why (kept in the new version)")
     r.add_argument("--json", action="store_true")
 
     v = parser("versions", "published versions, newest last (* = LATEST)", cmd_versions)
-    v.add_argument("--stream", help="default: every stream")
+    v.add_argument("--stream", type=stream_name, help="default: every stream")
     v.add_argument("--json", action="store_true")
 
     s = parser("serve", "the read-only HTTP API over the routing tables", cmd_serve)
     s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--port", type=port, default=8000)
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

@@ -58,3 +58,19 @@ def spark():
     session = spark_session("tests")
     yield session
     session.stop()
+
+
+def stream_names():
+    """Any string, biased towards the edges of the name rule (``routeplan.names``): dot names,
+    separators, NUL, newlines, flags, non-ASCII, and lengths around 128 and 255."""
+    from hypothesis import strategies as st
+
+    edges = st.sampled_from(
+        [
+            "", ".", "..", "...", "../x", "a/b", "a\\b", "/etc", "-x", ".hidden", "x\n", "a\0b",
+            "é", " ", "a b", "x" * 128, "x" * 129, "y" * 255, "z" * 256, "z" * 300, "v1.json",
+            "LATEST", ".lock", "s",
+        ]
+    )  # fmt: skip
+    valid = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}", fullmatch=True)
+    return st.one_of(edges, valid, st.text(), st.text(alphabet="./\\-_aZ9 \0\n", max_size=12))

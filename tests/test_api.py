@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import shutil
 import signal
 import subprocess
@@ -12,15 +13,19 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
 import uvicorn
 from airflow_server import free_port
+from conftest import stream_names
+from hypothesis import HealthCheck, given, settings
 
 from routeplan.api import create_app, etag_matches
 from routeplan.diff import diff_tables
 from routeplan.models import Workers
+from routeplan.names import is_valid_name
 from routeplan.routing_table import RoutingTable, checksum
 from routeplan.schemas import validate_document
 from routeplan.store import RoutingStore
@@ -247,7 +252,11 @@ def test_a_latest_naming_a_missing_version_is_500(tmp_path):
         assert "names v3, not stored" in error(api, "/streams/s/versions", 500)
         assert str(tmp_path / "s" / "LATEST") in error(api, "/streams/s/versions", 500)
         assert str(tmp_path / "t" / "LATEST") in error(api, "/streams/t/latest", 500)
-        assert "LATEST" in error(api, "/streams", 500)
+        streams = get_json(api, "/streams", "routing_streams")["streams"]
+        assert [s.get("error") for s in streams] == [
+            "LATEST names v3, not stored (versions 1)",
+            "LATEST: does not name a version file: 'garbage'",
+        ]
 
 
 def test_a_small_cache_still_serves_each_version_its_own_document(tmp_path):
@@ -317,6 +326,7 @@ def test_openapi_documents_every_endpoint_with_its_schema(api):
     assert spec["info"]["title"] == "routeplan routing tables"
     paths = spec["paths"]
     assert set(paths) == {
+        "/healthz",
         "/streams",
         "/streams/{stream}/versions",
         "/streams/{stream}/latest",
@@ -372,3 +382,127 @@ def test_router_follows_the_api_with_etags(api, root, caplog):
             assert router.reload() is False
         assert router.version == 2
         assert "keeps serving v2" in caplog.text and "HTTP 500" in caplog.text
+
+
+# --------------------------------------------------------------------------------------------
+# bad input is a 4xx with a short message; one broken stream does not break the others
+
+
+def no_server_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        f"{r.name}: {r.getMessage()}"
+        for r in caplog.records
+        if r.levelno >= logging.ERROR and r.name.startswith(("routeplan", "uvicorn"))
+    ]
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(name=stream_names())
+def test_any_stream_name_is_served_not_found_or_refused_never_a_500(api, root, name, caplog):
+    RoutingStore(root).publish(key_table("named"))
+    quoted = quote(name, safe="")
+    caplog.clear()
+    for url in (
+        f"/streams/{quoted}/latest",
+        f"/streams/{quoted}/versions",
+        f"/streams/{quoted}/versions/1",
+        f"/streams/{quoted}/diff?from_version=1",
+    ):
+        resp = api.get(url)
+        assert resp.status_code in ((200, 404) if is_valid_name(name) else (404,)), (url, resp)
+        assert str(root) not in resp.text and str(root.parent) not in resp.text
+        if resp.status_code == 404:
+            detail = resp.json()["detail"]
+            assert isinstance(detail, str)
+            assert is_valid_name(name) or len(detail) < 300  # refused: a short message
+    assert no_server_errors(caplog) == []
+
+
+def test_an_overlong_or_invalid_stream_name_is_404_naming_the_rule(api, root, caplog):
+    for name in ("x" * 256, "y" * 1000, "a b", ".hidden", "-x", "é"):
+        for tail in ("latest", "versions", "versions/1", "diff?from_version=1"):
+            resp = api.get(f"/streams/{quote(name, safe='')}/{tail}")
+            assert resp.status_code == 404, (name, tail, resp.text)
+            detail = resp.json()["detail"]
+            assert detail.startswith("no such stream: invalid stream name")
+            assert "1-128 characters of A-Z a-z 0-9 . _ -, not starting with" in detail
+            assert str(root) not in detail and len(detail) < 300
+    assert no_server_errors(caplog) == []
+
+
+def test_an_overlong_version_number_is_a_4xx(api, root):
+    RoutingStore(root).publish(key_table("numbered"))
+    for url in (
+        "/streams/numbered/versions/" + "9" * 300,
+        "/streams/numbered/versions/" + "9" * 30,
+    ):
+        resp = api.get(url)
+        assert 400 <= resp.status_code < 500, (url, resp.text)
+        assert str(root) not in resp.text
+
+
+def test_one_garbage_latest_does_not_hide_the_other_streams(tmp_path, caplog):
+    store = RoutingStore(tmp_path)
+    store.publish(key_table("good"))
+    store.publish(key_table("broken"))
+    store.publish(key_table("gone"))
+    (tmp_path / "broken" / "LATEST").write_text("garbage\n")
+    (tmp_path / "gone" / "LATEST").write_text("v9.json\n")
+    with running(tmp_path) as api:
+        streams = get_json(api, "/streams", "routing_streams")["streams"]
+        health = get_json(api, "/healthz", "routing_health")
+    assert streams == [
+        {"stream": "broken", "error": "LATEST: does not name a version file: 'garbage'"},
+        {"stream": "gone", "error": "LATEST names v9, not stored (versions 1)"},
+        {"stream": "good", "latest_version": 1, "versions": [1]},
+    ]
+    assert str(tmp_path) not in json.dumps(streams)
+    assert health == {"status": "degraded", "streams": 3, "broken": 2}
+    assert no_server_errors(caplog) == []
+
+
+def test_healthz_says_ok_or_what_is_wrong(tmp_path):
+    root = tmp_path / "routing"
+    with running(root) as api:  # nothing published yet: the root does not exist
+        assert get_json(api, "/healthz", "routing_health") == {
+            "status": "ok",
+            "streams": 0,
+            "broken": 0,
+            "detail": "nothing published yet",
+        }
+        RoutingStore(root).publish(key_table("one"))
+        RoutingStore(root).publish(key_table("two"))
+        assert get_json(api, "/healthz", "routing_health") == {
+            "status": "ok",
+            "streams": 2,
+            "broken": 0,
+        }
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    with running(blocked) as api:
+        resp = api.get("/healthz")
+        assert resp.status_code == 503
+        body = resp.json()
+        validate_document("routing_health", body)
+        assert body["status"] == "unavailable" and "not a directory" in body["detail"]
+        assert str(tmp_path) not in resp.text
+        resp = api.get("/streams")
+        assert resp.status_code == 503 and str(tmp_path) not in resp.text
+
+
+def test_a_too_deep_or_too_large_stored_document_is_refused_not_a_crash(tmp_path):
+    store = RoutingStore(tmp_path)
+    store.publish(key_table("deep"))
+    store.publish(key_table("large"))
+    (tmp_path / "deep" / "v2.json").write_text("[" * 200_000 + "]" * 200_000)
+    (tmp_path / "deep" / "LATEST").write_text("v2.json\n")
+    size = store.path("large", 1).stat().st_size
+    with running(tmp_path) as api:
+        assert "nested deeper than 64 levels" in error(api, "/streams/deep/latest", 500)
+        assert api.get("/streams/deep/versions/1").status_code == 200
+    with running(tmp_path, max_bytes=size) as api:
+        assert api.get("/streams/large/latest").status_code == 200
+        store.publish(key_table("large", moved=2), reason="x" * 100)
+        assert f"more than {size} bytes" in error(api, "/streams/large/latest", 500)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import stream_names
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ import routeplan.client as client
 from routeplan.client import Assignment, Router
 from routeplan.hashing import key_group
 from routeplan.models import Worker, Workers
+from routeplan.names import InvalidNameError, is_valid_name
 from routeplan.routing_table import RoutingTable
 from routeplan.store import RoutingStore
 
@@ -441,3 +443,65 @@ def test_http_unchanged_costs_a_304_and_no_parse(tmp_path, logs, monkeypatch):
     assert "stream s: rejected" in rejected and "checksum mismatch" in rejected
     assert "stream s: source unavailable, keeps serving v2: ConnectionError" in unreachable
     router.close()
+
+
+# --------------------------------------------------------------------------------------------
+# names and bounds
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=stream_names())
+def test_a_stream_name_is_valid_or_refused_before_any_read(tmp_path_factory, name):
+    root = tmp_path_factory.getbasetemp() / "client-names"  # the same empty store every time
+    root.mkdir(exist_ok=True)
+    sources = [root, root.as_uri(), "memory://client-names", "http://127.0.0.1:9/routeplan"]
+    for source in sources:
+        for open_ in (Router.open, Assignment.open, Router.from_store):
+            if is_valid_name(name):
+                if str(source).startswith(("http", "memory")):
+                    continue  # valid names go to the source; tested elsewhere
+                with pytest.raises(FileNotFoundError, match="no routing table published"):
+                    open_(source, name)
+            else:
+                with pytest.raises(InvalidNameError, match="invalid stream name"):
+                    open_(source, name)
+    assert list(root.iterdir()) == []
+
+
+def test_reload_keeps_the_last_good_table_when_a_version_is_too_deep(tmp_path, logs):
+    RoutingStore(tmp_path).publish(key_table())
+    router = Router.open(tmp_path, "s")
+    write_version(tmp_path, "v2.json", "[" * 200_000 + "]" * 200_000)
+    assert [router.reload(), router.reload()] == [False, False]
+    assert router.version == 1 and router.route(keys_of_group(0, 3, 1)[0]) == "a"
+    (warning,) = warnings_of(logs)
+    assert "rejected v2.json, keeps serving v1" in warning
+    assert f"{tmp_path / 's' / 'v2.json'}: JSON nested deeper than 64 levels" in warning
+
+
+def test_reload_keeps_the_last_good_table_when_a_version_is_too_large(tmp_path, logs):
+    store = RoutingStore(tmp_path)
+    store.publish(key_table())
+    size = store.path("s", 1).stat().st_size
+    with pytest.raises(ValueError, match=f"v1.json: more than {size - 1} bytes"):
+        Router.open(tmp_path, "s", max_bytes=size - 1)
+    router = Router.open(tmp_path, "s", max_bytes=size)
+    store.publish(key_table(owner="c"), reason="a longer document " * 10)
+    assert [router.reload(), router.reload()] == [False, False]
+    (warning,) = warnings_of(logs)
+    assert f"v2.json: more than {size} bytes (max_bytes)" in warning and router.version == 1
+
+
+def test_http_bodies_are_bounded_too(tmp_path, logs):
+    pytest.importorskip("httpx")
+    store = RoutingStore(tmp_path)
+    store.publish(key_table())
+    size = store.path("s", 1).stat().st_size
+    with serving(tmp_path) as (url, _, _), Router.open(url, "s", max_bytes=size) as router:
+        write_version(tmp_path, "v2.json", '{"a":' * 100 + "1" + "}" * 100)
+        assert router.reload() is False
+        store.publish(key_table(owner="c"), reason="a longer document " * 10)
+        assert router.reload() is False and router.version == 1
+    deep, large = warnings_of(logs)
+    assert "JSON nested deeper than 64 levels" in deep
+    assert f"more than {size} bytes (max_bytes)" in large

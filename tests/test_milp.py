@@ -419,5 +419,5 @@ def test_cli_plan_prints_the_predicted_metrics(tmp_path, capsys):
         main(
             ["plan", "--loads", str(tmp_path / "nope.csv"), "--strategy", "milp", "--workers", "4"]
         )
-        == 2
+        == 1  # a missing input file is a failure (1), not a usage error (2)
     )

@@ -11,70 +11,127 @@ object ``{"partition": "consumer"}`` or a routing-table document.
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from routeplan.arguments import (
+    MAX_PARTITIONS,
+    TypeFunction,
+    comma_list,
+    integer,
+    nonnegative_float,
+    positive_float,
+    worker_count,
+)
 from routeplan.binpack import ALGORITHMS, KAFKA, bin_capacity
 from routeplan.binpack.names import ConsumerNames
 from routeplan.binpack.replay import replay, summarize
+from routeplan.errors import InputError, UsageError
+from routeplan.inputs import Row, json_text, read_json, read_rows, where
+from routeplan.names import is_valid_name, name_rule
+
+MAX_RATE_CELLS = 2**26  # iterations × partitions of a rates file (512 MiB of float64)
+
+_PARTITION = integer(0, MAX_PARTITIONS - 1)
+_ITERATION = integer(0)
 
 
-def _rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file")
-    text = path.read_text()
-    if path.suffix in (".jsonl", ".json", ".ndjson"):
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    return list(csv.DictReader(text.splitlines()))
+def _cell(row: Row, column: str, path: Path, parse: TypeFunction, default: str = "") -> Any:
+    """``parse`` of the row's ``column`` (``default`` when blank), or ``InputError`` at its line."""
+    raw = row.get(column)
+    text = ("" if raw is None else str(raw).strip()) or default
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as err:
+        raise InputError(f"{where(path, row)}: {column}: {err}") from None
 
 
 def read_rates(path: Path) -> np.ndarray:
-    """``iterations × partitions`` write rates from a file of (iteration, partition, rate) rows."""
-    rows = _rows(path)
+    """``iterations × partitions`` write rates from a file of (iteration, partition, rate) rows.
+
+    Partitions are numbered 0..``MAX_PARTITIONS`` − 1 and the table may hold at most
+    ``MAX_RATE_CELLS`` numbers, checked before it is allocated."""
+    rows = read_rows(path)
     if not rows:
-        raise ValueError(f"{path}: no measurements")
-    try:
-        cells = [
-            (int(r.get("iteration", 0) or 0), int(r["partition"]), float(r["rate"])) for r in rows
-        ]
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path}: rows need partition and rate (and iteration): {err}") from None
-    iterations = sorted({i for i, _, _ in cells})
+        raise InputError(f"{path}: no measurements")
+    cells = [
+        (
+            _cell(r, "iteration", path, _ITERATION, default="0"),
+            _cell(r, "partition", path, _PARTITION),
+            _cell(r, "rate", path, nonnegative_float),
+            r,
+        )
+        for r in rows
+    ]
+    iterations = sorted({i for i, *_ in cells})
     at = {i: k for k, i in enumerate(iterations)}
-    partitions = max(p for _, p, _ in cells) + 1
-    if min(p for _, p, _ in cells) < 0 or any(not np.isfinite(r) or r < 0 for *_, r in cells):
-        raise ValueError(f"{path}: partitions and rates must be >= 0")
+    partitions = max(p for _, p, _, _ in cells) + 1
+    if len(iterations) * partitions > MAX_RATE_CELLS:
+        raise InputError(
+            f"{path}: {len(iterations)} iterations × {partitions} partitions is more than "
+            f"{MAX_RATE_CELLS} rates"
+        )
     rates = np.zeros((len(iterations), partitions))
-    seen = set()
-    for i, p, rate in cells:
+    seen: dict[tuple[int, int], int] = {}
+    for i, p, rate, row in cells:
         if (i, p) in seen:
-            raise ValueError(f"{path}: partition {p} measured twice in iteration {i}")
-        seen.add((i, p))
+            raise InputError(
+                f"{where(path, row)}: partition {p} measured twice in iteration {i} "
+                f"(first on line {seen[(i, p)]})"
+            )
+        seen[(i, p)] = row.line
         rates[at[i], p] = rate
     return rates
+
+
+def _consumer(name: object, at: str) -> str:
+    if not is_valid_name(name):
+        raise InputError(f"{at}: invalid consumer name {name!r}: {name_rule()}")
+    return str(name)
 
 
 def read_assignment(path: Path) -> dict[int, str]:
     """Partition → consumer from CSV, a JSON object or a routing-table document."""
     if path.suffix == ".json":
-        doc = json.loads(path.read_text())
+        doc = read_json(path)
         mapping = doc.get("partition_consumer", doc) if isinstance(doc, dict) else None
         if not isinstance(mapping, dict):
-            raise ValueError(f"{path}: expected a JSON object partition → consumer")
-        return {int(p): str(c) for p, c in mapping.items()}
-    return {int(r["partition"]): str(r["consumer"]) for r in _rows(path)}
+            raise InputError(f"{path}: expected a JSON object partition → consumer")
+        out = {}
+        for p, c in mapping.items():
+            try:
+                partition = _PARTITION(str(p))
+            except argparse.ArgumentTypeError as err:
+                raise InputError(f"{path}: partition {p!r}: {err}") from None
+            out[partition] = _consumer(c, f"{path}: partition {p}")
+        return out
+    return {
+        _cell(r, "partition", path, _PARTITION): _consumer(r.get("consumer"), where(path, r))
+        for r in read_rows(path)
+    }
+
+
+def algorithm_list(text: str) -> list[str]:
+    """``--algorithm``: one or several known algorithms, comma-separated."""
+    names = list(dict.fromkeys(comma_list(text)))
+    unknown = [n for n in names if n not in ALGORITHMS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown algorithm {', '.join(map(repr, unknown))}; known: {', '.join(ALGORITHMS)}"
+        )
+    return names
 
 
 def cmd_binpack(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(args.algorithm))
-    unknown = [n for n in names if n not in ALGORITHMS]
-    if unknown:
-        raise ValueError(f"unknown algorithms {unknown}; known: {', '.join(ALGORITHMS)}")
     if any(n in KAFKA for n in names) and args.consumers is None:
-        raise ValueError("Kafka's assignors need --consumers")
+        raise UsageError("Kafka's assignors need --consumers")
+    if args.rebalance_s >= args.iteration_s:
+        raise UsageError(
+            f"--rebalance-s {args.rebalance_s:g} must be below --iteration-s {args.iteration_s:g}"
+        )
     rates = read_rates(Path(args.rates))
     capacity = bin_capacity(args.capacity, args.iteration_s, args.rebalance_s)
     current = read_assignment(Path(args.current)) if args.current else {}
@@ -109,7 +166,7 @@ def cmd_binpack(args: argparse.Namespace) -> int:
                 str(p): c for p, c in enumerate(consumers.decode(run.assignments[0]))
             }
     if args.json:
-        print(json.dumps(out))
+        print(json_text(out))
         return 0
     print(
         f"{out['partitions']} partitions, {out['iterations']} iterations, C̄ {args.capacity:g}, "
@@ -135,19 +192,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``binpack`` subcommand."""
     b = sub.add_parser("binpack", help="assign partitions to consumers by bin packing (paper 002)")
     b.add_argument("--rates", required=True, help="rows of (iteration,) partition, rate")
-    b.add_argument("--capacity", type=float, required=True, help="consumer capacity C̄, bytes/s")
+    b.add_argument(
+        "--capacity", type=positive_float, required=True, help="consumer capacity C̄, bytes/s"
+    )
     b.add_argument(
         "--algorithm",
         required=True,
-        type=lambda text: [s.strip() for s in text.split(",") if s.strip()],
+        type=algorithm_list,
         help=f"one or several of {', '.join(ALGORITHMS)} (comma-separated)",
     )
-    b.add_argument("--iteration-s", type=float, default=30.0, help="iteration length T")
-    b.add_argument("--rebalance-s", type=float, default=5.0, help="rebalance time R")
+    b.add_argument("--iteration-s", type=positive_float, default=30.0, help="iteration length T")
+    b.add_argument("--rebalance-s", type=nonnegative_float, default=5.0, help="rebalance time R")
     b.add_argument("--current", help="assignment before the first measurement")
-    b.add_argument("--consumers", type=int, help="group size of the Kafka assignors")
+    b.add_argument("--consumers", type=worker_count, help="group size of the Kafka assignors")
     b.add_argument(
-        "--time-limit", type=float, default=10.0, help="binpack_milp: seconds per iteration"
+        "--time-limit",
+        type=positive_float,
+        default=10.0,
+        help="binpack_milp: seconds per iteration",
     )
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_binpack)

@@ -74,6 +74,18 @@ def strategy_parameters(name: str) -> list[str]:
     return [p for p in inspect.signature(_REGISTRY[name]).parameters if p != "self"]
 
 
+def strategy_parameter_types(name: str) -> dict[str, Any]:
+    """Each parameter of strategy ``name`` and its annotation (None where it has none)."""
+    import typing
+
+    names = strategy_parameters(name)
+    try:
+        hints = typing.get_type_hints(_REGISTRY[name].__init__)
+    except (NameError, TypeError):  # an annotation that does not resolve: no type checks
+        hints = {}
+    return {p: hints.get(p) for p in names}
+
+
 def get_strategy(name: str, **params: Any) -> Strategy:
     """Build the strategy registered as ``name`` with its parameters."""
     _load_builtin()

@@ -1,0 +1,32 @@
+"""The errors ``routeplan``'s command line reports as one line on stderr, and their exit codes.
+
+* ``UsageError`` (exit 2, as argparse): a bad command-line value — a flag, a ``K=V`` spec, a
+  strategy name, a number out of range.
+* ``InputError`` (exit 1): an input file that is missing, unreadable, not UTF-8 or malformed;
+  the message names the file (``path:line:`` when the line is known).
+* ``OutputError`` (exit 1): a result that cannot be written as asked (a non-finite number in
+  JSON output).
+
+Both ``UsageError`` and ``InputError`` are ``ValueError``\\ s, so library callers that catch
+``ValueError`` keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = ["InputError", "OutputError", "UsageError"]
+
+
+class UsageError(ValueError):
+    """A bad command-line value; ``prog`` names the (sub)command when argparse found it."""
+
+    def __init__(self, message: str, prog: str | None = None) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class InputError(ValueError):
+    """An input file that cannot be used; the message starts with the file (and line)."""
+
+
+class OutputError(RuntimeError):
+    """A result that cannot be written as asked."""
