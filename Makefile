@@ -21,8 +21,8 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(CURDIR)/$(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test lint airflow bench lock clean
-setup: $(VENV)/.installed $(JARS)/.resolved $(AIRFLOW_HOME)/.migrated
+.PHONY: setup demo test lint airflow bench lock clean chromium
+setup: $(VENV)/.installed $(JARS)/.resolved $(AIRFLOW_HOME)/.migrated chromium
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (install OpenJDK 17)"; exit 1; }
@@ -40,6 +40,18 @@ $(JARS)/.resolved: jars/pom.xml
 	    -DoutputDirectory=$(CURDIR)/$(JARS) -DincludeArtifactIds=delta-spark_4.2_2.13,delta-storage
 	ls $(JARS)/*.jar
 	touch $@
+
+# Debian's Chromium for tests/test_browser.py (driven by the playwright package; never
+# `playwright install`). apt-get update only when the package lists are too old to install it.
+CHROMIUM := /usr/bin/chromium
+chromium:
+	@test -x $(CHROMIUM) || { \
+	  command -v apt-get >/dev/null || { echo "install Chromium as $(CHROMIUM) (the browser test needs it)"; exit 1; }; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$SUDO apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	    { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }; \
+	  test -x $(CHROMIUM) && $(CHROMIUM) --version; }
 
 $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
 	mkdir -p $(AIRFLOW_HOME)

@@ -1,9 +1,15 @@
 """routeplan_nightly: ingest → windows → plan → validate → publish → announce.
 
-Nightly for the previous UTC day, or on demand from the UI's Trigger form (Params below).
-Every stage is a SparkSubmitOperator: the same jobs run on ``local[2]`` here and on a cluster by
-changing the connection (``$ROUTEPLAN_SPARK_CONN``, default ``spark_local``). ``announce`` adds
-an asset event per stream that got a new routing table (``routeplan_tasks.routing_table_asset``).
+Nightly for the previous UTC day, or on demand from the UI's Trigger form (Params below, and
+``DOC_MD``: what the form's fields and its "Unpause on trigger" box do). Every stage is a
+SparkSubmitOperator: the same jobs run on ``local[2]`` here and on a cluster by changing the
+connection (``$ROUTEPLAN_SPARK_CONN``, default ``spark_local``). ``announce`` adds an asset event
+per stream that got a new routing table (``routeplan_tasks.routing_table_asset``).
+
+Every Param is valid at its default, so the Trigger form submits as shown. A Param whose empty
+value means "the job's default" is nullable with default ``None``; ``optional`` renders it as an
+empty argument (Jinja would render ``None`` as the string "None"), which the jobs read as their
+default.
 """
 
 from __future__ import annotations
@@ -14,8 +20,11 @@ from datetime import datetime, timedelta
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param
 from routeplan_tasks import HOME, announce, spark_job
 
+from routeplan.schemas import load_schema
 from routeplan.strategies import strategy_names, strategy_parameters
 
+# a stream name as schemas/name.schema.json has it (the rule of routeplan.names)
+STREAM_NAME = {k: load_schema("name")[k] for k in ("type", "minLength", "maxLength", "pattern")}
 # strategy parameters offered in the Trigger form; each strategy gets those it accepts
 STRATEGY_PARAMS = (
     "epsilon",
@@ -29,6 +38,43 @@ STRATEGY_PARAMS = (
     "score_factor",
     "max_load_distance",
 )
+
+DOC_MD = """
+### routeplan_nightly
+
+Plans and publishes a new routing table per stream from one day of stream logs:
+**ingest → windows → plan → validate → publish → announce**. It runs every night at 00:00 UTC
+for the day that just ended, with the defaults below.
+
+#### Trigger
+
+**Trigger** opens the *Run Parameters* form with every field at its default; it can be submitted
+as shown. Empty fields mean "the default":
+
+* **date** — the day (UTC) to process; empty: the run's data interval (for a manual run,
+  yesterday UTC).
+* **streams** — one stream per line; empty: every stream found in the day's logs.
+* **landing_path**, **workers_path** — empty: `$ROUTEPLAN_HOME/landing` (files under
+  `<landing>/<YYYY-MM-DD>/`) and `$ROUTEPLAN_HOME/config/workers.json`.
+* **max_bad_files**, **max_quarantined_share** — a landing file that cannot be read goes whole
+  to `bronze.quarantine` and the day proceeds, unless more than *max_bad_files* files are bad
+  or more than *max_quarantined_share* of the rows read are quarantined: then ingest fails and
+  its log names every offending file.
+* **max_moves**, **keep_versions**, **consumer_capacity**, **max_migrations** — empty: no
+  limit / keep every version / the workers' capacity.
+
+#### "Unpause routeplan_nightly on trigger"
+
+A new DAG is paused, and the form's *Unpause … on trigger* box is then checked by default.
+
+* **Checked** (the default): your run starts now, and the DAG's nightly schedule is switched on.
+  The scheduler at once adds the *scheduled* run of the latest complete day (yesterday UTC, all
+  streams, default Params) and one every midnight after. One run at a time: yours may wait for
+  that scheduled run or the other way round. If the default landing path holds no files for
+  yesterday, that scheduled run fails in `ingest` ("no landing files") — your run is not
+  affected. Pause the DAG again (toggle at the top) if you only wanted your run.
+* **Unchecked**: your run is created but stays *queued* until the DAG is unpaused.
+"""
 
 
 def interval_day(params: dict, data_interval_start, dag_run) -> str:
@@ -46,9 +92,21 @@ def strategy_params(params: dict) -> str:
     return json.dumps({k: params[k] for k in STRATEGY_PARAMS if k in accepted})
 
 
+def optional(value) -> str:
+    """A nullable Param as a job argument: ``""`` (the job's default) for None, else its text.
+    (``{{ params.x }}`` would render None as the string "None".)"""
+    return "" if value is None else str(value)
+
+
+def stream_list(params: dict) -> str:
+    """``--streams``: the chosen streams comma-separated; empty (none chosen) means all."""
+    return ",".join(params.get("streams") or ())
+
+
 with DAG(
     dag_id="routeplan_nightly",
     description="Plan and publish routing tables from yesterday's stream logs",
+    doc_md=DOC_MD,
     schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
     start_date=datetime(2026, 1, 1),
     catchup=False,
@@ -57,6 +115,8 @@ with DAG(
     user_defined_macros={
         "interval_day": interval_day,
         "strategy_params": strategy_params,
+        "stream_list": stream_list,
+        "optional": optional,
     },
     render_template_as_native_obj=False,
     tags=["routeplan"],
@@ -65,44 +125,81 @@ with DAG(
             None,
             type=["null", "string"],
             format="date",
-            description="Day (UTC) to process; empty: the run's data interval",
+            description="Day (UTC) to process; empty: the run's data interval (manual run: "
+            "yesterday)",
         ),
         "streams": Param(
-            [],
-            type="array",
-            items={"type": "string"},
-            description="Streams to plan; empty: every stream in the logs",
+            None,
+            type=["null", "array"],
+            items=STREAM_NAME,
+            description="Streams to plan, one per line; empty: every stream in the logs",
         ),
-        "strategy": Param("cg", enum=strategy_names(), description="Planning strategy"),
+        "strategy": Param(
+            "cg", type="string", enum=strategy_names(), description="Planning strategy"
+        ),
         "window_minutes": Param(
             60,
             type="integer",
             minimum=1,
             maximum=1440,
-            description="Tumbling window size (must divide a day)",
+            description="Tumbling window size in minutes (must divide a day)",
         ),
         "landing_path": Param(
-            "", type="string", description="Landing directory; empty: $ROUTEPLAN_HOME/landing"
+            None,
+            type=["null", "string"],
+            description="Landing directory (files under <landing>/<YYYY-MM-DD>/); empty: "
+            "$ROUTEPLAN_HOME/landing",
         ),
         "workers_path": Param(
-            "",
-            type="string",
+            None,
+            type=["null", "string"],
             description="Workers file; empty: $ROUTEPLAN_HOME/config/workers.json",
+        ),
+        "max_bad_files": Param(
+            5,
+            type="integer",
+            minimum=0,
+            maximum=100_000,
+            description="Landing files that cannot be read go whole to bronze.quarantine and "
+            "the day proceeds; ingest fails when more than this many are bad",
+        ),
+        "max_quarantined_share": Param(
+            0.1,
+            type="number",
+            minimum=0,
+            maximum=1,
+            description="Ingest fails when more than this share of the rows read is "
+            "quarantined (0.1 = 10 %)",
         ),
         "planning_window": Param(
             "peak",
+            type="string",
             enum=["peak", "interval"],
             description="Plan for the peak window or the whole interval",
         ),
-        "load_metric": Param("messages", enum=["messages", "bytes", "cost_ms"]),
-        "epsilon": Param(0.01, type="number", minimum=0, description="PoRC ε (cg)"),
-        "virtual_workers_per_worker": Param(10, type="integer", minimum=1, description="cg α"),
-        "theta_busy": Param(1.03, type="number", minimum=1, description="cg busy threshold"),
-        "theta_idle": Param(0.97, type="number", maximum=1, description="cg idle threshold"),
+        "load_metric": Param(
+            "messages",
+            type="string",
+            enum=["messages", "bytes", "cost_ms"],
+            description="What a key's load is: its messages, bytes or processing cost",
+        ),
+        "epsilon": Param(
+            0.01, type="number", minimum=0, maximum=10, description="PoRC ε (cg, porc, chbl)"
+        ),
+        "virtual_workers_per_worker": Param(
+            10, type="integer", minimum=1, maximum=1000, description="cg α"
+        ),
+        "theta_busy": Param(
+            1.03, type="number", minimum=1, maximum=10, description="cg busy threshold θ_b"
+        ),
+        "theta_idle": Param(
+            0.97, type="number", minimum=0, maximum=1, description="cg idle threshold θ_i"
+        ),
         "consumer_capacity": Param(
             None,
             type=["null", "number"],
             exclusiveMinimum=0,
+            maximum=1e12,
             description="Consumer capacity C̄ in bytes/s for the partition strategies (mwf, bfd, "
             "…, paper 002); empty: the workers' capacity",
         ),
@@ -110,36 +207,52 @@ with DAG(
             None,
             type=["null", "integer"],
             minimum=0,
-            description="Most key groups / hot keys a plan may move",
+            maximum=1_000_000,
+            description="Most key groups / hot keys a plan may move; empty: no limit",
         ),
         "max_migrations": Param(
             None,
             type=["null", "integer"],
             minimum=0,
-            description="milp, flux, albic: most key groups moved per plan (paper 004 §5)",
+            maximum=1_000_000,
+            description="milp, flux, albic: most key groups moved per plan (paper 004 §5); "
+            "empty: no limit",
         ),
         "migration_cost": Param(
             "moves",
+            type="string",
             enum=["moves", "keys", "load"],
             description="milp, flux, albic: what a moved key group costs (keys: its state size)",
         ),
-        "solver": Param("highs", enum=["highs", "cbc"], description="milp, albic: MILP solver"),
+        "solver": Param(
+            "highs", type="string", enum=["highs", "cbc"], description="milp, albic: MILP solver"
+        ),
         "score_factor": Param(
-            1.5, type="number", exclusiveMinimum=0, description="albic sF (§4.3.2)"
+            1.5,
+            type="number",
+            exclusiveMinimum=0,
+            maximum=100,
+            description="albic sF (§4.3.2)",
         ),
         "max_load_distance": Param(
-            0.10, type="number", minimum=0, description="albic maxLD, share of the mean load"
+            0.10,
+            type="number",
+            minimum=0,
+            maximum=10,
+            description="albic maxLD, share of the mean load",
         ),
         "imbalance_tolerance": Param(
             0.0,
             type="number",
             minimum=0,
+            maximum=100,
             description="Allowed predicted imbalance above the logged one",
         ),
         "keep_versions": Param(
             None,
             type=["null", "integer"],
             minimum=1,
+            maximum=100_000,
             description="JSON routing-table versions kept per stream; empty: all (Delta "
             "gold.routing_tables keeps every version)",
         ),
@@ -152,16 +265,20 @@ with DAG(
         "--interval-start",
         day,
         "--streams",
-        "{{ params.streams | join(',') }}",
+        "{{ stream_list(params) }}",
         "--run-id",
         "{{ run_id }}",
     ]
-    workers = [
-        "--workers-path",
-        "{{ params.workers_path }}",  # empty: the job's default
-    ]
+    # Optional values as one "--flag=value" argument: "--flag=" (empty) is the job's default.
+    workers = ["--workers-path={{ optional(params.workers_path) }}"]
     stage_args = {
-        "ingest": ["--landing", "{{ params.landing_path }}"],
+        "ingest": [
+            "--landing={{ optional(params.landing_path) }}",
+            "--max-bad-files",
+            "{{ params.max_bad_files }}",
+            "--max-quarantined-share",
+            "{{ params.max_quarantined_share }}",
+        ],
         "windows": ["--window-minutes", "{{ params.window_minutes }}", *workers],
         "plan": [
             "--strategy",
@@ -172,12 +289,11 @@ with DAG(
             "{{ params.load_metric }}",
             "--params-json",
             "{{ strategy_params(params) }}",
-            "--max-moves",
-            "{{ params.max_moves }}",
+            "--max-moves={{ optional(params.max_moves) }}",
             *workers,
         ],
         "validate": ["--imbalance-tolerance", "{{ params.imbalance_tolerance }}"],
-        "publish": ["--keep-versions", "{{ params.keep_versions }}"],
+        "publish": ["--keep-versions={{ optional(params.keep_versions) }}"],
     }
     previous = None
     for stage, extra in stage_args.items():

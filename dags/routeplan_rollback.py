@@ -5,6 +5,9 @@ Spark job restores the version from the JSON store or, when pruned there, from D
 ``gold.routing_tables``; ``announce`` then adds the stream's routing-table asset event. In an
 incident without Airflow, ``routeplan rollback --stream S --version N --reason …`` does the same
 on the JSON store (Delta records it at the next publish).
+
+Its three Params have no default on purpose: the Trigger form shows them as required (red, its
+Trigger button disabled) until the operator has named the stream, the version and the reason.
 """
 
 from __future__ import annotations
@@ -13,6 +16,11 @@ from datetime import datetime
 
 from airflow.sdk import DAG, Param
 from routeplan_tasks import HOME, announce, spark_job
+
+from routeplan.schemas import load_schema
+
+# a stream name as schemas/name.schema.json has it (the rule of routeplan.names)
+NAME = load_schema("name")
 
 with DAG(
     dag_id="routeplan_rollback",
@@ -23,9 +31,21 @@ with DAG(
     max_active_runs=1,
     default_args={"retries": 0},
     tags=["routeplan"],
+    doc_md=__doc__,
     params={
-        "stream": Param(type="string", minLength=1, pattern="^[A-Za-z0-9_-]+$"),
-        "version": Param(type="integer", minimum=1, description="The version to restore"),
+        "stream": Param(
+            type="string",
+            minLength=NAME["minLength"],
+            maxLength=NAME["maxLength"],
+            pattern=NAME["pattern"],
+            description="The stream whose routing table to roll back",
+        ),
+        "version": Param(
+            type="integer",
+            minimum=1,
+            maximum=1_000_000_000,
+            description="The version to restore (routeplan versions --stream S lists them)",
+        ),
         "reason": Param(type="string", minLength=1, description="Why (kept in the new version)"),
     },
 ) as dag:

@@ -10,6 +10,11 @@ Usage::
         af.wait_for_run("my_dag", run_id, timeout=600)
     assert not server_processes(af.pgid, af.marker)    # its process group + escapees
 
+Tests that only need *a* running server with routeplan's DAGs share one through the
+``nightly_airflow`` fixture (import it into the test module): it is started for the first such
+test and stopped after the last one, so e.g. the REST-API test and the browser test cost one
+``airflow standalone`` start, not two.
+
 Everything runs in its own process group (session); leaving the ``with`` block sends SIGTERM
 to the whole group, then SIGKILL after a grace period, so no scheduler, dag-processor,
 triggerer, api-server, task or spark-submit process outlives the test.
@@ -43,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 HEALTHY = "healthy"
@@ -543,3 +549,128 @@ def _wait_healthy(client: AirflowClient, proc: subprocess.Popen, timeout_s: floa
                 f"log {client.log_path}:\n{_tail(client.log_path)}"
             )
         time.sleep(1.0)
+
+
+# --------------------------------------------------------------------------- shared server
+
+
+def run_logged(cmd: list[str], env: Mapping[str, str], log_name: str) -> None:
+    """Run a set-up command with its output in ``$AIRFLOW_HOME/<log_name>``; fail the test with
+    the tail of that output if it fails."""
+    log = Path(env["AIRFLOW_HOME"], log_name)
+    with open(log, "w") as out:
+        rc = subprocess.run(
+            [str(c) for c in cmd], env=dict(env), cwd=REPO, stdout=out, stderr=subprocess.STDOUT
+        ).returncode
+    if rc != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        pytest.fail(f"{' '.join(map(str, cmd))} exited with {rc}; {log}:\n{tail}")
+
+
+def routeplan_cli(env: Mapping[str, str]) -> list[str]:
+    """The ``routeplan`` command (the console script, else the module from the checkout)."""
+    exe = shutil.which("routeplan", path=env["PATH"])
+    if exe:
+        return [exe]
+    return [sys.executable, "-c", "import sys; from routeplan.cli import main; sys.exit(main())"]
+
+
+class NightlyAirflow:
+    """One running ``airflow standalone`` with routeplan's DAGs over a fresh ROUTEPLAN_HOME.
+
+    ``af`` is its API client, ``home`` its ROUTEPLAN_HOME, ``env`` the Makefile's environment
+    for it. Tests sharing it must not depend on each other's runs: each uses its own day.
+    """
+
+    def __init__(self, home: Path):
+        self.home = home
+        self.env = makefile_env(home)
+        Path(self.env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
+        self._stack = contextlib.ExitStack()
+        self.af: AirflowClient | None = None
+        self.pgid: int | None = None
+        self.marker: str | None = None
+
+    def start(self) -> None:
+        run_logged(["airflow", "db", "migrate"], self.env, "db-migrate.log")
+        self.af = self._stack.enter_context(airflow_standalone(self.env, timeout_s=240))
+        self.pgid, self.marker = self.af.pgid, self.af.marker
+        for dag_id in ("routeplan_nightly", "routeplan_rollback"):
+            self.af.wait_for_dag(dag_id, timeout=240)
+
+    def stop(self) -> None:
+        """Stop the server (raises if a process survived SIGKILL)."""
+        self._stack.close()
+
+    def generate(self, day: str, landing: Path, workers_out: Path, log_name: str) -> None:
+        """``routeplan generate``'s sample logs for ``day`` (streams clicks, orders)."""
+        args = {
+            "--landing": landing,
+            "--workers-out": workers_out,
+            "--date": day,
+            "--events": 20000,
+            "--streams": "clicks,orders",
+            "--seed": 7,
+        }
+        flags = [str(x) for pair in args.items() for x in pair]
+        run_logged([*routeplan_cli(self.env), "generate", *flags], self.env, log_name)
+        if not workers_out.is_file():
+            pytest.fail(f"routeplan generate wrote no workers file {workers_out}")
+
+    def report(self, day: str, stage: str) -> dict:
+        """The report ``jobs/<stage>.py`` wrote for ``day`` (``reports/<day>/<stage>.json``)."""
+        return json.loads((self.home / "reports" / day / f"{stage}.json").read_text())
+
+    def publish_report(self, day: str) -> dict:
+        """The publish job's report of ``day``: ``{"streams": [{"stream", "version", ...}]}``."""
+        return self.report(day, "publish")
+
+    def latest_version(self, stream: str) -> int:
+        """The version ``routing/<stream>/LATEST`` points at."""
+        latest = self.home / "routing" / stream / "LATEST"
+        name = os.readlink(latest) if latest.is_symlink() else latest.read_text().strip()
+        return int(os.path.basename(name).removeprefix("v").removesuffix(".json"))
+
+    def table(self, stream: str, version: int) -> dict:
+        return json.loads((self.home / "routing" / stream / f"v{version}.json").read_text())
+
+
+_SHARED: dict[str, Any] = {}  # "server": the running NightlyAirflow; "error": why it did not start
+FIXTURE = "nightly_airflow"
+
+
+def _stop_shared() -> None:
+    server = _SHARED.pop("server", None)
+    if server is not None:
+        server.stop()
+
+
+@pytest.fixture
+def nightly_airflow(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[NightlyAirflow]:
+    """The ``airflow standalone`` the tests using this fixture share (started on first use).
+
+    It is stopped as soon as no test left in the session uses it (so it does not run beside the
+    rest of the suite), or at the end of the session. Not a session-scoped fixture: a fixture
+    imported into several test modules is a separate fixture in each.
+    """
+    if "error" in _SHARED:
+        pytest.fail(f"the shared Airflow server did not start: {_SHARED['error']}")
+    if "server" not in _SHARED:
+        server = NightlyAirflow(tmp_path_factory.mktemp("nightly_airflow"))
+        try:
+            server.start()
+        except BaseException as exc:
+            _SHARED["error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
+            server.stop()
+            raise
+        _SHARED["server"] = server
+        request.config.add_cleanup(_stop_shared)
+    yield _SHARED["server"]
+    items = request.session.items
+    later = items[items.index(request.node) + 1 :] if request.node in items else []
+    if not any(FIXTURE in getattr(item, "fixturenames", ()) for item in later):
+        server = _SHARED["server"]
+        _stop_shared()
+        # nothing the server started outlives it: its process group, nor what left the group
+        assert process_group_members(server.pgid) == []
+        assert server_processes(server.pgid, server.marker) == []

@@ -1,102 +1,69 @@
-"""The nightly DAG end to end through a real Airflow (scheduler, dag-processor, API server).
+"""routeplan_nightly's Params through a real Airflow's REST API (scheduler, dag-processor, API
+server: the ``nightly_airflow`` server that tests/test_browser.py shares).
 
-The run is triggered over the REST API with non-default params, as the UI's Trigger form sends
-them, and must plan only the chosen stream with the chosen strategy from the chosen inputs.
+A run triggered over the REST API with non-default params, with the JSON types the UI's Trigger
+form sends, is stored with exactly that conf; out-of-range params are refused before a run
+exists; a paused DAG's run stays queued (what "Unpause on trigger" unchecked means).
+
+The one full DAG run of the suite's real-server tests is the browser test's: it asserts what this
+test asserted when it ran the five Spark jobs itself (a run through the real scheduler succeeds,
+publishes a table per planned stream, LATEST moves, nothing outlives the server). That the
+non-default params reach the jobs is tests/test_dag.py's (rendered arguments, parsed by the jobs'
+own argument parsers) and test_jobs' (each job honours them) — without a second five-job run.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
+import time
 
 import pytest
-from airflow_server import (
-    REPO,
-    airflow_standalone,
-    makefile_env,
-    process_group_members,
-    server_processes,
-)
+from airflow_server import nightly_airflow  # noqa: F401  (the shared server fixture)
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 DAG_ID = "routeplan_nightly"
 LOGICAL_DATE = "2026-11-21T00:00:00Z"  # its data interval is the day 2026-11-20
-DATA_DATE = "2026-11-20"
+QUEUED_CHECK_S = 10  # a few scheduler loops
 
 
-def _run(cmd: list[str], env: dict[str, str], log_name: str) -> None:
-    """Run a set-up command; on failure show the tail of its output."""
-    log = os.path.join(env["AIRFLOW_HOME"], log_name)
-    with open(log, "w") as out:
-        rc = subprocess.run(cmd, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT).returncode
-    if rc != 0:
-        with open(log) as f:
-            tail = "".join(f.readlines()[-40:])
-        pytest.fail(f"{' '.join(cmd)} exited with {rc}; {log}:\n{tail}")
-
-
-def _routeplan_cli(env: dict[str, str]) -> list[str]:
-    exe = shutil.which("routeplan", path=env["PATH"])
-    if exe:
-        return [exe]
-    # Not installed as a console script (no `pip install -e .` yet): run it from the checkout.
-    return [sys.executable, "-c", "import sys; from routeplan.cli import main; sys.exit(main())"]
-
-
-def test_nightly_dag_triggered_with_params_over_the_api(tmp_path):
-    home = tmp_path  # ROUTEPLAN_HOME
-    env = makefile_env(home)
-    os.makedirs(env["AIRFLOW_HOME"])
-    landing = home / "my_landing"
-    workers = home / "config" / "workers.json"
-
-    _run(["airflow", "db", "migrate"], env, "db-migrate.log")
-    generate = {
-        "--landing": landing,
-        "--workers-out": workers,
-        "--date": DATA_DATE,
-        "--events": 20000,
-        "--streams": "clicks,orders",
-        "--seed": 7,
-    }
-    args = [str(x) for flag_value in generate.items() for x in flag_value]
-    _run([*_routeplan_cli(env), "generate", *args], env, "generate.log")
-    assert workers.is_file(), "routeplan generate wrote no workers file"
+def test_nightly_dag_triggered_with_params_over_the_api(nightly_airflow):  # noqa: F811
+    af, home = nightly_airflow.af, nightly_airflow.home
+    af._ok(af.patch(f"dags/{DAG_ID}", {"is_paused": True}))  # as deployed: paused
 
     # Non-default params, with the JSON types the UI's Params form sends.
     conf = {
         "streams": ["clicks"],
         "strategy": "kg",
         "window_minutes": 30,
-        "landing_path": str(landing),
-        "workers_path": str(workers),
+        "landing_path": str(home / "my_landing"),
+        "workers_path": str(home / "my_config" / "workers.json"),
+        "max_bad_files": 0,
+        "max_quarantined_share": 0.25,
+        "max_moves": 0,
+        "keep_versions": 3,
     }
-    with airflow_standalone(env, timeout_s=240) as af:
-        pgid, marker = af.pgid, af.marker
-        af.wait_for_dag(DAG_ID, timeout=240)
-        af.unpause(DAG_ID)
-        run_id = af.trigger(DAG_ID, conf, LOGICAL_DATE)
-        af.wait_for_run(DAG_ID, run_id, timeout=20 * 60)  # five Spark jobs on local[2]
-
-        run = af.get(f"dags/{DAG_ID}/dagRuns/{run_id}").json()
-        assert run["state"] == "success"
+    run_id = af.trigger(DAG_ID, conf, LOGICAL_DATE)
+    try:
+        run = af._ok(af.get(f"dags/{DAG_ID}/dagRuns/{run_id}"))
         assert run["conf"] == conf
+        assert run["data_interval_start"].startswith("2026-11-20")
+        # the DAG is paused: the run waits, no task starts
+        time.sleep(QUEUED_CHECK_S)
+        run = af._ok(af.get(f"dags/{DAG_ID}/dagRuns/{run_id}"))
+        assert run["state"] == "queued", run
+        assert all(ti["state"] is None for ti in af.task_instances(DAG_ID, run_id))
+    finally:  # never run it: the browser test's run is the suite's full run
+        af.request("DELETE", f"dags/{DAG_ID}/dagRuns/{run_id}").raise_for_status()
 
-    routing = home / "routing"
-    latest = routing / "clicks" / "LATEST"
-    assert latest.exists(), f"no {latest}; routing/: {sorted(p.name for p in routing.iterdir())}"
-    name = os.readlink(latest) if latest.is_symlink() else latest.read_text().strip()
-    assert os.path.basename(name) == "v1.json"
-    table = json.loads((routing / "clicks" / "v1.json").read_text())
-    assert isinstance(table, dict)
-    assert table["strategy"] == "kg"
-    assert table["stream"] == "clicks"
-    assert not (routing / "orders").exists(), "only the chosen stream may be planned"
-
-    # Nothing the server started outlives it: its process group, nor what left the group.
-    assert process_group_members(pgid) == []
-    assert server_processes(pgid, marker) == []
+    # Out-of-range or mistyped params are refused before a run exists.
+    for bad in (
+        {"max_bad_files": -1},
+        {"max_quarantined_share": 2},
+        {"streams": ["no spaces"]},
+        {"strategy": "nope"},
+        {"window_minutes": "60"},
+    ):
+        resp = af.post(f"dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": {**conf, **bad}})
+        assert resp.status_code == 400, (bad, resp.status_code, resp.text)
+    runs = af._ok(af.get(f"dags/{DAG_ID}/dagRuns"))["dag_runs"]
+    assert not [r for r in runs if r["conf"] and r["conf"].get("strategy") == "kg"], runs

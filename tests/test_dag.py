@@ -117,3 +117,187 @@ def test_consumer_capacity_goes_to_partition_strategies_only(dag):
     assert json.loads(render(params)) == {"consumer_capacity": 2_000_000}
     assert "consumer_capacity" not in json.loads(render({**params, "strategy": "cg"}))
     assert dag.params["consumer_capacity"] is None
+
+
+# --------------------------------------------------------------------------- Params and the form
+
+# Params without a default: the Trigger form asks for them (and is not submittable before)
+REQUIRED = {"routeplan_nightly": set(), "routeplan_rollback": {"stream", "version", "reason"}}
+NUMERIC = ("integer", "number")
+
+
+def ui_params(dag) -> dict[str, dict]:
+    """The Params as the UI's Trigger form receives them: the serialized DAG's ``dump()``s
+    (``GET /api/v2/dags/{dag_id}/details`` → ``params``): ``{"value", "schema", ...}``."""
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    serialized = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+    return {name: param.dump() for name, param in serialized.params.items()}
+
+
+def types_of(schema: dict) -> list[str]:
+    kind = schema.get("type")
+    return [] if kind is None else [kind] if isinstance(kind, str) else list(kind)
+
+
+def ui_flags_as_missing(param: dict) -> bool:
+    """The form's rule (airflow/ui FlexibleForm): a field with a ``type`` that does not allow
+    ``null`` is required, and a required field whose value is null or "" gets the red badge and
+    disables Trigger."""
+    kinds = types_of(param["schema"])
+    return bool(kinds) and "null" not in kinds and param["value"] in (None, "")
+
+
+@pytest.mark.parametrize("dag_id", sorted(REQUIRED))
+def test_every_param_is_valid_at_its_default(bag, dag_id):
+    """The Trigger form submits as shown: Airflow accepts every default, and the UI flags none."""
+    import jsonschema
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    dag = bag.get_dag(dag_id)
+    form = ui_params(dag)
+    assert set(form) == set(dag.params.keys())
+    for name in dag.params:
+        param = copy.deepcopy(dag.params.get_param(name))
+        if name in REQUIRED[dag_id]:
+            with pytest.raises(ParamValidationError):
+                param.resolve()
+            assert ui_flags_as_missing(form[name]), f"{name}: the form must ask for it"
+            continue
+        assert param.resolve() == form[name]["value"], name  # Airflow's own validation
+        jsonschema.validate(  # what the UI validates against
+            form[name]["value"], form[name]["schema"], format_checker=jsonschema.FormatChecker()
+        )
+        assert not ui_flags_as_missing(form[name]), f"{name}: the form would refuse its default"
+        kinds = types_of(form[name]["schema"])
+        if "string" in kinds:  # "" means "missing" to the form: empty must be null
+            assert form[name]["value"] != "" and (form[name]["value"] or "null" in kinds), name
+    if not REQUIRED[dag_id]:
+        params = copy.deepcopy(dag.params)
+        assert params.validate() == {k: form[k]["value"] for k in form}
+
+
+@pytest.mark.parametrize("dag_id", sorted(REQUIRED))
+def test_every_param_is_described_and_numbers_are_bounded(bag, dag_id):
+    for name, param in ui_params(bag.get_dag(dag_id)).items():
+        assert (param["description"] or "").strip(), f"{dag_id}.{name} has no description"
+        if set(types_of(param["schema"])) & set(NUMERIC):
+            schema = param["schema"]
+            assert "minimum" in schema or "exclusiveMinimum" in schema, f"{dag_id}.{name}"
+            assert "maximum" in schema or "exclusiveMaximum" in schema, f"{dag_id}.{name}"
+
+
+def test_nightly_doc_tells_what_unpause_on_trigger_does(dag):
+    assert "Unpause" in dag.doc_md and "scheduled" in dag.doc_md
+    assert "queued" in dag.doc_md  # unchecked: the run waits for the DAG to be unpaused
+
+
+def rendered_args(dag, conf: dict | None = None) -> dict[str, list[str]]:
+    """Each Spark task's ``application_args`` as a run with ``conf`` renders them."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    params = copy.deepcopy(dag.params)
+    params.update(conf or {})
+    context = {
+        "params": params.validate(),
+        "run_id": "manual__2026-11-21T00:00:00+00:00",
+        "data_interval_start": datetime(2026, 11, 20, tzinfo=UTC),
+        "dag_run": SimpleNamespace(run_after=datetime(2026, 11, 21, tzinfo=UTC)),
+    }
+    env = dag.get_template_env()
+    return {
+        t.task_id: t.render_template(t.application_args, context, env)
+        for t in dag.tasks
+        if t.task_id != "announce"
+    }
+
+
+def parsed_args(stage: str, argv: list[str], monkeypatch):
+    """What ``jobs/<stage>.py`` makes of ``argv``: its argparse namespace (no Spark started)."""
+    import importlib
+
+    job = importlib.import_module(f"jobs.{stage}")
+    make_parser = job.run_parser
+
+    class Parsed(Exception):
+        pass
+
+    def parser(*args, **kwargs):
+        made = make_parser(*args, **kwargs)
+        parse = made.parse_args
+
+        def parse_and_stop(argv=None):
+            raise Parsed(parse(argv))
+
+        made.parse_args = parse_and_stop
+        return made
+
+    monkeypatch.setattr(job, "run_parser", parser)
+    with pytest.raises(Parsed) as parsed:
+        job.main(argv)
+    return parsed.value.args[0]
+
+
+def test_defaults_render_as_empty_arguments_that_the_jobs_read_as_their_defaults(dag, monkeypatch):
+    args = rendered_args(dag)
+    for stage, argv in args.items():
+        assert not any("None" in a for a in argv), f"{stage}: {argv}"  # Jinja's str(None)
+    ingest = parsed_args("ingest", args["ingest"], monkeypatch)
+    assert ingest.landing == ""  # → <home>/landing
+    assert (ingest.max_bad_files, ingest.max_quarantined_share) == (5, 0.1)
+    assert ingest.streams == ""  # all streams
+    windows = parsed_args("windows", args["windows"], monkeypatch)
+    assert windows.workers_path == ""  # → <home>/config/workers.json
+    assert windows.window_minutes == 60
+    plan = parsed_args("plan", args["plan"], monkeypatch)
+    assert (plan.workers_path, plan.max_moves, plan.strategy) == ("", None, "cg")
+    publish = parsed_args("publish", args["publish"], monkeypatch)
+    assert publish.keep_versions is None
+
+
+def test_form_values_reach_the_jobs(dag, monkeypatch):
+    conf = {
+        "date": "2026-10-01",
+        "streams": ["clicks", "orders"],
+        "landing_path": "/data/landing",
+        "workers_path": "/data/workers.json",
+        "max_bad_files": 0,
+        "max_quarantined_share": 0.25,
+        "max_moves": 0,
+        "keep_versions": 3,
+        "strategy": "kg",
+    }
+    args = rendered_args(dag, conf)
+    ingest = parsed_args("ingest", args["ingest"], monkeypatch)
+    assert (ingest.landing, ingest.max_bad_files, ingest.max_quarantined_share) == (
+        "/data/landing",
+        0,
+        0.25,
+    )
+    assert (ingest.streams, str(ingest.interval_start)) == ("clicks,orders", "2026-10-01")
+    plan = parsed_args("plan", args["plan"], monkeypatch)
+    assert (plan.workers_path, plan.max_moves, plan.strategy) == ("/data/workers.json", 0, "kg")
+    assert parsed_args("windows", args["windows"], monkeypatch).workers_path == (
+        "/data/workers.json"
+    )
+    assert parsed_args("publish", args["publish"], monkeypatch).keep_versions == 3
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_bad_files": -1},
+        {"max_quarantined_share": 1.5},
+        {"max_moves": -1},
+        {"streams": ["a b"]},
+        {"window_minutes": 0},
+    ],
+)
+def test_out_of_range_form_values_are_refused(dag, bad):
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    params = copy.deepcopy(dag.params)
+    with pytest.raises(ParamValidationError):
+        params.update(bad)
+        params.validate()
