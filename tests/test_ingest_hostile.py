@@ -27,25 +27,14 @@ from hypothesis import strategies as st
 
 from jobs import ingest
 from routeplan.names import is_valid_name, spark_name_regex
-from routeplan.schemas import validate_document
+from routeplan.schemas import load_schema, validate_document
 
 pytestmark = pytest.mark.spark
 DAY = "2026-11-20"
 START = datetime(2026, 11, 20, tzinfo=UTC)
 END = datetime(2026, 11, 21, tzinfo=UTC)
 NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
-FIELDS = (
-    "stream",
-    "key",
-    "event_id",
-    "ts",
-    "partition",
-    "worker",
-    "size_bytes",
-    "cost_ms",
-    "upstream_stream",
-    "upstream_key",
-)
+FIELDS = tuple(load_schema("stream_event")["properties"])  # a bronze row's event fields
 INTEGER_FIELDS = ("partition", "size_bytes")
 NUMBER_FIELDS = ("cost_ms",)
 # ts texts whose meaning both Python and Spark agree on (the oracle does not parse dates)
