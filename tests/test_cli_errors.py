@@ -9,10 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import stream_names
+from hypothesis import given, settings
 
 from routeplan.cli import main
 from routeplan.errors import OutputError
 from routeplan.inputs import json_text
+from routeplan.names import is_valid_name
 
 ZIPF = "zipf:messages=200,keys=20"
 SIM = ["simulate", "--events", ZIPF, "--workers", "2", "--strategy", "kg"]
@@ -318,3 +321,24 @@ def test_a_too_deep_current_document_is_one_line_naming_the_file(tmp_path, capsy
     err = capsys.readouterr().err
     assert code == 1 and "deep.json: JSON nested deeper than 64 levels" in err
     assert err.count("\n") == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=stream_names())
+def test_any_stream_name_on_the_command_line_is_refused_or_not_found(name, tmp_path_factory):
+    """The CLI boundary of the name rule: exit 2 naming the rule, or 1 (no such stream) —
+    never a traceback, never a path outside the routing root."""
+    import contextlib
+    import io
+
+    root = tmp_path_factory.mktemp("routing")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["show", "--routing", str(root), f"--stream={name}"])
+    text = err.getvalue()
+    assert "Traceback" not in text and text.count("\n") == 1
+    if is_valid_name(name):
+        assert code == 1 and "no routing table" in text
+    else:
+        assert code == 2 and "characters of A-Z a-z 0-9" in text
+    assert list(root.iterdir()) == []  # nothing created, inside or beside the root
