@@ -142,7 +142,9 @@ class _Tables:
         latest = self.latest(stream)
         versions = self.store.versions(stream)
         if latest not in versions:
-            raise _corrupt(self.store.root / stream / "LATEST", f"names v{latest}, not stored")
+            raise _corrupt(
+                self.store.root, self.store.root / stream / "LATEST", f"names v{latest}, not stored"
+            )
         return {"stream": stream, "latest_version": latest, "versions": versions}
 
     def latest(self, stream: str) -> int:
@@ -151,7 +153,7 @@ class _Tables:
         try:
             latest = self.store.latest_version(stream)
         except (OSError, ValueError) as err:
-            raise _corrupt(self.store.root / stream / "LATEST", err) from err
+            raise _corrupt(self.store.root, self.store.root / stream / "LATEST", err) from err
         if latest is None:
             streams = self.store.streams()
             known = f"streams: {', '.join(streams)}" if streams else "none published yet"
@@ -168,7 +170,7 @@ class _Tables:
             self._forget(stream, version)
             raise self._no_version(stream, version) from None
         except OSError as err:
-            raise _corrupt(path, err) from err
+            raise _corrupt(self.store.root, path, err) from err
         file_id = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
         with self._lock:
             hit = self._cache.get((stream, version))
@@ -193,7 +195,7 @@ class _Tables:
             raise self._no_version(stream, version) from None
         except (OSError, ValueError, KeyError, TypeError) as err:
             self._forget(stream, version)
-            raise _corrupt(path, err) from err
+            raise _corrupt(self.store.root, path, err) from err
         body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
         return _Published(table, body, doc["checksum"], file_id)
 
@@ -218,9 +220,14 @@ def _check_name(stream: str) -> None:
         raise HTTPException(404, f"no such stream: {err}") from None
 
 
-def _corrupt(path: Path, failure: object) -> HTTPException:
+def _corrupt(root: Path, path: Path, failure: object) -> HTTPException:
+    """500 naming the file relative to the store's root (the log has the full path): a client
+    learns which table is broken, never where the server keeps it."""
     log.error("refusing to serve %s: %s", path, failure)
-    return HTTPException(500, f"stored routing table file {path} is not servable: {failure}")
+    hidden = str(failure).replace(f"{root}{os.sep}", "").replace(str(root), "<root>")
+    return HTTPException(
+        500, f"stored routing table file {path.relative_to(root)} is not servable: {hidden}"
+    )
 
 
 def etag_matches(if_none_match: str | None, checksum: str) -> bool:
