@@ -34,9 +34,11 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
+from routeplan.errors import one_line
 from routeplan.names import spark_name_regex
 from routeplan.schemas import load_schema
 
@@ -64,7 +66,8 @@ class Field:
     default: object = None
 
 
-def event_fields() -> list[Field]:
+@cache
+def event_fields() -> tuple[Field, ...]:
     """The stream-event fields, in schema order, with their kinds and bounds."""
     schema = load_schema("stream_event")
     fields = []
@@ -92,7 +95,7 @@ def event_fields() -> list[Field]:
                 spec.get("default"),
             )
         )
-    return fields
+    return tuple(fields)
 
 
 # ---------------------------------------------------------------------------- landing files
@@ -143,7 +146,7 @@ def probe(file: LandingFile) -> tuple[str | None, object]:
         try:
             schema = pq.read_schema(file.path)
         except Exception as error:  # noqa: BLE001 - any failure means "not readable Parquet"
-            return f"not a readable Parquet file: {_short(str(error))}", None
+            return f"not a readable Parquet file: {one_line(error)}", None
         return None, tuple((f.name, str(f.type)) for f in schema)
     return None, None
 
@@ -154,7 +157,7 @@ def _csv_header(file: LandingFile) -> tuple[str | None, object]:
         with opener(file.path, "rb") as handle:
             first = handle.readline()
     except (OSError, EOFError) as error:
-        return f"unreadable gzip file: {_short(str(error))}", None
+        return f"unreadable gzip file: {one_line(error)}", None
     try:
         text = first.decode("utf-8-sig")  # a byte-order mark is not part of the first name
     except UnicodeDecodeError as error:
@@ -183,12 +186,7 @@ def unreadable_file(error: Exception, files: dict[str, LandingFile]) -> tuple[st
         return None
     causes = _CAUSE.findall(text)
     cause = causes[-1] if causes else text.splitlines()[0]
-    return uri, f"unreadable file: {_short(cause)}"
-
-
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return uri, f"unreadable file: {one_line(cause)}"
 
 
 # ---------------------------------------------------------------------------- reading
@@ -236,7 +234,7 @@ def read_raw(spark, files: list[LandingFile], needs: dict[str, object]):
     return result
 
 
-def _typed(columns: dict[str, tuple], fields: list[Field]):
+def _typed(columns: dict[str, tuple], fields: tuple[Field, ...]):
     """Select list ``<f>, <f>__t`` for every field (absent fields: null, type "null")."""
     from pyspark.sql import functions as F
 
@@ -260,7 +258,7 @@ def _read_jsonl(spark, paths: list[str]):
     malformed = (
         F.when(F.col("v").isNull(), F.lit("malformed line: not valid JSON"))
         .when(~root.startswith("OBJECT<"), F.lit("malformed line: not a JSON object"))
-        .when(_text_after_the_object(), F.lit(f"malformed line: {TRAILING}"))
+        .when(_text_after_the_object(), F.lit("malformed line: text after the JSON object"))
     )
     columns = {}
     for field in fields:
@@ -286,15 +284,12 @@ def _read_jsonl(spark, paths: list[str]):
     )
 
 
-TRAILING = "text after the JSON object"
-
-
 def _text_after_the_object():
     """True when the line ``value``, parsed as the JSON object ``v``, goes on after it
     (``try_parse_json`` ignores what follows the first value). A line that does not end in ``}``
-    goes on; one that
-    does goes on iff it holds more ``}`` than the parsed object written back (``to_json``) —
-    unless it escapes ``}`` as ``\\u007d``, which the exact skeleton comparison settles."""
+    goes on; one that does goes on iff it holds more ``}`` than the parsed object written back
+    (``to_json``) — unless it escapes ``}`` as ``\\u007d``, which the exact skeleton comparison
+    settles."""
     from pyspark.sql import functions as F
 
     def closing(text):
@@ -343,14 +338,11 @@ def _read_csv(spark, header: tuple[str, ...], paths: list[str], not_utf8: list[s
         .csv(paths)
     )
     by_name = {name: F.col(f"c{i}") for i, name in enumerate(header)}
-    columns = {
-        f.name: (
-            F.nullif(by_name[f.name], F.lit("")),
-            F.when(F.nullif(by_name[f.name], F.lit("")).isNull(), F.lit("null")).otherwise("text"),
-        )
-        for f in fields
-        if f.name in by_name
-    }
+    columns = {}
+    for field in fields:
+        if field.name in by_name:
+            text = F.nullif(by_name[field.name], F.lit(""))  # an empty field is absent
+            columns[field.name] = (text, F.when(text.isNull(), "null").otherwise("text"))
     values = [F.coalesce(F.col(f"c{i}"), F.lit("")) for i in range(len(header))]
     joined = F.concat_ws(",", *values)
     return frame.select(
@@ -635,30 +627,28 @@ def ingest(spark, args: RunArgs, landing: Path) -> dict:
         f"interval_start = '{args.interval_start}'",
         partition_by=("interval_start",),
     )
-    this_interval = read_delta(spark, tables, "bronze.quarantine").where(
-        F.col("interval_start") == F.lit(args.interval_start)
-    )
-    by_reason = {
-        r["reason"]: r["n"]
-        for r in this_interval.groupBy(F.regexp_replace("reason", ":.*", "").alias("reason"))
-        .agg(F.count("*").alias("n"))
-        .collect()
-    }
     if rows is not None:
         rows.unpersist()
-    quarantined_rows = counts.get("quarantined", 0) + len(bad)
+    by_reason: dict[str, int] = {}
+    by_file: dict[str, int] = {}
+    for r in (  # one pass over the interval's quarantine for both breakdowns
+        read_delta(spark, tables, "bronze.quarantine")
+        .where(F.col("interval_start") == F.lit(args.interval_start))
+        .groupBy("source_file", F.regexp_replace("reason", ":.*", "").alias("reason"))
+        .agg(F.count("*").alias("n"))
+        .collect()
+    ):
+        by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + r["n"]
+        by_file[r["source_file"]] = by_file.get(r["source_file"], 0) + r["n"]
     report.update(
         rows_read=sum(counts.values()) + len(bad),
         rows_written=counts.get("written", 0),
-        rows_quarantined=quarantined_rows,
+        rows_quarantined=counts.get("quarantined", 0) + len(bad),
         rows_not_selected=counts.get("not_selected", 0),
         files_quarantined=[{"file": uri, "reason": r} for uri, r in sorted(bad.items())],
         quarantined_by_reason=by_reason,
+        quarantined_by_file=by_file,
     )
-    report["quarantined_by_file"] = {
-        r["source_file"]: r["n"]
-        for r in this_interval.groupBy("source_file").agg(F.count("*").alias("n")).collect()
-    }
     return report
 
 

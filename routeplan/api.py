@@ -134,6 +134,16 @@ class _Tables:
             log.warning("stream %s cannot be served: %s", stream or "(all)", problem)
         return problem
 
+    def _corrupt(self, path: Path, failure: object) -> HTTPException:
+        """500 naming the file relative to the store's root (the log has the full path): a
+        client learns which table is broken, never where the server keeps it."""
+        log.error("refusing to serve %s: %s", path, failure)
+        root = self.store.root
+        hidden = str(failure).replace(f"{root}{os.sep}", "").replace(str(root), "<root>")
+        return HTTPException(
+            500, f"stored routing table file {path.relative_to(root)} is not servable: {hidden}"
+        )
+
     def _unavailable(self, problem: str) -> HTTPException:
         return HTTPException(503, self._warn("", problem))
 
@@ -142,9 +152,7 @@ class _Tables:
         latest = self.latest(stream)
         versions = self.store.versions(stream)
         if latest not in versions:
-            raise _corrupt(
-                self.store.root, self.store.root / stream / "LATEST", f"names v{latest}, not stored"
-            )
+            raise self._corrupt(self.store.root / stream / "LATEST", f"names v{latest}, not stored")
         return {"stream": stream, "latest_version": latest, "versions": versions}
 
     def latest(self, stream: str) -> int:
@@ -153,7 +161,7 @@ class _Tables:
         try:
             latest = self.store.latest_version(stream)
         except (OSError, ValueError) as err:
-            raise _corrupt(self.store.root, self.store.root / stream / "LATEST", err) from err
+            raise self._corrupt(self.store.root / stream / "LATEST", err) from err
         if latest is None:
             streams = self.store.streams()
             known = f"streams: {', '.join(streams)}" if streams else "none published yet"
@@ -170,7 +178,7 @@ class _Tables:
             self._forget(stream, version)
             raise self._no_version(stream, version) from None
         except OSError as err:
-            raise _corrupt(self.store.root, path, err) from err
+            raise self._corrupt(path, err) from err
         file_id = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
         with self._lock:
             hit = self._cache.get((stream, version))
@@ -195,7 +203,7 @@ class _Tables:
             raise self._no_version(stream, version) from None
         except (OSError, ValueError, KeyError, TypeError) as err:
             self._forget(stream, version)
-            raise _corrupt(self.store.root, path, err) from err
+            raise self._corrupt(path, err) from err
         body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
         return _Published(table, body, doc["checksum"], file_id)
 
@@ -218,16 +226,6 @@ def _check_name(stream: str) -> None:
         check_name(stream)
     except InvalidNameError as err:
         raise HTTPException(404, f"no such stream: {err}") from None
-
-
-def _corrupt(root: Path, path: Path, failure: object) -> HTTPException:
-    """500 naming the file relative to the store's root (the log has the full path): a client
-    learns which table is broken, never where the server keeps it."""
-    log.error("refusing to serve %s: %s", path, failure)
-    hidden = str(failure).replace(f"{root}{os.sep}", "").replace(str(root), "<root>")
-    return HTTPException(
-        500, f"stored routing table file {path.relative_to(root)} is not servable: {hidden}"
-    )
 
 
 def etag_matches(if_none_match: str | None, checksum: str) -> bool:

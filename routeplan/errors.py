@@ -8,12 +8,12 @@
   JSON output).
 
 Both ``UsageError`` and ``InputError`` are ``ValueError``\\ s, so library callers that catch
-``ValueError`` keep working.
+``ValueError`` keep working. ``one_line`` shortens any error text to one line for a report.
 """
 
 from __future__ import annotations
 
-__all__ = ["InputError", "OutputError", "UsageError"]
+__all__ = ["InputError", "OutputError", "UsageError", "one_line"]
 
 
 class UsageError(ValueError):
@@ -30,3 +30,9 @@ class InputError(ValueError):
 
 class OutputError(RuntimeError):
     """A result that cannot be written as asked."""
+
+
+def one_line(error: object, limit: int = 200) -> str:
+    """``error``'s text as one line (its lines joined by ``; ``) of at most ``limit`` characters."""
+    text = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -31,6 +31,7 @@ from types import EllipsisType
 from typing import Any, Literal
 
 from routeplan.documents import DEFAULT_MAX_BYTES, parse_document, read_limited
+from routeplan.errors import one_line
 from routeplan.names import check_name, is_valid_name
 from routeplan.routing_table import RoutingTable
 from routeplan.schemas import validate_document
@@ -252,7 +253,7 @@ class RoutingStore:
             try:
                 self._check_version(stream, version)
             except (OSError, ValueError, KeyError, TypeError) as err:
-                corrupt.append((version, _one_line(err)))
+                corrupt.append((version, one_line(err)))
             else:
                 valid.append(version)
         corrupt_versions = {version for version, _ in corrupt}
@@ -389,12 +390,6 @@ def _read_latest(path: Path) -> str:
     """A ``LATEST`` file's text, at most ``LATEST_MAX_BYTES`` (+1) of it."""
     with open(path, "rb") as handle:
         return handle.read(LATEST_MAX_BYTES + 1).decode("utf-8", "replace")
-
-
-def _one_line(err: BaseException) -> str:
-    """An error as one line of at most 200 characters."""
-    text = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
-    return text if len(text) <= 200 else text[:199] + "…"
 
 
 @contextlib.contextmanager
