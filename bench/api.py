@@ -4,10 +4,10 @@
     .venv/bin/python bench/api.py --threads 16 --seconds 30
 
 Publishes a realistic table (cg on a Zipf stream: 1024 key groups, 10 workers, 50 hot keys, its
-planning loads), starts ``routeplan.api.serve`` (uvicorn, one process) on a free local port in a
-subprocess, and drives it from ``--threads`` httpx clients (keep-alive) in this process: first
-with a plain GET (200, the whole document), then with ``If-None-Match`` set to the current ETag
-(304, no body). The load generator shares the machine with the server.
+planning loads), starts ``routeplan.publishing.api.serve`` (uvicorn, one process) on a free local
+port in a subprocess, and drives it from ``--threads`` httpx clients (keep-alive) in this process:
+first with a plain GET (200, the whole document), then with ``If-None-Match`` set to the current
+ETag (304, no body). The load generator shares the machine with the server.
 
 Measured on this machine (2 cores shared by server and load generator, Python 3.11, 10 s per
 case, one run each; the table is 35 kB as stored, 21 kB served; the first, uncached GET of a
@@ -40,10 +40,12 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from routeplan.hashing import key_groups
-from routeplan.models import Budget, LoadSnapshot, Worker, Workers
-from routeplan.store import RoutingStore
-from routeplan.strategies import get_strategy
+from routeplan.model.hashing import key_groups
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
+from routeplan.model.workers import Worker, Workers
+from routeplan.planning.registry import get_strategy
+from routeplan.publishing.store import RoutingStore
 
 STREAM = "clicks"
 
@@ -73,8 +75,11 @@ def free_port() -> int:
 
 
 def start_server(root: Path, port: int) -> subprocess.Popen:
-    """``routeplan.api.serve`` in a child process; returns once it answers."""
-    code = "import sys; from routeplan.api import serve; serve(sys.argv[1], port=int(sys.argv[2]))"
+    """``routeplan.publishing.api.serve`` in a child process; returns once it answers."""
+    code = (
+        "import sys; from routeplan.publishing.api import serve; "
+        "serve(sys.argv[1], port=int(sys.argv[2]))"
+    )
     proc = subprocess.Popen(
         [sys.executable, "-c", code, str(root), str(port)],
         stdout=subprocess.DEVNULL,

@@ -39,10 +39,12 @@ import mmh3
 import numpy as np
 from streams import zipf
 
-from routeplan.client import Router
-from routeplan.hashing import key_groups
-from routeplan.models import Budget, LoadSnapshot, Workers
-from routeplan.strategies import get_strategy
+from routeplan.model.hashing import key_groups
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
+from routeplan.model.workers import Workers
+from routeplan.planning.registry import get_strategy
+from routeplan.producers.client import Router
 
 ROUTE_RATIO_TARGET = 3.0  # route() / bare mmh3.hash
 ROUTE_MANY_TARGET = 5e6  # keys/s

@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 from streams import wp_like
 
-from routeplan.simulator import parse_capacities, simulate
+from routeplan.simulation.events import parse_capacities
+from routeplan.simulation.replay import simulate
 
 OUT = Path("bench/results")
 WORKERS = (5, 10, 50, 100)

@@ -10,8 +10,8 @@ pushes an item per tick to the reducer the ring names; each reducer serves one i
 if ``Q_max > Q_second·(1+τ)``, relieves the longest queue by halving or doubling (at most
 ``max_rounds`` times per reducer); a reducer that dequeues a key it no longer owns forwards it
 (§3 "input forwarding"). S = (W − U)/(M − U) over the items each reducer processed (§6.1.1).
-The ring, trigger, redistribution and S are routeplan's (``routeplan.strategies.ring``,
-``routeplan.metrics.skew``). Our WL1–WL5 are searched so that their S before load balancing
+The ring, trigger, redistribution and S are routeplan's (``routeplan.planning.keyrouting.ring``,
+``routeplan.planning.metrics.skew``). Our WL1–WL5 are searched so that their S before load balancing
 matches the paper's "No LB" column on our Murmur3 ring; the items' order is shuffled.
 
 Part 2 runs the same ring in routeplan's stream simulator on Zipf streams (4 workers).
@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 from streams import zipf
 
-from routeplan.metrics import skew
-from routeplan.simulator import simulate
-from routeplan.strategies import get_strategy
-from routeplan.strategies.ring import HashRing, redistribute, triggered
+from routeplan.planning.keyrouting.ring import HashRing, redistribute, triggered
+from routeplan.planning.metrics import skew
+from routeplan.planning.registry import get_strategy
+from routeplan.simulation.replay import simulate
 
 OUT = Path("bench/results")
 REDUCERS = [str(i) for i in range(4)]

@@ -30,11 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from routeplan.binpack import ADAPTED, KAFKA, MODIFIED, bin_capacity, heuristics
-from routeplan.binpack import metrics as bm
-from routeplan.binpack.latency import latency_samples, latency_summary, queue_segments
-from routeplan.binpack.replay import replay
-from routeplan.binpack.stream import measurement_stream
+from routeplan.planning.partitions import heuristics
+from routeplan.planning.partitions import scores as bm
+from routeplan.planning.partitions.latency import latency_samples, latency_summary, queue_segments
+from routeplan.planning.partitions.measurements import measurement_stream
+from routeplan.planning.partitions.packing import ADAPTED, KAFKA, MODIFIED, bin_capacity
+from routeplan.planning.partitions.replay import replay
 
 HEURISTICS = ADAPTED + MODIFIED
 DELTAS = (0, 5, 10, 15, 20, 25)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from streams import words, wp_like, zipf
 
-from routeplan.simulator import simulate
+from routeplan.simulation.replay import simulate
 
 OUT = Path("bench/results")
 WORKERS = (5, 10, 50, 100)

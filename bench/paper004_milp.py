@@ -16,8 +16,8 @@
 6. §5.4, Fig. 12 (Real Job 2 style): two operators on the same key, worst initial collocation,
    communication costing load; ALBIC's collocation factor and load index over periods.
 
-Load distance is ``routeplan.metrics.load_distance``: the largest deviation of a worker's load
-from the mean, relative to the mean (the paper's loads are utilisation percentages, so its
+Load distance is ``routeplan.planning.metrics.load_distance``: the largest deviation of a worker's
+load from the mean, relative to the mean (the paper's loads are utilisation percentages, so its
 "1 %" is one point of a node's capacity: equal to ours at 100 % utilisation). The paper's figures
 are plots without tables; its numbers quoted below come from its text. Plots and JSON go to
 bench/results/.
@@ -32,12 +32,14 @@ from pathlib import Path
 
 import numpy as np
 
-from routeplan.hashing import key_groups
-from routeplan.metrics import collocation_factor, load_distance, worker_load
-from routeplan.models import Budget, LoadSnapshot, Worker, Workers
-from routeplan.routing_table import RoutingTable
-from routeplan.strategies import get_strategy
-from routeplan.strategies.albic import balanced_partition, flow_arrays
+from routeplan.model.hashing import key_groups
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Worker, Workers
+from routeplan.planning.metrics import collocation_factor, load_distance, worker_load
+from routeplan.planning.reassign.albic import balanced_partition, flow_arrays
+from routeplan.planning.registry import get_strategy
 
 OUT = Path("bench/results")
 

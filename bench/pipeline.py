@@ -19,7 +19,7 @@ from pathlib import Path
 
 from jobs import ingest, plan, publish, validate, windows
 from jobs.common import spark_session
-from routeplan.generate import GeneratorConfig, generate
+from routeplan.simulation.generate import GeneratorConfig, generate
 
 DAY = date(2026, 11, 20)
 STREAMS = ("clicks", "orders", "views")

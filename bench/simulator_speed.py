@@ -30,7 +30,9 @@ from pathlib import Path
 
 from streams import zipf
 
-from routeplan.simulator import ONLINE, parse_capacities, simulate
+from routeplan.simulation.events import parse_capacities
+from routeplan.simulation.online import ONLINE
+from routeplan.simulation.replay import simulate
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from routeplan.simulator import Stream, zipf_stream
+from routeplan.simulation.events import Stream, zipf_stream
 
 WP_TOP_SHARE = 0.0932  # paper 003 Table I / paper 000 Table I
 WP_KEYS_PER_MESSAGE = 2.9e6 / 22e6  # 2.9M keys in 22M messages

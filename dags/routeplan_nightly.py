@@ -20,10 +20,10 @@ from datetime import datetime, timedelta
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param
 from routeplan_tasks import HOME, announce, spark_job
 
-from routeplan.schemas import load_schema
-from routeplan.strategies import strategy_names, strategy_parameters
+from routeplan.planning.registry import strategy_names, strategy_parameters
+from routeplan.publishing.schemas import load_schema
 
-# a stream name as schemas/name.schema.json has it (the rule of routeplan.names)
+# a stream name as schemas/name.schema.json has it (the rule of routeplan.model.names)
 STREAM_NAME = {k: load_schema("name")[k] for k in ("type", "minLength", "maxLength", "pattern")}
 # strategy parameters offered in the Trigger form; each strategy gets those it accepts
 STRATEGY_PARAMS = (

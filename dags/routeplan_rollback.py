@@ -17,9 +17,9 @@ from datetime import datetime
 from airflow.sdk import DAG, Param
 from routeplan_tasks import HOME, announce, spark_job
 
-from routeplan.schemas import load_schema
+from routeplan.publishing.schemas import load_schema
 
-# a stream name as schemas/name.schema.json has it (the rule of routeplan.names)
+# a stream name as schemas/name.schema.json has it (the rule of routeplan.model.names)
 NAME = load_schema("name")
 
 with DAG(

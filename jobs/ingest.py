@@ -39,8 +39,8 @@ from pathlib import Path
 
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
 from routeplan.errors import one_line
-from routeplan.names import spark_name_regex
-from routeplan.schemas import load_schema
+from routeplan.model.names import spark_name_regex
+from routeplan.publishing.schemas import load_schema
 
 SUFFIXES = {
     ".jsonl": "jsonl",

@@ -2,7 +2,7 @@
 
 For each stream: the loads of the planning window (the peak window by default, or the whole
 interval), the current published table (LATEST) and the workers file go through the chosen
-strategy and the ``kg`` baseline (``routeplan.strategies``). Every candidate is written with its
+strategy and the ``kg`` baseline (``routeplan.planning``). Every candidate is written with its
 predicted metrics and moves; the chosen one is ``selected``. A partition strategy (paper 002:
 ``mwf``, ``bfd``, …) plans partitions onto consumers from ``silver.partition_load`` (bytes/s),
 beside the ``kafka_range`` baseline. The load metrics not planned on go along as resources
@@ -19,12 +19,13 @@ import numpy as np
 
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
 from jobs.workers import read_workers
-from routeplan.hashing import DEFAULT_SEED
-from routeplan.metrics import observed_imbalance, table_imbalance
-from routeplan.models import Budget, LoadSnapshot
-from routeplan.store import RoutingStore
-from routeplan.strategies import get_strategy, strategy_names, strategy_parameters
-from routeplan.strategies.bin_packing import PARTITION_BASELINE, PARTITION_STRATEGIES
+from routeplan.model.hashing import DEFAULT_SEED
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
+from routeplan.planning.metrics import observed_imbalance, table_imbalance
+from routeplan.planning.partitions.strategies import PARTITION_BASELINE, PARTITION_STRATEGIES
+from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
+from routeplan.publishing.store import RoutingStore
 
 LOAD_METRICS = ("messages", "bytes", "cost_ms")
 BASELINE = "kg"
@@ -126,7 +127,7 @@ def key_group_flow(spark, args: RunArgs, stream: str, options, window):
     its LATEST table gives it (edges to streams not published yet are left out)."""
     from pyspark.sql import functions as F
 
-    from routeplan.strategies.albic import flow_arrays
+    from routeplan.planning.reassign.albic import flow_arrays
 
     name = "silver.key_group_flow"
     if not Path(args.tables.path(name), "_delta_log").is_dir():

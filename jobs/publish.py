@@ -1,12 +1,12 @@
 """publish: each stream's validated plan → a new routing-table version.
 
 Writes ``routing/<stream>/v<N>.json`` (never rewritten), moves ``routing/<stream>/LATEST``
-atomically (``routeplan.store``), and appends the version to Delta ``gold.routing_tables`` (with
-any version published outside a job, e.g. by ``routeplan rollback``). A plan that routes every
-key as LATEST already does publishes nothing; the reason is recorded in ``gold.publish_log`` like
-every other outcome. A plan made against another LATEST than the one now published (a concurrent
-publish or rollback) is refused. With ``--keep-versions N`` only the newest N JSON files stay;
-Delta keeps every version (and its time travel keeps every state of the table).
+atomically (``routeplan.publishing.store``), and appends the version to Delta
+``gold.routing_tables`` (with any version published outside a job, e.g. by ``routeplan rollback``).
+A plan that routes every key as LATEST already does publishes nothing; the reason is recorded in
+``gold.publish_log`` like every other outcome. A plan made against another LATEST than the one now
+published (a concurrent publish or rollback) is refused. With ``--keep-versions N`` only the newest
+N JSON files stay; Delta keeps every version (and its time travel keeps every state of the table).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from jobs.common import RunArgs, Tables, log, read_delta, run_args, run_parser, spark_session
-from routeplan.routing_table import RoutingTable
-from routeplan.store import RoutingStore, StaleLatestError
+from routeplan.model.table import RoutingTable
+from routeplan.publishing.store import RoutingStore, StaleLatestError
 
 TABLE_COLUMNS = (
     "stream string, version int, parent_version int, created_at string, kind string, "

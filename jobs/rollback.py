@@ -15,8 +15,8 @@ from pathlib import Path
 
 from jobs.common import Tables, log, spark_session
 from jobs.publish import append_log, record_versions
-from routeplan.routing_table import RoutingTable
-from routeplan.store import RoutingStore
+from routeplan.model.table import RoutingTable
+from routeplan.publishing.store import RoutingStore
 
 
 def rollback(spark, tables: Tables, stream: str, version: int, reason: str, run_id: str) -> dict:

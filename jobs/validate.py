@@ -29,8 +29,8 @@ from jobs.expectations import (
     validate_plan_assignment,
     validate_plan_metrics,
 )
-from routeplan.routing_table import RoutingTable
-from routeplan.store import RoutingStore
+from routeplan.model.table import RoutingTable
+from routeplan.publishing.store import RoutingStore
 
 VALIDATION_COLUMNS = (
     "interval_start date, stream string, run_id string, suite string, success boolean, "

@@ -3,7 +3,7 @@
 Tumbling windows of ``--window-minutes``. For each stream and window:
 
 * ``silver.key_group_load`` — messages, bytes, cost_ms, distinct_keys per key group
-  (``routeplan.hashing.key_group``: the planner's unit);
+  (``routeplan.model.hashing.key_group``: the planner's unit);
 * ``silver.key_load`` — the heavy hitters: the top ``--heavy-hitters`` keys with their share;
 * ``silver.worker_load`` — what each worker recorded in the logs processed, with distinct keys;
 * ``silver.partition_load`` — per partition, with the write rate in bytes/s (paper 002's input);
@@ -11,7 +11,7 @@ Tumbling windows of ``--window-minutes``. For each stream and window:
   that name the event they derive from (``upstream_key``, ``upstream_stream`` — default: the
   event's own stream): paper 004's communication between key groups;
 * ``silver.window_summary`` — totals and the observed imbalance on the logged workers
-  (``routeplan.metrics``; capacities from the workers file).
+  (``routeplan.planning.metrics``; capacities from the workers file).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import pandas as pd
 
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
 from jobs.workers import read_workers
-from routeplan.hashing import DEFAULT_NUM_KEY_GROUPS, DEFAULT_SEED, key_groups
-from routeplan.metrics import observed_imbalance
+from routeplan.model.hashing import DEFAULT_NUM_KEY_GROUPS, DEFAULT_SEED, key_groups
+from routeplan.planning.metrics import observed_imbalance
 
 LOADS = ("messages", "bytes", "cost_ms")
 

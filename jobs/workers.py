@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from jobs.common import log
-from routeplan.models import Worker, Workers
-from routeplan.schemas import validate_document
+from routeplan.model.workers import Worker, Workers
+from routeplan.publishing.schemas import validate_document
 
 
 def read_workers(path: Path | None, stream: str, seen: Iterable[str] = ()) -> Workers:

@@ -14,8 +14,8 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
-from routeplan.api import create_app
-from routeplan.store import default_root
+from routeplan.publishing.api import create_app
+from routeplan.publishing.store import default_root
 
 AUTH_MODES = ("none", "airflow")
 

@@ -19,7 +19,7 @@ import sys
 from datetime import date, timedelta
 from pathlib import Path
 
-from routeplan.generate import default_day
+from routeplan.simulation.generate import default_day
 
 PROGRESS = re.compile(
     r"\[routeplan [a-z]+\].*?(?=\s+\[airflow\.|$)|\[DAG TEST\] end task task_id=\w+"

@@ -572,7 +572,11 @@ def routeplan_cli(env: Mapping[str, str]) -> list[str]:
     exe = shutil.which("routeplan", path=env["PATH"])
     if exe:
         return [exe]
-    return [sys.executable, "-c", "import sys; from routeplan.cli import main; sys.exit(main())"]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from routeplan.cli.main import main; sys.exit(main())",
+    ]
 
 
 class NightlyAirflow:

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from routeplan.hashing import key_groups
-from routeplan.models import LoadSnapshot
+from routeplan.model.hashing import key_groups
+from routeplan.model.loads import LoadSnapshot
 
 # the repo's Airflow folders, as `make` exports them, also for a bare `pytest`
 REPO = Path(__file__).resolve().parents[1]
@@ -61,7 +61,7 @@ def spark():
 
 
 def stream_names():
-    """Any string, biased towards the edges of the name rule (``routeplan.names``): dot names,
+    """Any string, biased towards the edges of the name rule (``routeplan.model.names``): dot names,
     separators, NUL, newlines, flags, non-ASCII, and lengths around 128 and 255."""
     from hypothesis import strategies as st
 

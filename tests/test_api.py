@@ -22,13 +22,13 @@ from airflow_server import free_port
 from conftest import stream_names
 from hypothesis import HealthCheck, given, settings
 
-from routeplan.api import create_app, etag_matches
-from routeplan.diff import diff_tables
-from routeplan.models import Workers
-from routeplan.names import is_valid_name
-from routeplan.routing_table import RoutingTable, checksum
-from routeplan.schemas import validate_document
-from routeplan.store import RoutingStore
+from routeplan.model.names import is_valid_name
+from routeplan.model.table import RoutingTable, checksum
+from routeplan.model.workers import Workers
+from routeplan.publishing.api import create_app, etag_matches
+from routeplan.publishing.diff import diff_tables
+from routeplan.publishing.schemas import validate_document
+from routeplan.publishing.store import RoutingStore
 
 WORKERS = Workers.homogeneous(3)
 GROUPS = 16
@@ -273,7 +273,10 @@ def test_a_small_cache_still_serves_each_version_its_own_document(tmp_path):
 def test_serve_runs_the_api_on_the_given_host_and_port(tmp_path):
     RoutingStore(tmp_path).publish(key_table("served"))
     port = free_port()
-    code = "import sys; from routeplan.api import serve; serve(sys.argv[1], port=int(sys.argv[2]))"
+    code = (
+        "import sys; from routeplan.publishing.api import serve; "
+        "serve(sys.argv[1], port=int(sys.argv[2]))"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(port)])
     try:
         deadline = time.monotonic() + 30
@@ -359,9 +362,9 @@ def test_if_none_match_uses_weak_comparison(header, matches):
 
 
 def test_router_follows_the_api_with_etags(api, root, caplog):
-    """routeplan.client.Router against this server: an unchanged table costs a 304, a new version
-    is swapped in, a corrupt one is refused and the last good table keeps routing."""
-    from routeplan.client import Router
+    """routeplan.producers.client.Router against this server: an unchanged table costs a 304, a new
+    version is swapped in, a corrupt one is refused and the last good table keeps routing."""
+    from routeplan.producers.client import Router
 
     store = RoutingStore(root)
     store.publish(key_table("followed"))
@@ -379,7 +382,7 @@ def test_router_follows_the_api_with_etags(api, root, caplog):
         doc["key_group_worker"][0] = "w2" if doc["key_group_worker"][0] != "w2" else "w1"
         path.write_text(json.dumps(doc))  # a v3 whose checksum no longer matches
         (root / "followed" / "LATEST").write_text("v3.json\n")
-        with caplog.at_level("WARNING", logger="routeplan.client"):
+        with caplog.at_level("WARNING", logger="routeplan.producers.client"):
             assert router.reload() is False
         assert router.version == 2
         assert "keeps serving v2" in caplog.text and "HTTP 500" in caplog.text

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from test_api import key_table
 
-from routeplan.store import RoutingStore
+from routeplan.publishing.store import RoutingStore
 
 pytestmark = pytest.mark.airflow
 

@@ -9,27 +9,29 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from routeplan.binpack import (
+from routeplan.cli.main import main
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Worker, Workers
+from routeplan.planning.partitions import heuristics
+from routeplan.planning.partitions import scores as bm
+from routeplan.planning.partitions.consumers import ConsumerNames
+from routeplan.planning.partitions.exact import binpack_milp
+from routeplan.planning.partitions.latency import latency_summary, queue_segments
+from routeplan.planning.partitions.measurements import measurement_stream
+from routeplan.planning.partitions.packing import (
     ADAPTED,
     ALGORITHMS,
     KAFKA,
     MODIFIED,
     bin_capacity,
-    heuristics,
     pack,
 )
-from routeplan.binpack import metrics as bm
-from routeplan.binpack.latency import latency_summary, queue_segments
-from routeplan.binpack.milp import binpack_milp
-from routeplan.binpack.names import ConsumerNames
-from routeplan.binpack.stream import measurement_stream
-from routeplan.cli import main
-from routeplan.client import Assignment, Router
-from routeplan.models import Budget, LoadSnapshot, Worker, Workers
-from routeplan.routing_table import RoutingTable
-from routeplan.schemas import validate_document
-from routeplan.store import RoutingStore
-from routeplan.strategies import get_strategy, strategy_names, strategy_parameters
+from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
+from routeplan.producers.client import Assignment, Router
+from routeplan.publishing.schemas import validate_document
+from routeplan.publishing.store import RoutingStore
 
 HEURISTICS = ADAPTED + MODIFIED
 C = 100.0

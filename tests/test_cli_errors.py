@@ -12,10 +12,10 @@ import pytest
 from conftest import stream_names
 from hypothesis import given, settings
 
-from routeplan.cli import main
+from routeplan.cli.main import main
 from routeplan.errors import OutputError
-from routeplan.inputs import json_text
-from routeplan.names import is_valid_name
+from routeplan.files import json_text
+from routeplan.model.names import is_valid_name
 
 ZIPF = "zipf:messages=200,keys=20"
 SIM = ["simulate", "--events", ZIPF, "--workers", "2", "--strategy", "kg"]
@@ -273,7 +273,7 @@ def test_bad_input_is_one_line_naming_it_with_its_exit_code(case, inputs, capsys
 @pytest.mark.parametrize("case", ["plan unknown strategy", "loads key group too large"])
 def test_the_console_script_prints_no_traceback(case, inputs):
     argv, code, fragments = CASES[case]  # both were tracebacks (KeyError, MemoryError)
-    script = "import sys; from routeplan.cli import main; sys.exit(main())"
+    script = "import sys; from routeplan.cli.main import main; sys.exit(main())"
     done = subprocess.run(
         [sys.executable, "-c", script, *(a.replace("{tmp}", str(inputs)) for a in argv)],
         capture_output=True,

@@ -1,4 +1,4 @@
-"""routeplan.client: routing (route = route_many, PKG local load) and loading (directory,
+"""routeplan.producers.client: routing (route = route_many, PKG local load) and loading (directory,
 file://, fsspec, HTTP) with hot reload that never gives up the last good table."""
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from conftest import stream_names
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import routeplan.client as client
-from routeplan.client import Assignment, Router
-from routeplan.hashing import key_group
-from routeplan.models import Worker, Workers
-from routeplan.names import InvalidNameError, is_valid_name
-from routeplan.routing_table import RoutingTable
-from routeplan.store import RoutingStore
+import routeplan.producers.client as client
+from routeplan.model.hashing import key_group
+from routeplan.model.names import InvalidNameError, is_valid_name
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Worker, Workers
+from routeplan.producers.client import Assignment, Router
+from routeplan.publishing.store import RoutingStore
 
 WORKERS = Workers((Worker("a", 1.0), Worker("b", 2.0), Worker("c", 1.0)))
 
@@ -155,7 +155,7 @@ def key_table(stream: str = "s", owner: str = "a") -> RoutingTable:
 
 @pytest.fixture
 def logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    caplog.set_level(logging.INFO, logger="routeplan.client")
+    caplog.set_level(logging.INFO, logger="routeplan.producers.client")
     return caplog
 
 
@@ -313,7 +313,7 @@ def test_assignment_loads_and_reloads_the_same_way(tmp_path):
         store.publish(assignment("c"))
         assert consumers.reload() is True
         assert consumers.consumer(2) == "c" and consumers.partitions("a") == []
-    with pytest.raises(ValueError, match="read it with routeplan.client.Assignment"):
+    with pytest.raises(ValueError, match="read it with routeplan.producers.client.Assignment"):
         Router.open(tmp_path, "s")
 
 

@@ -68,7 +68,7 @@ def test_rollback_dag_needs_stream_version_and_reason(bag):
 
 
 def test_params_offer_every_registered_strategy(dag):
-    from routeplan.strategies import strategy_names
+    from routeplan.planning.registry import strategy_names
 
     assert dag.params.get_param("strategy").schema["enum"] == strategy_names()
     assert dag.params["strategy"] == "cg"

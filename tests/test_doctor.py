@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from routeplan.cli import main
-from routeplan.models import Workers
-from routeplan.routing_table import RoutingTable
-from routeplan.store import BrokenLatestError, DoctorReport, RoutingStore
+from routeplan.cli.main import main
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Workers
+from routeplan.publishing.store import BrokenLatestError, DoctorReport, RoutingStore
 
 WORKERS = Workers.homogeneous(4)
 
@@ -183,9 +183,9 @@ def test_doctor_waits_for_the_publish_lock(tmp_path):
 
 PUBLISHER = """
 import os, sys, time
-from routeplan.models import Workers
-from routeplan.routing_table import RoutingTable
-from routeplan.store import RoutingStore
+from routeplan.model.workers import Workers
+from routeplan.model.table import RoutingTable
+from routeplan.publishing.store import RoutingStore
 
 fsync = os.fsync
 os.fsync = lambda fd: (time.sleep(0.004), fsync(fd))[1]  # a slow disk: kills land mid-write

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from routeplan.schemas import validate_document
+from routeplan.publishing.schemas import validate_document
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]
@@ -123,7 +123,7 @@ def test_main_job_publishes_then_rerun_changes_nothing(env, spark):
 
 def test_rollback_dag_restores_a_version_and_announces_it(env, spark):
     """A bad v2 reaches producers; the operator triggers routeplan_rollback back to v1."""
-    from routeplan.store import RoutingStore
+    from routeplan.publishing.store import RoutingStore
 
     home = Path(env["ROUTEPLAN_HOME"])
     store = RoutingStore(home / "routing")

@@ -5,12 +5,13 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from routeplan.cli import main
-from routeplan.generate import GeneratorConfig, generate, stream_workers
-from routeplan.hashing import key_group
-from routeplan.models import Budget, LoadSnapshot
-from routeplan.schemas import validate_document
-from routeplan.strategies import get_strategy
+from routeplan.cli.main import main
+from routeplan.model.hashing import key_group
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
+from routeplan.planning.registry import get_strategy
+from routeplan.publishing.schemas import validate_document
+from routeplan.simulation.generate import GeneratorConfig, generate, stream_workers
 
 DAY = date(2026, 11, 20)
 
@@ -109,7 +110,7 @@ def test_cli_generate_then_show(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "landing" / "2026-11-20" / "x-000.jsonl").is_file()
     assert main(["show", "--stream", "x"]) == 1
     assert "no routing table published" in capsys.readouterr().err
-    from routeplan.store import RoutingStore
+    from routeplan.publishing.store import RoutingStore
 
     snapshot = LoadSnapshot("x", [3.0, 1.0, 2.0, 0.0])
     table = get_strategy("cg").plan(snapshot, None, stream_workers(config(tmp_path)), Budget())
@@ -123,8 +124,8 @@ def test_cli_generate_then_show(tmp_path, capsys, monkeypatch):
 def test_cli_show_summarises_a_partition_assignment(tmp_path, capsys):
     import numpy as np
 
-    from routeplan.models import Workers
-    from routeplan.store import RoutingStore
+    from routeplan.model.workers import Workers
+    from routeplan.publishing.store import RoutingStore
 
     loads = LoadSnapshot("p", [1.0], partition_load=np.array([50.0, 40.0, 30.0, 20.0, 10.0]))
     plan = get_strategy("mwf", consumer_capacity=120.0).plan(

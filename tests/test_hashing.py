@@ -3,7 +3,7 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from routeplan.hashing import key_group, key_groups, key_hash, salted_choice
+from routeplan.model.hashing import key_group, key_groups, key_hash, salted_choice
 
 
 def murmur3_x86_32(data: bytes, seed: int = 0) -> int:

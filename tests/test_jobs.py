@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from jobs import ingest, plan, publish, rollback, validate, windows
-from routeplan.client import Router
-from routeplan.generate import GeneratorConfig, generate
-from routeplan.metrics import observed_imbalance
-from routeplan.models import Workers
-from routeplan.schemas import validate_document
-from routeplan.store import RoutingStore
+from routeplan.model.workers import Workers
+from routeplan.planning.metrics import observed_imbalance
+from routeplan.producers.client import Router
+from routeplan.publishing.schemas import validate_document
+from routeplan.publishing.store import RoutingStore
+from routeplan.simulation.generate import GeneratorConfig, generate
 
 pytestmark = pytest.mark.spark
 DAY = "2026-11-20"
@@ -167,7 +167,7 @@ def test_windows_conserve_messages_and_measure_logged_imbalance(spark, home):
     hitters = table(spark, home, "silver.key_load")
     assert hitters.groupBy("stream", "window_start").count().agg({"count": "max"}).first()[0] == 20
     assert hitters.where("share <= 0 OR share > 1").count() == 0
-    # observed imbalance: the same computation as routeplan.metrics on the logged workers
+    # observed imbalance: the same computation as routeplan.planning.metrics on the logged workers
     workers = json.loads((home / "config/workers.json").read_text())["workers"]
     summary = (
         table(spark, home, "silver.window_summary")
@@ -277,8 +277,9 @@ def test_rollback_job_and_the_delta_history(spark, home):
 
 def test_upstream_fields_flow_into_key_group_flow_and_albic(spark, tmp_path):
     """Paper 004: events naming their upstream event → silver.key_group_flow → albic's plan."""
-    from routeplan.models import Budget, LoadSnapshot
-    from routeplan.strategies import get_strategy
+    from routeplan.model.loads import LoadSnapshot
+    from routeplan.model.plan import Budget
+    from routeplan.planning.registry import get_strategy
 
     generate(
         GeneratorConfig(

@@ -1,5 +1,5 @@
-"""routeplan.kafka: producers route every message exactly as ``Router.route`` does, against a
-real (librdkafka mock) Kafka cluster with both kafka-python and confluent-kafka."""
+"""routeplan.producers.kafka: producers route every message exactly as ``Router.route`` does,
+against a real (librdkafka mock) Kafka cluster with both kafka-python and confluent-kafka."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import uuid
 import numpy as np
 import pytest
 
-from routeplan.client import Router
-from routeplan.kafka import KafkaPythonPartitioner, RoutedProducer, worker_partitions
-from routeplan.models import Worker, Workers
-from routeplan.routing_table import RoutingTable
-from routeplan.store import RoutingStore
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Worker, Workers
+from routeplan.producers.client import Router
+from routeplan.producers.kafka import KafkaPythonPartitioner, RoutedProducer, worker_partitions
+from routeplan.publishing.store import RoutingStore
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 

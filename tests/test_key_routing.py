@@ -8,15 +8,17 @@ from conftest import zipf_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from routeplan.client import Router
-from routeplan.hashing import hash_choices, hash_choices_many, key_group, key_hash
-from routeplan.metrics import skew, worker_load
-from routeplan.models import Budget, LoadSnapshot, Worker, Workers
-from routeplan.simulator import ONLINE
-from routeplan.strategies import get_strategy, strategy_names, strategy_parameters
-from routeplan.strategies.partial_key_grouping import head_choices
-from routeplan.strategies.placement import water_fill
-from routeplan.strategies.ring import HashRing, group_positions
+from routeplan.model.hashing import hash_choices, hash_choices_many, key_group, key_hash
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
+from routeplan.model.workers import Worker, Workers
+from routeplan.planning.keyrouting.partial_key_grouping import head_choices
+from routeplan.planning.keyrouting.placement import water_fill
+from routeplan.planning.keyrouting.ring import HashRing, group_positions
+from routeplan.planning.metrics import skew, worker_load
+from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
+from routeplan.producers.client import Router
+from routeplan.simulation.online import ONLINE
 
 KEY_ROUTING = ("kg", "sg", "potc", "pkg", "dchoices", "porc", "chbl", "cg", "ring")
 

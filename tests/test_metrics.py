@@ -3,9 +3,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from routeplan.metrics import imbalance, moves, normalised_load, observed_imbalance
-from routeplan.models import LoadSnapshot, Worker, Workers
-from routeplan.routing_table import RoutingTable
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Worker, Workers
+from routeplan.planning.metrics import imbalance, moves, normalised_load, observed_imbalance
 
 
 def test_imbalance_is_zero_when_load_follows_capacity():

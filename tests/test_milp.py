@@ -10,14 +10,16 @@ from conftest import zipf_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from routeplan.cli import main
-from routeplan.metrics import collocation_factor, load_distance, worker_load
-from routeplan.models import Budget, LoadSnapshot, Worker, Workers
-from routeplan.routing_table import RoutingTable
-from routeplan.schemas import validate_document
-from routeplan.solver import cbc_outcome, solve
-from routeplan.strategies import get_strategy, strategy_names, strategy_parameters
-from routeplan.strategies.albic import balanced_partition, components, flow_arrays
+from routeplan.cli.main import main
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Worker, Workers
+from routeplan.planning.metrics import collocation_factor, load_distance, worker_load
+from routeplan.planning.reassign.albic import balanced_partition, components, flow_arrays
+from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
+from routeplan.planning.solver import cbc_outcome, solve
+from routeplan.publishing.schemas import validate_document
 
 
 def table_of(owner, workers: Workers, stream="s") -> RoutingTable:

@@ -7,19 +7,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from routeplan.cli import main
-from routeplan.generate import GeneratorConfig, generate
-from routeplan.hashing import key_hashes
-from routeplan.metrics import skew
-from routeplan.simulator import (
-    ONLINE,
+from routeplan.cli.main import main
+from routeplan.model.hashing import key_hashes
+from routeplan.planning.metrics import skew
+from routeplan.simulation.events import (
     Stream,
     events_from_spec,
     parse_capacities,
     read_events,
-    simulate,
     zipf_stream,
 )
+from routeplan.simulation.generate import GeneratorConfig, generate
+from routeplan.simulation.online import ONLINE
+from routeplan.simulation.replay import simulate
 
 SKEWED = zipf_stream(200_000, 10_000, 1.0, seed=7)  # p1 ≈ 10 %, like WP's 9.32 %
 HETERO = parse_capacities("y=3,z=5", 10)  # paper 000 §VII: 3 of 10 machines 5× faster

@@ -4,10 +4,12 @@ from conftest import zipf_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from routeplan.metrics import table_imbalance, worker_load
-from routeplan.models import Budget, LoadSnapshot, Worker, Workers
-from routeplan.strategies import get_strategy, strategy_names, strategy_parameters
-from routeplan.strategies.consistent_grouping import proportional_counts
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
+from routeplan.model.workers import Worker, Workers
+from routeplan.planning.keyrouting.consistent_grouping import proportional_counts
+from routeplan.planning.metrics import table_imbalance, worker_load
+from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
 
 
 def heterogeneous(n=10, fast=3, speedup=5.0):

@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 from conftest import zipf_snapshot
 
-from routeplan.cli import main
-from routeplan.diff import diff_tables
-from routeplan.models import Budget, LoadSnapshot, Workers
-from routeplan.routing_table import RoutingTable
-from routeplan.schemas import validate_document
-from routeplan.store import RoutingStore, StaleLatestError
-from routeplan.strategies import get_strategy
+from routeplan.cli.main import main
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Workers
+from routeplan.planning.registry import get_strategy
+from routeplan.publishing.diff import diff_tables
+from routeplan.publishing.schemas import validate_document
+from routeplan.publishing.store import RoutingStore, StaleLatestError
 
 SNAPSHOT = zipf_snapshot(keys=5_000, messages=200_000, num_key_groups=256)
 WORKERS = Workers.homogeneous(8)

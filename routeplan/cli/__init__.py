@@ -1,0 +1,1 @@
+"""The ``routeplan`` command line: one module per subcommand, ``main`` dispatches."""

@@ -1,0 +1,70 @@
+"""``routeplan doctor [--stream S] [--fix] [--json]``: a routing store's state after faults.
+
+Prints ``RoutingStore.doctor``'s report for one stream, or for every stream folder: LATEST's
+state, corrupt version files, temp files and orphan versions left by killed publishers. With
+``--fix`` it removes temp files and points a broken LATEST at the newest valid version (the store
+does the work, under the publish lock; this module only formats). Exit code 0 when every stream
+is clean (orphans do no harm and are only listed), 1 while problems remain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from routeplan.publishing.store import DoctorReport, RoutingStore, default_root, version_runs
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    store = RoutingStore(Path(args.routing) if args.routing else default_root())
+    streams = [args.stream] if args.stream is not None else store.stream_folders()
+    reports = [store.doctor(stream, fix=args.fix) for stream in streams]
+    if args.json:
+        print(json.dumps([report.to_dict() for report in reports], indent=1))
+    else:
+        for report in reports:
+            print(format_report(report, hint=not args.fix))
+    return 0 if all(report.clean for report in reports) else 1
+
+
+def format_report(report: DoctorReport, hint: bool = True) -> str:
+    """The report for a person: a line for the stream, then one per repair, problem, orphans."""
+    stored = sorted({*report.valid_versions, *(v for v, _ in report.corrupt_versions)})
+    count = len(report.problems)
+    state = "ok" if report.clean else f"{count} problem{'s' if count > 1 else ''}"
+    latest = (
+        f"LATEST v{report.latest_version}"
+        if report.latest == "ok"
+        else f"LATEST {report.latest.replace('_', ' ')}"
+    )
+    lines = [f"{report.stream}: {state}, {latest} (versions {version_runs(stored)})"]
+    lines += [f"  fixed: {what}" for what in report.fixed]
+    lines += [f"  problem: {problem}" for problem in report.problems]
+    if report.orphan_versions:
+        lines.append(
+            f"  orphan versions {version_runs(list(report.orphan_versions))}: newer than LATEST, "
+            "never published (left alone; the next publish numbers above them)"
+        )
+    if hint and report.problems:
+        lines.append(f"  repair: routeplan doctor --stream {report.stream} --fix")
+    return "\n".join(lines)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``routeplan doctor``."""
+    p = sub.add_parser(
+        "doctor", help="check routing-table files after faults; --fix repairs what is safe"
+    )
+    p.add_argument(
+        "--routing",
+        help="routing directory (default $ROUTEPLAN_ROUTING, else $ROUTEPLAN_HOME/routing)",
+    )
+    p.add_argument("--stream", help="default: every stream folder")
+    p.add_argument(
+        "--fix",
+        action="store_true",
+        help="remove temp files; point a broken LATEST at the newest valid version",
+    )
+    p.add_argument("--json", action="store_true", help="one report per stream")
+    p.set_defaults(func=cmd_doctor)

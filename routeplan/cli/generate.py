@@ -1,0 +1,87 @@
+"""``routeplan generate``: sample stream logs in a landing directory, and their workers file."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from routeplan import settings
+from routeplan.files import json_text
+from routeplan.parsing import iso_date, name_list, stream_name
+from routeplan.simulation.generate import (
+    FORMATS,
+    SPEC_FIELDS,
+    GeneratorConfig,
+    default_day,
+    generate,
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    g = sub.add_parser("generate", help="write sample stream logs into a landing directory")
+    g.add_argument("--landing", help="landing directory (default $ROUTEPLAN_HOME/landing)")
+    g.add_argument(
+        "--workers-out", help="workers file to write (default <home>/config/workers.json)"
+    )
+    g.add_argument("--date", type=iso_date, default=default_day(), help="day (UTC)")
+    g.add_argument("--streams", type=name_list, default=("clicks", "orders", "views"))
+    f = SPEC_FIELDS  # the same types as the generate: spec of simulate/compare --events
+    g.add_argument("--events", type=f["events"], default=200_000, help="events per stream")
+    g.add_argument("--keys", type=f["keys"], default=20_000, help="distinct keys per stream")
+    g.add_argument("--zipf", type=f["zipf"], default=1.1, help="Zipf exponent of key popularity")
+    g.add_argument("--drift", type=f["drift"], default=0.05, help="share of top ranks swapped")
+    g.add_argument("--workers", type=f["workers"], default=8)
+    g.add_argument(
+        "--fast-workers", type=f["fast_workers"], default=2, help="y workers are z times faster"
+    )
+    g.add_argument("--speedup", type=f["speedup"], default=4.0, help="z")
+    g.add_argument("--partitions", type=f["partitions"], default=16)
+    g.add_argument("--files", type=f["files_per_stream"], default=4, help="files per stream")
+    g.add_argument("--format", choices=FORMATS, default="jsonl")
+    g.add_argument("--gzip", action="store_true")
+    g.add_argument("--malformed", type=f["malformed"], default=0.0, help="share of broken lines")
+    g.add_argument("--duplicates", type=f["duplicates"], default=0.0, help="share repeated")
+    g.add_argument("--seed", type=f["seed"], default=42)
+    g.add_argument(
+        "--upstream",
+        type=stream_name,
+        metavar="STREAM",
+        help="the other streams' events derive from this one's (upstream_stream/upstream_key)",
+    )
+    g.add_argument("--json", action="store_true")
+    g.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = GeneratorConfig(
+        landing=Path(args.landing or settings.home() / "landing"),
+        workers_out=Path(args.workers_out or settings.home() / "config" / "workers.json"),
+        day=args.date,
+        streams=args.streams,
+        events=args.events,
+        keys=args.keys,
+        zipf=args.zipf,
+        drift=args.drift,
+        workers=args.workers,
+        fast_workers=args.fast_workers,
+        speedup=args.speedup,
+        partitions=args.partitions,
+        files_per_stream=args.files,
+        fmt=args.format,
+        gzip=args.gzip,
+        malformed=args.malformed,
+        duplicates=args.duplicates,
+        seed=args.seed,
+        upstream=args.upstream,
+    )
+    summary = generate(config)
+    if args.json:
+        print(json_text(summary, indent=1))
+    else:
+        for stream, counts in summary["streams"].items():
+            print(
+                f"{stream}: {counts['lines']} lines in {counts['files']} files "
+                f"({counts['malformed']} malformed, {counts['duplicates']} duplicates)"
+            )
+        print(f"landing: {summary['landing']}/{summary['day']}  workers: {summary['workers_file']}")
+    return 0

@@ -1,0 +1,85 @@
+"""``routeplan`` command line: sample logs, planning, and the published routing tables."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+from routeplan.cli import binpack, doctor, generate, plan, show, simulate, versions
+from routeplan.errors import InputError, OutputError, UsageError
+from routeplan.publishing.store import BrokenLatestError, StaleLatestError
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are ``UsageError``\\ s: ``main`` prints them on one line
+    (subparsers are of the same class, so they name the subcommand)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, prog=self.prog)
+
+
+def package_version() -> str:
+    """routeplan's installed version (``unknown`` when it runs from a bare checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("routeplan")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(prog="routeplan", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    # One module per subcommand, each adding its own parser (and its ``func``).
+    generate.add_parser(sub)  # routeplan generate: sample logs and a workers file
+    show.add_parser(sub)  # routeplan show: one published table
+    plan.add_parser(sub)  # routeplan plan: any batch strategy on a loads file
+    binpack.add_parser(sub)  # routeplan binpack: partitions onto consumers over time (paper 002)
+    versions.add_parsers(sub)  # routeplan diff / rollback / versions / serve
+    doctor.add_parser(sub)  # routeplan doctor: a store's state after faults, --fix
+    simulate.add_parsers(sub)  # routeplan simulate / compare: online strategies replayed
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; a bad input is one line on stderr and exit code 2 (the command line is
+    wrong: ``UsageError``, any other ``ValueError``) or 1 (an input file, the store or the
+    output: ``InputError``, missing or undecodable files, ``OSError``), never a traceback."""
+    prog = "routeplan"
+    try:
+        args = build_parser().parse_args(argv)
+        prog = f"routeplan {args.command}"
+        return args.func(args)
+    except UsageError as err:
+        return _fail(err.prog or prog, err, 2)
+    except (
+        InputError,
+        UnicodeDecodeError,
+        OutputError,
+        OSError,
+        StaleLatestError,
+        BrokenLatestError,
+    ) as err:
+        return _fail(prog, err, 1)
+    except MemoryError as err:  # a size no limit caught: numpy names what it could not allocate
+        return _fail(prog, str(err) or "out of memory", 1)
+    except ValueError as err:
+        return _fail(prog, err, 2)
+
+
+def _fail(prog: str, err: object, code: int) -> int:
+    """Print ``prog: error: message`` as one line on stderr; return ``code``."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    message = lines[0] if lines else type(err).__name__
+    for line in lines[1:]:  # e.g. a schema's violations, one a line
+        message += (" " if message.endswith(":") else "; ") + line
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

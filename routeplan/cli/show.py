@@ -1,0 +1,74 @@
+"""``routeplan show``: the summary of one published routing table (LATEST by default)."""
+
+from __future__ import annotations
+
+import argparse
+
+from routeplan.files import json_text, reading
+from routeplan.parsing import stream_name, version_number
+from routeplan.publishing.store import RoutingStore, default_root
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("show", help="summary of a published routing table (LATEST by default)")
+    s.add_argument("--stream", required=True, type=stream_name)
+    s.add_argument("--version", type=version_number, help="default: LATEST")
+    s.add_argument("--routing", help="routing directory (default $ROUTEPLAN_HOME/routing)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=run)
+
+
+def table_summary(doc: dict) -> dict:
+    """The fields of a routing-table document a person looks at first."""
+    return {
+        "stream": doc["stream"],
+        "version": doc["version"],
+        "parent_version": doc["parent_version"],
+        "created_at": doc["created_at"],
+        "strategy": doc["strategy"],
+        "kind": doc["kind"],
+        "num_key_groups": doc["num_key_groups"],
+        "hot_keys": len(doc["hot_keys"]),
+        "partitions": len(doc.get("partition_consumer", {})),
+        "consumers": len(set(doc.get("partition_consumer", {}).values())),
+        "workers": doc["workers"],
+        "predicted": doc["predicted"],
+        "params": doc["params"],
+        "reason": doc.get("reason"),
+        "restored_version": doc.get("restored_version"),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    store = RoutingStore(args.routing or default_root())
+    try:
+        with reading(store.root / args.stream):  # a corrupt stored file: exit code 1
+            doc = store.read_document(args.stream, args.version)
+    except FileNotFoundError as err:
+        raise FileNotFoundError(f"{err} (looked in {store.root})") from None
+    summary = table_summary(doc)
+    if args.json:
+        print(json_text(summary, indent=1))
+        return 0
+    predicted = summary["predicted"]
+    parent = summary["parent_version"]
+    print(
+        f"{summary['stream']} v{summary['version']} ({summary['kind']}, strategy "
+        f"{summary['strategy']}, {f'parent v{parent}' if parent else 'first version'}) "
+        f"published {summary['created_at']}"
+    )
+    if summary["reason"]:
+        print(f"  reason: {summary['reason']}")
+    routed = (
+        f"{summary['partitions']} partitions on {summary['consumers']} consumers"
+        if summary["kind"] == "partition_assignment"
+        else f"{summary['hot_keys']} hot keys routed on their own"
+    )
+    print(
+        f"  predicted imbalance {predicted.get('imbalance', float('nan')):.4f}, "
+        f"moves {predicted.get('moves', 0):.0f}, "
+        f"migrated load share {predicted.get('migrated_load_share', 0):.4f}, {routed}"
+    )
+    for w in summary["workers"]:
+        print(f"  {w['worker']:<12} capacity {w['capacity']:<8g} {w['state']}")
+    return 0

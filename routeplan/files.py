@@ -1,0 +1,160 @@
+"""Input files of the command line, read one way, and its JSON output.
+
+Every error met while reading an input file becomes an ``InputError`` whose message starts with
+the file (``path:line:`` when the line is known): a missing or unreadable file, bytes that are
+not UTF-8, an empty CSV, a line that is not JSON, a row that breaks the file's rules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gzip
+import io
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from routeplan.errors import InputError, OutputError, UsageError
+from routeplan.publishing.documents import check_bounds, read_limited
+
+__all__ = ["JSON_LINES_SUFFIXES", "Row", "json_text", "read_json", "read_rows", "reading"]
+
+JSON_LINES_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+
+class Row(dict[str, Any]):
+    """One row of an input file (column → value) and the line it came from (1-based)."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, values: dict[str, Any], line: int) -> None:
+        super().__init__(values)
+        self.line = line
+
+
+def where(path: str | Path, row: Row | None = None) -> str:
+    """``path`` or ``path:line`` for messages."""
+    line = getattr(row, "line", None)
+    return f"{path}:{line}" if line else str(path)
+
+
+@contextlib.contextmanager
+def reading(path: str | Path) -> Iterator[None]:
+    """Turn what goes wrong while reading ``path`` into an ``InputError`` naming it."""
+    try:
+        yield
+    except (InputError, UsageError):
+        raise
+    except FileNotFoundError as err:
+        if err.filename is None:  # raised with its own message (e.g. by the routing store)
+            raise
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a file") from None
+    except UnicodeDecodeError as err:
+        line = _decode_error_line(path)
+        raise InputError(f"{path}{line}: not UTF-8 text ({err.reason})") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except (OSError, EOFError, ValueError, csv.Error) as err:
+        text = str(err).strip() or type(err).__name__
+        if type(err).__name__ == "EmptyDataError":  # pandas: an empty CSV file
+            text = "empty file (no header row)"
+        raise InputError(text if text.startswith(str(path)) else f"{path}: {text}") from None
+
+
+def _decode_error_line(path: str | Path) -> str:
+    """``:line`` of the first byte of ``path`` (gunzipped) that is not UTF-8, or ``""``."""
+    try:
+        data = Path(path).read_bytes()
+        if str(path).endswith(".gz"):
+            data = gzip.decompress(data)
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        newline = b"\n"
+        return f":{data[: err.start].count(newline) + 1}"
+    except (OSError, EOFError):
+        pass
+    return ""
+
+
+def read_rows(path: Path) -> list[Row]:
+    """Rows of a CSV file (header row) or a JSON Lines file (one object a line)."""
+    with reading(path):
+        text = path.read_text(encoding="utf-8")
+        if path.suffix in JSON_LINES_SUFFIXES:
+            return _json_lines(path, text)
+        return _csv_rows(path, text)
+
+
+def _json_lines(path: Path, text: str) -> list[Row]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(f"{path}:{number}: not JSON Lines: {err.msg}") from None
+        if not isinstance(record, dict):
+            raise InputError(f"{path}:{number}: expected a JSON object, got {line.strip()[:40]!r}")
+        rows.append(Row(record, number))
+    return rows
+
+
+def _csv_rows(path: Path, text: str) -> list[Row]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    rows = []
+    for record in reader:
+        if None in record:  # more fields than the header
+            raise InputError(
+                f"{path}:{reader.line_num}: {len(reader.fieldnames or ()) + len(record[None])} "
+                f"fields, the header has {len(reader.fieldnames or ())}"
+            )
+        rows.append(Row(record, reader.line_num))
+    return rows
+
+
+def read_json(path: Path) -> Any:
+    """The JSON document in ``path``, within ``routeplan.publishing.documents``' size and depth
+    bounds."""
+    with reading(path):
+        data = read_limited(path)
+        try:
+            check_bounds(data, str(path))
+        except ValueError as err:
+            raise InputError(str(err)) from None
+        try:
+            return json.loads(data.decode("utf-8"))
+        except json.JSONDecodeError as err:
+            raise InputError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
+
+
+def json_text(doc: Any, indent: int | None = None) -> str:
+    """``doc`` as strict JSON: ``OutputError`` naming the field if a number is NaN or infinite."""
+    try:
+        return json.dumps(doc, indent=indent, allow_nan=False)
+    except ValueError:
+        raise OutputError(
+            f"cannot write JSON: {_non_finite(doc) or 'a value'} is not a finite number"
+        ) from None
+
+
+def _non_finite(doc: Any, at: str = "") -> str | None:
+    """The path of the first NaN or infinity in ``doc``."""
+    if isinstance(doc, float) and not math.isfinite(doc):
+        return at or "<root>"
+    if isinstance(doc, dict):
+        items: Any = doc.items()
+    elif isinstance(doc, list | tuple):
+        items = enumerate(doc)
+    else:
+        return None
+    for key, value in items:
+        found = _non_finite(value, f"{at}.{key}" if at else str(key))
+        if found:
+            return found
+    return None

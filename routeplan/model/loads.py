@@ -1,0 +1,115 @@
+"""The load of one stream in one window: what a planner sees, never raw events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from routeplan.model.hashing import DEFAULT_SEED, key_group
+
+if TYPE_CHECKING:
+    pass
+
+
+def _frozen(mapping: Mapping[str, float] | None) -> Mapping[str, float]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class LoadSnapshot:
+    """Aggregated load of one stream in one window: what a planner sees, never raw events.
+
+    ``key_group_load[g]`` is the whole load of key group ``g`` (messages, bytes or cost), hot keys
+    included; ``hot_key_load`` lists heavy hitters, each already counted inside its key group;
+    ``key_group_keys[g]`` (optional) is the number of distinct keys in group ``g``;
+    ``partition_load[p]`` (optional) is the load (write rate) of partition ``p``;
+    ``key_group_resources[r][g]`` (optional) is group ``g``'s use of another resource ``r`` (e.g.
+    bytes, cost_ms). ``key_group_flow`` (optional, paper 004 §4.3.2) lists the messages between key
+    groups as rows ``(upstream, downstream, messages)``: an index below ``num_key_groups`` is a
+    group of this snapshot, ``num_key_groups + j`` a key group of another stream that sits on
+    worker ``flow_anchors[j]`` (placed by that stream's table).
+    """
+
+    stream: str
+    key_group_load: np.ndarray
+    hot_key_load: Mapping[str, float] = field(default_factory=dict)
+    key_group_keys: np.ndarray | None = None
+    partition_load: np.ndarray | None = None
+    hash_seed: int = DEFAULT_SEED
+    key_group_resources: Mapping[str, np.ndarray] = field(default_factory=dict)
+    key_group_flow: np.ndarray | None = None
+    flow_anchors: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        load = np.asarray(self.key_group_load, dtype=float)
+        if load.ndim != 1 or load.size == 0:
+            raise ValueError("key_group_load must be a non-empty 1-d array")
+        if not np.all(np.isfinite(load)) or np.any(load < 0):
+            raise ValueError("key_group_load must be finite and >= 0")
+        object.__setattr__(self, "key_group_load", load)
+        hot = _frozen(self.hot_key_load)
+        bad = [k for k, v in hot.items() if not np.isfinite(v) or v < 0]
+        if bad:
+            raise ValueError(f"hot key loads must be finite and >= 0: {bad[:5]}")
+        object.__setattr__(self, "hot_key_load", hot)
+        if self.key_group_keys is not None:
+            keys = np.asarray(self.key_group_keys, dtype=float)
+            if keys.shape != load.shape:
+                raise ValueError("key_group_keys must have one entry per key group")
+            object.__setattr__(self, "key_group_keys", keys)
+        if self.partition_load is not None:
+            partitions = np.asarray(self.partition_load, dtype=float)
+            if (
+                partitions.ndim != 1
+                or np.any(partitions < 0)
+                or not np.all(np.isfinite(partitions))
+            ):
+                raise ValueError("partition_load must be a 1-d array of finite loads >= 0")
+            object.__setattr__(self, "partition_load", partitions)
+        resources = {}
+        for name, usage in dict(self.key_group_resources).items():
+            usage = np.asarray(usage, dtype=float)
+            if usage.shape != load.shape or not np.all(np.isfinite(usage)) or np.any(usage < 0):
+                raise ValueError(f"resource {name!r}: one finite value >= 0 per key group")
+            resources[name] = usage
+        object.__setattr__(self, "key_group_resources", MappingProxyType(resources))
+        object.__setattr__(self, "flow_anchors", tuple(str(w) for w in self.flow_anchors))
+        if self.key_group_flow is not None:
+            object.__setattr__(self, "key_group_flow", self._checked_flow(load.size))
+
+    def _checked_flow(self, groups: int) -> np.ndarray:
+        flow = np.asarray(self.key_group_flow, dtype=float)
+        flow = flow.reshape(0, 3) if flow.size == 0 else flow
+        if flow.ndim != 2 or flow.shape[1] != 3:
+            raise ValueError("key_group_flow must have rows (upstream, downstream, messages)")
+        nodes = groups + len(self.flow_anchors)
+        ends = flow[:, :2]
+        if not np.all(np.isfinite(flow)) or np.any(flow[:, 2] < 0):
+            raise ValueError("key_group_flow: messages must be finite and >= 0")
+        if np.any(ends != np.round(ends)) or np.any(ends < 0) or np.any(ends >= nodes):
+            raise ValueError(f"key_group_flow: endpoints must be integers in [0, {nodes})")
+        if np.any(np.all(ends >= groups, axis=1)):
+            raise ValueError("key_group_flow: an edge needs one end among this stream's groups")
+        return flow
+
+    @property
+    def num_key_groups(self) -> int:
+        return int(self.key_group_load.size)
+
+    @property
+    def total(self) -> float:
+        return float(self.key_group_load.sum())
+
+    def hot_key_group(self, key: str) -> int:
+        return key_group(key, self.num_key_groups, self.hash_seed)
+
+    def residual_key_group_load(self, hot_keys: Iterable[str]) -> np.ndarray:
+        """Group loads once the given hot keys are taken out (they are routed on their own)."""
+        residual = self.key_group_load.copy()
+        for key in hot_keys:
+            residual[self.hot_key_group(key)] -= self.hot_key_load[key]
+        return np.clip(residual, 0.0, None)

@@ -1,0 +1,86 @@
+"""Workers: the operator instances or consumers a stream is spread over."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    pass
+
+WORKER_STATES = ("active", "draining")
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One worker (operator instance / consumer). ``capacity`` is relative or msgs/s."""
+
+    name: str
+    capacity: float = 1.0
+    state: str = "active"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"worker name must be a non-empty string, got {self.name!r}")
+        if not np.isfinite(self.capacity) or self.capacity <= 0:
+            raise ValueError(f"worker {self.name}: capacity must be > 0, got {self.capacity}")
+        if self.state not in WORKER_STATES:
+            raise ValueError(f"worker {self.name}: state must be one of {WORKER_STATES}")
+
+
+@dataclass(frozen=True)
+class Workers:
+    """The workers of one stream, in a fixed order; at least one is active."""
+
+    items: tuple[Worker, ...]
+
+    def __post_init__(self) -> None:
+        names = [w.name for w in self.items]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"duplicate worker names: {dup}")
+        if not any(w.state == "active" for w in self.items):
+            raise ValueError("at least one worker must be active")
+
+    @classmethod
+    def homogeneous(cls, n: int, prefix: str = "w") -> Workers:
+        """``n`` active workers of capacity 1 named ``w0 … w{n-1}``."""
+        return cls(tuple(Worker(f"{prefix}{i}") for i in range(n)))
+
+    @classmethod
+    def from_records(cls, records: Iterable[Mapping[str, Any]]) -> Workers:
+        """From ``{"worker", "capacity", "state"}`` records (schemas/worker.schema.json)."""
+        return cls(
+            tuple(
+                Worker(str(r["worker"]), float(r.get("capacity", 1.0)), r.get("state", "active"))
+                for r in records
+            )
+        )
+
+    def to_records(self) -> list[dict[str, Any]]:
+        return [{"worker": w.name, "capacity": w.capacity, "state": w.state} for w in self.items]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(w.name for w in self.items)
+
+    @property
+    def active(self) -> tuple[Worker, ...]:
+        return tuple(w for w in self.items if w.state == "active")
+
+    @property
+    def capacities(self) -> np.ndarray:
+        return np.array([w.capacity for w in self.items], dtype=float)
+
+    @property
+    def is_active(self) -> np.ndarray:
+        return np.array([w.state == "active" for w in self.items], dtype=bool)
+
+    def index(self) -> dict[str, int]:
+        return {w.name: i for i, w in enumerate(self.items)}

@@ -1,0 +1,125 @@
+"""``pkg`` Partial Key Grouping and ``dchoices`` (paper 003, Nasir et al.).
+
+PKG (§3): every key has ``d = 2`` hash choices ``H_1(k), H_2(k)`` (``routeplan.model.hashing.
+hash_choices``; ``H_1`` is key grouping's worker) and each message goes to the less loaded of
+them — **key splitting** — by the load each source sees of its own messages — **local load
+estimation** (§3.2). A key's state lives on at most ``d`` workers.
+
+D-choices (§6.2 Q4, Fig. 9: "load balance … can be restored if the number of choices is
+increased"): under extreme skew a key heavier than ``d/W`` of the stream overloads its choices
+whatever they do (§5: the bound ``p_1 ≤ d/W``). So the **head** — keys whose share is at least
+``head_threshold`` (default ``1/(5W)``, the hypothesis ``p_1 ≤ 1/(5n)`` of Theorem 5.1) — gets
+more choices: the ``i``-th heaviest head key, with ``C_i`` the summed share of the head keys down
+to it, gets ``d_i = ⌈C_i · W / fill⌉`` (at least 2, at most all ``W``): the heavier keys together
+fill at most ``fill`` of the workers they may use, and a lighter head key has choices beyond the
+workers its heavier peers load. Every other key keeps two. The head is at most ``5W`` keys, so
+the memory stays close to PKG's.
+
+Batch tables (``placement``): each hot key is water-filled over its ``d`` (or ``d_k``) hash choices
+— the limit of PKG's greedy choice on the snapshot's loads, so the weights are the parts the greedy
+process would send to each choice — and each other key group is placed whole on the less loaded of
+the group's own ``d`` choices. The planner balances load normalised by capacity; PKG's sources
+(``routeplan.simulation``) count messages only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from routeplan.model.hashing import hash_choices
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget, Plan
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Workers
+from routeplan.planning.keyrouting.placement import choices_plan
+from routeplan.planning.registry import register
+
+
+def head_choices(
+    shares: Sequence[float], n: int, head_threshold: float | None = None, fill: float = 0.5
+) -> list[int]:
+    """How many hash choices D-choices gives each key of the given stream shares among ``n``."""
+    threshold = 1.0 / (5 * n) if head_threshold is None else head_threshold
+    result = [min(2, n)] * len(shares)
+    head = sorted((i for i, x in enumerate(shares) if x >= threshold), key=lambda i: -shares[i])
+    cumulative = 0.0
+    for i in head:
+        cumulative += shares[i]
+        result[i] = max(min(2, n), min(n, math.ceil(cumulative * n / fill - 1e-12)))
+    return result
+
+
+class _ChoicePlanner:
+    """A table from the keys' hash choices; ``choices(shares, n)`` says how many per hot key."""
+
+    name = ""
+
+    def choices(self, shares: list[float], n: int) -> list[int]:
+        raise NotImplementedError
+
+    def params(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def plan(
+        self,
+        loads: LoadSnapshot,
+        current: RoutingTable | None,
+        workers: Workers,
+        budget: Budget,
+    ) -> Plan:
+        seed = loads.hash_seed
+        n = len(workers.active)
+        keys = list(loads.hot_key_load)
+        total = loads.total
+        shares = [loads.hot_key_load[k] / total if total > 0 else 0.0 for k in keys]
+        count = dict(zip(keys, self.choices(shares, n), strict=True))
+        group_d = self.choices([0.0], n)[0]
+
+        def hot(key: str, _share: float, n: int) -> list[int]:
+            return hash_choices(key, count[key], n, seed)
+
+        def group(g: int, n: int) -> list[int]:
+            return hash_choices(f"g{g}", group_d, n, seed)
+
+        return choices_plan(self.name, self.params(), loads, current, workers, hot, group)
+
+
+@register("pkg")
+class PartialKeyGrouping(_ChoicePlanner):
+    """Key splitting over ``d`` hash choices (paper 003 §3; ``d = 2`` as in the paper)."""
+
+    name = "pkg"
+
+    def __init__(self, d: int = 2) -> None:
+        if d < 1:
+            raise ValueError("d must be >= 1")
+        self.d = int(d)
+
+    def choices(self, shares: list[float], n: int) -> list[int]:
+        return [min(self.d, n)] * len(shares)
+
+    def params(self) -> dict[str, Any]:
+        return {"d": self.d}
+
+
+@register("dchoices")
+class DChoices(_ChoicePlanner):
+    """PKG whose head keys get ``⌈C_i·W/fill⌉`` choices, up to all workers (paper 003 Q4)."""
+
+    name = "dchoices"
+
+    def __init__(self, head_threshold: float | None = None, fill: float = 0.5) -> None:
+        if head_threshold is not None and not 0 < head_threshold <= 1:
+            raise ValueError("head_threshold must be a share in (0, 1]")
+        if not 0 < fill <= 1:
+            raise ValueError("fill must be in (0, 1]")
+        self.head_threshold = None if head_threshold is None else float(head_threshold)
+        self.fill = float(fill)
+
+    def choices(self, shares: list[float], n: int) -> list[int]:
+        return head_choices(shares, n, self.head_threshold, self.fill)
+
+    def params(self) -> dict[str, Any]:
+        return {"head_threshold": self.head_threshold, "fill": self.fill}

@@ -1,0 +1,276 @@
+"""Load metrics: one implementation for plans, validation, simulator and benchmarks.
+
+Normalised load of worker w is ``u_w = L_w / (c_w · f)`` with the fair share
+``f = Σ L / Σ_{active} c``: 1.0 is exactly a worker's share of the work for its capacity.
+The imbalance is ``max_w u_w − 1`` — the paper-000 imbalance ``I = max − mean`` of normalised
+load, divided by the mean so that runs of different sizes compare (0 is perfect balance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Move
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Workers
+
+
+def normalised_load(
+    worker_load: np.ndarray, capacity: np.ndarray, active: np.ndarray | None = None
+) -> np.ndarray:
+    """``u_w = L_w / (c_w · f)``; all zeros when there is no load."""
+    worker_load = np.asarray(worker_load, dtype=float)
+    capacity = np.asarray(capacity, dtype=float)
+    active = np.ones(capacity.shape, bool) if active is None else np.asarray(active, bool)
+    total = worker_load.sum()
+    if total <= 0:
+        return np.zeros_like(worker_load)
+    # (L_w / total) · (C / c_w): the same as L_w / (c_w · total / C), and still finite when the
+    # total load is so small (subnormal) that total / C underflows to 0
+    return (worker_load / total) * (capacity[active].sum() / capacity)
+
+
+def imbalance(
+    worker_load: np.ndarray, capacity: np.ndarray | None = None, active: np.ndarray | None = None
+) -> float:
+    """``max_w u_w − 1`` (0 = every worker carries exactly its capacity's share)."""
+    worker_load = np.asarray(worker_load, dtype=float)
+    if capacity is None:
+        capacity = np.ones_like(worker_load)
+    if worker_load.sum() <= 0:
+        return 0.0
+    return float(normalised_load(worker_load, capacity, active).max() - 1.0)
+
+
+def load_distance(
+    worker_load: np.ndarray, capacity: np.ndarray | None = None, active: np.ndarray | None = None
+) -> float:
+    """Paper 004 §4.3.1: the largest difference between a worker's load and the mean load of the
+    active workers — ``max(|u_w − 1|)`` over active workers and ``max(u_w − 1, 0)`` over draining
+    ones (constraint (3) holds for every worker, (4) only for active ones), with the normalised
+    load ``u_w`` above. Relative to the mean (0.01 = 1 %); the paper's loads are utilisation
+    percentages, so its "1 %" is one point of a worker's capacity."""
+    worker_load = np.asarray(worker_load, dtype=float)
+    capacity = np.ones_like(worker_load) if capacity is None else np.asarray(capacity, float)
+    active = np.ones(worker_load.shape, bool) if active is None else np.asarray(active, bool)
+    if worker_load.sum() <= 0:
+        return 0.0
+    deviation = normalised_load(worker_load, capacity, active) - 1.0
+    over_draining = np.clip(deviation[~active], 0.0, None)
+    return float(max(np.abs(deviation[active]).max(initial=0.0), over_draining.max(initial=0.0)))
+
+
+def collocation_factor(group_worker: Sequence[str], snapshot: LoadSnapshot) -> float | None:
+    """Paper 004 §4.3.2/§5.3: the share of the messages between key groups (``key_group_flow``)
+    that stay on one worker, in [0, 1]; None without flow. ``group_worker[g]`` is group ``g``'s
+    worker; flow anchors sit on ``snapshot.flow_anchors``."""
+    flow = snapshot.key_group_flow
+    if flow is None or flow.size == 0 or flow[:, 2].sum() <= 0:
+        return None
+    where = np.asarray(list(group_worker) + list(snapshot.flow_anchors), dtype=object)
+    ends = flow[:, :2].astype(np.int64)
+    same = where[ends[:, 0]] == where[ends[:, 1]]
+    return float(flow[same, 2].sum() / flow[:, 2].sum())
+
+
+def skew(worker_load: np.ndarray) -> float:
+    """Paper 001 §6.1.1: ``S = (W − U) / (M − U)`` with ``M`` messages, ``U = ⌈M/R⌉`` over ``R``
+    workers and ``W`` the most any worker got (0 = uniform, 1 = everything on one worker)."""
+    worker_load = np.asarray(worker_load, dtype=float)
+    total = worker_load.sum()
+    fair = np.ceil(total / worker_load.size)
+    if total - fair <= 0:
+        return 0.0
+    return float(max(worker_load.max() - fair, 0.0) / (total - fair))
+
+
+def hot_key_split(
+    table: RoutingTable, snapshot: LoadSnapshot
+) -> dict[str, list[tuple[str, float]]]:
+    """The load of each hot key the table routes on its own, spread by the table's weights."""
+    split: dict[str, list[tuple[str, float]]] = {}
+    for key, targets in table.hot_keys.items():
+        load = snapshot.hot_key_load.get(key, 0.0)
+        total_weight = sum(w for _, w in targets)
+        split[key] = [(worker, load * w / total_weight) for worker, w in targets]
+    return split
+
+
+def worker_load(table: RoutingTable, snapshot: LoadSnapshot) -> np.ndarray:
+    """Predicted load of each of ``table.workers`` under the snapshot's loads."""
+    if table.num_key_groups != snapshot.num_key_groups:
+        raise ValueError(
+            f"table has {table.num_key_groups} key groups, loads have {snapshot.num_key_groups}"
+        )
+    index = table.workers.index()
+    group_owner = np.fromiter((index[w] for w in table.key_group_worker), dtype=np.int64)
+    hot = [k for k in table.hot_keys if k in snapshot.hot_key_load]
+    residual = snapshot.residual_key_group_load(hot)
+    load = np.bincount(group_owner, weights=residual, minlength=len(table.workers))
+    for parts in hot_key_split(table, snapshot).values():
+        for worker, part in parts:
+            load[index[worker]] += part
+    return load
+
+
+def table_imbalance(table: RoutingTable, snapshot: LoadSnapshot) -> float:
+    workers = table.workers
+    return imbalance(worker_load(table, snapshot), workers.capacities, workers.is_active)
+
+
+def moves(
+    current: RoutingTable | None, new: RoutingTable, snapshot: LoadSnapshot
+) -> tuple[Move, ...]:
+    """Key groups and hot keys whose workers differ between ``current`` and ``new``."""
+    if current is None or current.num_key_groups != new.num_key_groups:
+        return ()
+    hot = set(new.hot_keys) | set(current.hot_keys)
+    residual = snapshot.residual_key_group_load([k for k in hot if k in snapshot.hot_key_load])
+    old_groups = np.asarray(current.key_group_worker, dtype=object)
+    new_groups = np.asarray(new.key_group_worker, dtype=object)
+    result = [
+        Move(f"key_group:{g}", (old_groups[g],), (new_groups[g],), float(residual[g]))
+        for g in np.flatnonzero(old_groups != new_groups)
+    ]
+    for key in sorted(hot):
+        before = _targets(current, key, snapshot)
+        after = _targets(new, key, snapshot)
+        if before != after:
+            result.append(Move(f"key:{key}", before, after, snapshot.hot_key_load.get(key, 0.0)))
+    return tuple(result)
+
+
+def _targets(table: RoutingTable, key: str, snapshot: LoadSnapshot) -> tuple[str, ...]:
+    if key in table.hot_keys:
+        return tuple(sorted(w for w, _ in table.hot_keys[key]))
+    return (table.key_group_worker[snapshot.hot_key_group(key)],)
+
+
+def memory(table: RoutingTable, snapshot: LoadSnapshot) -> float | None:
+    """Σ over workers of distinct keys (paper 000 memory footprint), if key counts are known."""
+    if snapshot.key_group_keys is None:
+        return None
+    extra = sum(len(targets) - 1 for targets in table.hot_keys.values())
+    return float(snapshot.key_group_keys.sum() + extra)
+
+
+def evaluate(
+    table: RoutingTable, snapshot: LoadSnapshot, current: RoutingTable | None = None
+) -> tuple[tuple[Move, ...], dict[str, float]]:
+    """Moves against ``current`` and the predicted metrics of ``table`` on ``snapshot``."""
+    if table.kind == "partition_assignment":
+        return evaluate_partitions(table, snapshot, current)
+    load = worker_load(table, snapshot)
+    found = moves(current, table, snapshot)
+    migrated = float(sum(m.load for m in found))
+    total = snapshot.total
+    metrics: dict[str, float] = {
+        "imbalance": imbalance(load, table.workers.capacities, table.workers.is_active),
+        "max_worker_load": float(load.max()),
+        "total_load": float(total),
+        "moves": float(len(found)),
+        "migrated_load": migrated,
+        "migrated_load_share": migrated / total if total > 0 else 0.0,
+        "hot_keys_split": float(sum(1 for v in table.hot_keys.values() if len(v) > 1)),
+    }
+    footprint = memory(table, snapshot)
+    if footprint is not None:
+        metrics["memory"] = footprint
+    metrics["load_distance"] = load_distance(
+        load, table.workers.capacities, table.workers.is_active
+    )
+    collocated = collocation_factor(table.key_group_worker, snapshot)
+    if collocated is not None:
+        metrics["collocation_factor"] = collocated
+    return found, metrics
+
+
+def partition_rates(snapshot: LoadSnapshot, partitions: Sequence[int]) -> np.ndarray:
+    """The snapshot's write rate of each partition (0 for partitions it has no load for)."""
+    known = np.zeros(0) if snapshot.partition_load is None else snapshot.partition_load
+    index = np.asarray(partitions, dtype=np.int64)
+    rates = np.zeros(index.size)
+    inside = index < known.size
+    rates[inside] = known[index[inside]]
+    return rates
+
+
+def evaluate_partitions(
+    table: RoutingTable, snapshot: LoadSnapshot, current: RoutingTable | None = None
+) -> tuple[tuple[Move, ...], dict[str, float]]:
+    """Moves and predicted metrics of a ``partition_assignment`` table (paper 002): consumers
+    against the lower bound, Rscore (Eq. 11), consumers over the bin capacity C (``overloaded``:
+    with more than one partition; ``oversized_partitions``: alone but above C) and the §VI-C
+    latency of one iteration. ``table.params`` carries C (``capacity``), C̄
+    (``consumer_capacity``), ``iteration_s`` and ``rebalance_s``."""
+    from routeplan.planning.partitions import latency
+    from routeplan.planning.partitions import scores as bm
+
+    needed = ("capacity", "consumer_capacity", "iteration_s", "rebalance_s")
+    if any(k not in table.params for k in needed):
+        raise ValueError(f"a partition_assignment table needs params {', '.join(needed)}")
+    capacity = float(table.params["capacity"])
+    partitions = list(table.partition_consumer)
+    rates = partition_rates(snapshot, partitions)
+    names = {n: i for i, n in enumerate(dict.fromkeys(table.workers.names))}
+    before = dict(current.partition_consumer) if current is not None else {}
+    for name in before.values():
+        names.setdefault(name, len(names))
+    now = np.array([names[table.partition_consumer[p]] for p in partitions])
+    previous = np.array([names[before[p]] if p in before else -1 for p in partitions])
+    moved = bm.moved(previous, now)
+    found = tuple(
+        Move(f"partition:{p}", (before[p],), (table.partition_consumer[p],), float(rate))
+        for p, rate, m in zip(partitions, rates, moved, strict=True)
+        if m
+    )
+    _, loads, _ = bm.consumer_loads(now, rates)
+    total = float(rates.sum())
+    migrated = float(rates[moved].sum())
+    segments = latency.queue_segments(
+        rates,
+        now,
+        float(table.params["consumer_capacity"]),
+        iteration_s=float(table.params["iteration_s"]),
+        rebalance_s=float(table.params["rebalance_s"]),
+        previous=previous,
+    )
+    delay = latency.latency_summary(segments)
+    metrics = {
+        "consumers": float(bm.consumers(now)),
+        "lower_bound": float(bm.lower_bound(rates, capacity)),
+        "rscore": bm.rscore(rates, capacity, previous, now),
+        "imbalance": imbalance(loads),
+        "max_consumer_load": float(loads.max(initial=0.0)),
+        "capacity": capacity,
+        "overloaded": float(bm.overloaded(now, rates, capacity)),
+        "oversized_partitions": float(np.sum(rates > capacity)),
+        "total_load": total,
+        "moves": float(len(found)),
+        "migrated_load": migrated,
+        "migrated_load_share": migrated / total if total > 0 else 0.0,
+        "delayed_share": delay["delayed_share"],
+        "latency_p50_s": delay["p50"],
+        "latency_p90_s": delay["p90"],
+        "latency_p99_s": delay["p99"],
+    }
+    return found, metrics
+
+
+def worker_load_by_name(table: RoutingTable, snapshot: LoadSnapshot) -> Mapping[str, float]:
+    return dict(zip(table.workers.names, worker_load(table, snapshot).tolist(), strict=True))
+
+
+def observed_imbalance(load_by_worker: Mapping[str, float], workers: Workers) -> float:
+    """Imbalance of loads recorded in logs; workers absent from ``workers`` count at capacity 1."""
+    caps = {w.name: w.capacity for w in workers.items}
+    active = {w.name: w.state == "active" for w in workers.items}
+    names = sorted(set(caps) | set(load_by_worker))
+    return imbalance(
+        np.array([load_by_worker.get(n, 0.0) for n in names]),
+        np.array([caps.get(n, 1.0) for n in names]),
+        np.array([active.get(n, True) for n in names]),
+    )

@@ -1,0 +1,224 @@
+"""Bin-packing heuristics for partition → consumer assignment (paper 002, Landau et al.).
+
+Items are partitions with write rates ``rates[j]`` (bytes/s), bins are consumers of capacity
+``capacity`` (the bin capacity C, see :func:`routeplan.planning.partitions.packing.bin_capacity`).
+Every function takes ``previous[j]``, the consumer id partition ``j`` had at iteration k−1 (−1:
+none), and returns ``assignment[j]``, its consumer id at iteration k. Consumer ids are ints ≥ 0.
+
+A bin that is empty takes any partition, so a partition above C gets a consumer of its own
+(it cannot be split: one partition is read by one consumer); no other rule ever lets a consumer
+exceed C. Open bins are kept in the order they were opened: "left-most" (First Fit) and ties
+(Best/Worst Fit: the first opened wins) follow that order, never the consumer ids, so the choice
+of id for a new bin (Eq. 12–14) cannot change how many bins an algorithm uses (§VI-A).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FITS = ("next", "first", "best", "worst")
+SORTS = ("cumulative", "max_partition")
+
+
+class _Bins:
+    """The consumer group being built at iteration k: open bins with their loads and ids."""
+
+    def __init__(self, rates: np.ndarray, capacity: float, previous: np.ndarray) -> None:
+        self.rates = rates
+        self.capacity = float(capacity)
+        self.previous = previous
+        self.load = np.zeros(max(rates.size, 1))
+        self.ids = np.zeros(max(rates.size, 1), dtype=np.int64)
+        self.count = 0
+        self.used: set[int] = set()  # y_i(t_k) = 1
+        self._lowest = 0
+        self.assignment = np.full(rates.size, -1, dtype=np.int64)
+
+    def lowest_unused(self) -> int:
+        """Eq. 12: f(k), the lowest consumer id not in use at iteration k."""
+        while self._lowest in self.used:
+            self._lowest += 1
+        return self._lowest
+
+    def open(self, j: int, reopen_previous: bool = True) -> int:
+        """Open a bin for partition ``j`` and return its index; its id is Eq. 14's h(j, k):
+        the previous consumer g(j, k) (Eq. 13) when unused, else f(k)."""
+        g = int(self.previous[j])
+        cid = g if reopen_previous and g >= 0 and g not in self.used else self.lowest_unused()
+        return self.open_id(cid)
+
+    def open_id(self, cid: int) -> int:
+        if cid in self.used:
+            raise ValueError(f"consumer {cid} is already open")
+        self.used.add(cid)
+        self.ids[self.count] = cid
+        self.count += 1
+        return self.count - 1
+
+    def put(self, b: int, j: int) -> None:
+        self.load[b] += self.rates[j]
+        self.assignment[j] = self.ids[b]
+
+    def fits(self, b: int, j: int) -> bool:
+        return self.load[b] + self.rates[j] <= self.capacity
+
+    def choose(self, j: int, fit: str) -> int | None:
+        """The open bin ``fit`` picks for partition ``j``, or None when no open bin takes it."""
+        n = self.count
+        if n == 0:
+            return None
+        if fit == "next":  # only the last opened bin is open
+            return n - 1 if self.fits(n - 1, j) else None
+        load = self.load[:n]
+        ok = load + self.rates[j] <= self.capacity
+        if fit == "first":
+            b = int(np.argmax(ok))
+        elif fit == "best":  # tightest: most loaded bin that still fits
+            b = int(np.argmax(np.where(ok, load, -np.inf)))
+        else:  # worst: most slack
+            b = int(np.argmin(np.where(ok, load, np.inf)))
+        return b if ok[b] else None
+
+
+def _inputs(
+    rates: np.ndarray, capacity: float, previous: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    rates = np.asarray(rates, dtype=float)
+    if rates.ndim != 1 or not np.all(np.isfinite(rates)) or np.any(rates < 0):
+        raise ValueError("rates must be a 1-d array of finite rates >= 0")
+    if not np.isfinite(capacity) or capacity <= 0:
+        raise ValueError(f"capacity must be > 0, got {capacity}")
+    if previous is None:
+        return rates, np.full(rates.size, -1, dtype=np.int64)
+    previous = np.asarray(previous, dtype=np.int64)
+    if previous.shape != rates.shape:
+        raise ValueError("previous must have one consumer id (or -1) per partition")
+    return rates, np.where(previous < 0, -1, previous)
+
+
+def decreasing(rates: np.ndarray) -> np.ndarray:
+    """Partition indices by rate, largest first; ties by partition index."""
+    return np.argsort(-np.asarray(rates, dtype=float), kind="stable")
+
+
+def any_fit(
+    rates: np.ndarray,
+    capacity: float,
+    previous: np.ndarray | None = None,
+    *,
+    fit: str,
+    sort_decreasing: bool = False,
+    reopen_previous: bool = True,
+    order: np.ndarray | None = None,
+) -> np.ndarray:
+    """Next/First/Best/Worst Fit (§II-B), their Decreasing versions with ``sort_decreasing``,
+    adapted to reopen a partition's previous consumer when a new bin is needed (§VI-A,
+    Eq. 12–14); ``reopen_previous=False`` gives the plain algorithm (new bin = f(k)).
+
+    The online versions take partitions in ``order`` (default: by index; the paper's runs
+    shuffle it every iteration).
+    """
+    if fit not in FITS:
+        raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
+    rates, previous = _inputs(rates, capacity, previous)
+    if sort_decreasing:
+        sequence = decreasing(rates)
+    elif order is not None:
+        sequence = np.asarray(order, dtype=np.int64)
+        if sequence.shape != rates.shape or not np.array_equal(
+            np.sort(sequence), np.arange(rates.size)
+        ):
+            raise ValueError("order must be a permutation of the partitions")
+    else:
+        sequence = np.arange(rates.size)
+    bins = _Bins(rates, capacity, previous)
+    for j in sequence.tolist():
+        b = bins.choose(j, fit)
+        if b is None:
+            b = bins.open(j, reopen_previous)
+        bins.put(b, j)
+    return bins.assignment
+
+
+def modified_any_fit(
+    rates: np.ndarray,
+    capacity: float,
+    previous: np.ndarray | None = None,
+    *,
+    fit: str,
+    sort: str = "cumulative",
+) -> np.ndarray:
+    """Algorithm 1 (§IV-B), the Modified Any Fit: MWF/MBF (``sort="cumulative"``) and
+    MWFP/MBFP (``sort="max_partition"``) with ``fit`` "worst" or "best".
+
+    Previous consumers are visited biggest first (line 2: by the sum, or the largest, of their
+    partitions' current rates). A consumer's partitions go, smallest first, into bins already
+    open (lines 6–13: cheap partitions migrate); the first that fits nowhere reopens the
+    consumer itself (line 17), which keeps its partitions biggest first while they fit
+    (lines 18–24); the rest, and partitions without a previous consumer, are placed last,
+    biggest first, by ``fit`` with Eq. 14's reopening (lines 25–30).
+    """
+    if fit not in ("best", "worst"):
+        raise ValueError(f"Algorithm 1 fits by 'best' or 'worst', got {fit!r}")
+    if sort not in SORTS:
+        raise ValueError(f"sort must be one of {SORTS}, got {sort!r}")
+    rates, previous = _inputs(rates, capacity, previous)
+    bins = _Bins(rates, capacity, previous)
+    unassigned: list[int] = np.flatnonzero(previous < 0).tolist()
+    held = np.flatnonzero(previous >= 0)
+    if held.size:
+        owners, group = np.unique(previous[held], return_inverse=True)
+        if sort == "cumulative":
+            key = np.bincount(group, weights=rates[held], minlength=owners.size)
+        else:
+            key = np.zeros(owners.size)
+            np.maximum.at(key, group, rates[held])
+        for o in np.lexsort((owners, -key)).tolist():
+            pset = held[group == o]
+            pset = pset[decreasing(rates[pset])].tolist()  # line 5
+            while pset:  # lines 6-13
+                b = bins.choose(pset[-1], fit)
+                if b is None:
+                    break
+                bins.put(b, pset.pop())
+            if not pset:
+                continue
+            b = bins.open_id(int(owners[o]))  # line 17
+            kept = 1
+            bins.put(b, pset[0])  # an empty bin takes any partition
+            while kept < len(pset) and bins.fits(b, pset[kept]):  # lines 18-24
+                bins.put(b, pset[kept])
+                kept += 1
+            unassigned.extend(pset[kept:])  # line 25
+    rest = np.asarray(unassigned, dtype=np.int64)
+    for j in rest[decreasing(rates[rest])].tolist():  # lines 27-30
+        b = bins.choose(j, fit)
+        if b is None:
+            b = bins.open(j)
+        bins.put(b, j)
+    return bins.assignment
+
+
+def kafka_range(num_partitions: int, consumers: int) -> np.ndarray:
+    """Kafka's RangeAssignor for one topic: consecutive partitions, counts differ by ≤ 1."""
+    _check_consumers(consumers)
+    base, extra = divmod(num_partitions, consumers)
+    counts = np.full(consumers, base) + (np.arange(consumers) < extra)
+    return np.repeat(np.arange(consumers, dtype=np.int64), counts)
+
+
+def kafka_round_robin(
+    num_partitions: int, consumers: int, order: np.ndarray | None = None
+) -> np.ndarray:
+    """Kafka's RoundRobinAssignor: the i-th partition of ``order`` (default: by index) goes to
+    consumer ``i mod consumers``; blind to rates (§VI-C's kd_N baseline)."""
+    _check_consumers(consumers)
+    sequence = np.arange(num_partitions) if order is None else np.asarray(order, dtype=np.int64)
+    assignment = np.empty(num_partitions, dtype=np.int64)
+    assignment[sequence] = np.arange(num_partitions) % consumers
+    return assignment
+
+
+def _check_consumers(consumers: int) -> None:
+    if isinstance(consumers, bool) or not isinstance(consumers, int | np.integer) or consumers < 1:
+        raise ValueError(f"Kafka's assignors need a number of consumers >= 1, got {consumers!r}")

@@ -1,0 +1,105 @@
+"""Partition → consumer assignment by bin packing with migration cost (paper 002, Landau et al.).
+
+Pure functions over numpy arrays: ``rates[j]`` (bytes/s of partition ``j``), the bin capacity
+``capacity`` (C, see :func:`bin_capacity`) and ``previous[j]`` (partition ``j``'s consumer id at
+the previous iteration, −1 for none) → ``assignment[j]`` (its consumer id now).
+
+    from routeplan.planning.partitions.packing import bin_capacity, pack
+    C = bin_capacity(2_000_000)                     # C̄ = 2 MB/s, 30 s iterations, 5 s rebalance
+    assignment = pack("mwf", rates, C, previous).assignment
+
+The algorithms are in ``heuristics`` (Any Fit §II-B/§VI-A, Algorithm 1, Kafka) and ``exact``
+(the MILP reference); the package's other modules evaluate them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from routeplan.planning.partitions import heuristics
+
+ADAPTED = ("nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd")  # §II-B + Eq. 12–14
+MODIFIED = ("mwf", "mbf", "mwfp", "mbfp")  # Algorithm 1, Table II
+KAFKA = ("kafka_range", "kafka_roundrobin")  # equal partition counts, fixed group size
+EXACT = ("binpack_milp",)
+ALGORITHMS = ADAPTED + MODIFIED + KAFKA + EXACT
+ONLINE = ("nf", "ff", "bf", "wf")  # take partitions in arrival order
+
+_FITS = {"n": "next", "f": "first", "b": "best", "w": "worst"}
+
+
+def bin_capacity(
+    consumer_capacity: float, iteration_s: float = 30.0, rebalance_s: float = 5.0
+) -> float:
+    """§VI-C: C = C̄·(T − R)/T, so that a consumer whose whole load was rebalanced catches up
+    within the iteration (30·C ≤ 25·C̄ for T = 30 s, R = 5 s: C = 5/6·C̄)."""
+    if not consumer_capacity > 0:
+        raise ValueError(f"consumer capacity must be > 0, got {consumer_capacity}")
+    if not (iteration_s > 0 and 0 <= rebalance_s < iteration_s):
+        raise ValueError("need iteration_s > 0 and 0 <= rebalance_s < iteration_s")
+    return consumer_capacity * (iteration_s - rebalance_s) / iteration_s
+
+
+@dataclass(frozen=True)
+class Packing:
+    """An assignment and, for ``binpack_milp``, what the solver said (status, gap, seconds)."""
+
+    assignment: np.ndarray
+    solver: dict[str, float | str | None] = field(default_factory=dict)
+
+
+def pack(
+    name: str,
+    rates: np.ndarray,
+    capacity: float,
+    previous: np.ndarray | None = None,
+    *,
+    consumers: int | None = None,
+    order: np.ndarray | None = None,
+    time_limit_s: float = 10.0,
+    max_moves: int | None = None,
+    reopen_previous: bool = True,
+) -> Packing:
+    """Run algorithm ``name`` (one of :data:`ALGORITHMS`).
+
+    ``consumers``: the group size of the Kafka assignors (required for them); ``order``: the
+    arrival order of the online algorithms and of ``kafka_roundrobin``; ``time_limit_s`` and
+    ``max_moves``: ``binpack_milp`` only; ``reopen_previous=False``: the plain Any Fit
+    algorithms (new bins get the lowest free id, Eq. 12, instead of Eq. 14).
+    """
+    rates = np.asarray(rates, dtype=float)
+    if name in ADAPTED:
+        assignment = heuristics.any_fit(
+            rates,
+            capacity,
+            previous,
+            fit=_FITS[name[0]],
+            sort_decreasing=name.endswith("d"),
+            reopen_previous=reopen_previous,
+            order=order,
+        )
+    elif name in MODIFIED:
+        sort = "max_partition" if name.endswith("p") else "cumulative"
+        assignment = heuristics.modified_any_fit(
+            rates, capacity, previous, fit=_FITS[name[1]], sort=sort
+        )
+    elif name in KAFKA:
+        if consumers is None:
+            raise ValueError(f"{name} needs a number of consumers")
+        if name == "kafka_range":
+            assignment = heuristics.kafka_range(rates.size, consumers)
+        else:
+            assignment = heuristics.kafka_round_robin(rates.size, consumers, order)
+    elif name == "binpack_milp":
+        from routeplan.planning.partitions.exact import binpack_milp
+
+        result = binpack_milp(
+            rates, capacity, previous, time_limit_s=time_limit_s, max_moves=max_moves
+        )
+        solver = {"status": result.status, "mip_gap": result.mip_gap, "seconds": result.seconds}
+        return Packing(result.assignment, solver)
+    else:
+        raise ValueError(f"unknown bin-packing algorithm {name!r}; known: {', '.join(ALGORITHMS)}")
+    return Packing(assignment)

@@ -1,0 +1,1 @@
+"""Reassignment: move whole key groups between workers under a move budget (paper 004)."""

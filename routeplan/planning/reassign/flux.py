@@ -1,0 +1,179 @@
+"""``flux``: the Flux baseline of paper 004 (§2.2, after Shah et al.), bounded by max migrations.
+
+"At the end of each period, nodes are sorted in descending order of their workloads, and then it
+moves the biggest suitable data partition at the first node to the last one in the list, so that
+load-variance is decreased. If necessary, it also moves a partition at the second node to the
+second last one in the list, and so on." Here: rounds of that pairing on normalised load
+(load / capacity, so unequal workers compare), each pair moving the key group that best evens the
+pair (the smallest resulting peak deviation — "best fitting"), until a round moves nothing or the
+budget (``max_migrations``, ``Budget``) is spent; a group moves at most once per plan.
+
+Flux knows nothing of scale-in: draining workers are emptied first, each group to the least loaded
+active worker, and the pairing balances with what is left of the budget — the "scale-in, then
+balance" approach paper 004 compares its integrated MILP against (§5.1, Fig. 5). Conventions
+shared with ``milp`` and ``albic``: :mod:`routeplan.planning.reassign`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget, Plan
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Workers
+from routeplan.planning.reassign.reassignment import Reassignment, Units
+from routeplan.planning.registry import register
+
+_EPS = 1e-12
+
+
+class _Mover:
+    """Moves units one at a time, keeping loads, budget and resource use up to date."""
+
+    def __init__(
+        self, problem: Reassignment, units: Units, assign: np.ndarray, movable: np.ndarray
+    ):
+        self.problem, self.units = problem, units
+        self.assign = assign.copy()
+        self.frozen = ~np.asarray(movable, dtype=bool)  # may not move (or moved already)
+        self.scale = problem.capacity * problem.fair
+        self.load = problem.worker_load(units, self.assign)
+        self.left = problem.budget_left - units.spent(self.assign)
+        self.use = [units.resource(u) for u in problem.resource_use.values()]
+        self.cap = list(problem.resource_cap.values())
+        n = len(problem.workers)
+        self.used = [np.bincount(self.assign, weights=u, minlength=n) for u in self.use]
+
+    def fits(self, unit: int, target: int) -> bool:
+        """``unit`` may go to ``target`` within what is left of the budget and the caps."""
+        return bool(np.all(self.units.cost_to(unit, target) <= self.left)) and all(
+            used[target] + use[unit] <= cap[target] * (1 + 1e-9)
+            for used, use, cap in zip(self.used, self.use, self.cap, strict=True)
+        )
+
+    def candidates(self, source: int, target: int) -> np.ndarray:
+        """Units on ``source`` that may move to the active ``target``."""
+        found = np.flatnonzero((self.assign == source) & ~self.frozen)
+        return np.asarray([u for u in found if self.fits(u, target)], dtype=np.int64)
+
+    def move(self, unit: int, target: int) -> None:
+        source = self.assign[unit]
+        self.left -= self.units.cost_to(unit, target)
+        self.load[source] -= self.units.load[unit]
+        self.load[target] += self.units.load[unit]
+        for used, use in zip(self.used, self.use, strict=True):
+            used[source] -= use[unit]
+            used[target] += use[unit]
+        self.assign[unit] = target
+        self.frozen[unit] = True
+
+
+def drain(mover: _Mover) -> None:
+    """Scale-in on its own: units leave draining workers (heaviest first) for the least loaded
+    active worker, as long as the budget allows."""
+    active = np.flatnonzero(mover.problem.active)
+    draining = np.flatnonzero(~mover.problem.active)
+    units = np.flatnonzero(np.isin(mover.assign, draining) & ~mover.frozen)
+    for u in units[np.argsort(-mover.units.load[units], kind="stable")]:
+        for target in active[np.argsort(mover.load[active] / mover.scale[active], kind="stable")]:
+            if mover.fits(u, target):
+                mover.move(u, target)
+                break
+
+
+def pair_rounds(mover: _Mover) -> None:
+    """Flux's pairing: the k-th most loaded worker gives its best-fitting unit to the k-th least
+    loaded one; rounds until one moves nothing. A draining worker's target is 0 (its whole load
+    is excess); only active workers receive."""
+    problem = mover.problem
+    active = problem.active
+    while True:
+        excess = mover.load / mover.scale - np.where(active, 1.0, 0.0)
+        sources = np.argsort(-excess, kind="stable")
+        receivers = np.flatnonzero(active)[np.argsort(excess[active], kind="stable")]
+        moved = False
+        for h, low in zip(sources, receivers, strict=False):
+            if excess[h] <= excess[low] + _EPS:
+                break
+            found = mover.candidates(h, low)
+            if found.size == 0:
+                continue
+            weight = mover.units.load[found]
+            after = np.maximum(
+                np.abs(excess[h] - weight / mover.scale[h]),
+                np.abs(excess[low] + weight / mover.scale[low]),
+            )
+            best = int(np.argmin(after))
+            if after[best] < max(abs(excess[h]), abs(excess[low])) - _EPS:
+                mover.move(int(found[best]), int(low))
+                moved = True
+        if not moved:
+            return
+
+
+def flux(
+    problem: Reassignment,
+    units: Units,
+    assign: np.ndarray,
+    movable: np.ndarray | None = None,
+    *,
+    drain_first: bool = True,
+) -> np.ndarray:
+    """Flux from ``assign`` (unit → worker); only ``movable`` units move (default: unpinned).
+    With ``drain_first`` draining workers are emptied before the pairing (else the pairing
+    treats them as workers whose target load is 0)."""
+    movable = units.pin < 0 if movable is None else movable
+    mover = _Mover(problem, units, assign, movable)
+    if drain_first:
+        drain(mover)
+    pair_rounds(mover)
+    return mover.assign
+
+
+@register("flux")
+class Flux:
+    """Flux (paper 004 §2.2, §5 baseline): pairwise most/least loaded moves within a budget."""
+
+    name = "flux"
+
+    def __init__(
+        self,
+        max_migrations: int | None = None,
+        migration_cost: str = "moves",
+        max_migration_cost: float | None = None,
+    ) -> None:
+        if max_migrations is not None and max_migrations < 0:
+            raise ValueError("max_migrations must be >= 0")
+        self.max_migrations = max_migrations
+        self.migration_cost = migration_cost
+        self.max_migration_cost = max_migration_cost
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "max_migrations": self.max_migrations,
+            "migration_cost": self.migration_cost,
+            "max_migration_cost": self.max_migration_cost,
+        }
+
+    def plan(
+        self,
+        loads: LoadSnapshot,
+        current: RoutingTable | None,
+        workers: Workers,
+        budget: Budget,
+    ) -> Plan:
+        problem = Reassignment.build(
+            loads,
+            current,
+            workers,
+            budget,
+            max_migrations=self.max_migrations,
+            migration_cost=self.migration_cost,
+            max_migration_cost=self.max_migration_cost,
+        )
+        units = Units.build(problem)
+        assign = flux(problem, units, units.initial(problem))
+        return problem.finish(self.name, units.group_worker(assign), self.params(), {}, {})

@@ -1,0 +1,1 @@
+"""Producers: the client that routes messages by a published table, and the Kafka adapters."""

@@ -1,0 +1,688 @@
+"""What producers and consumers use: nothing but a published routing table.
+
+    router = Router.open("var/routing", "clicks", reload_interval=30)  # follows LATEST
+    router.route("user-42")                    # -> "w7"
+    router.route_many(keys)                    # -> array(["w7", "w2", ...]): the same decisions
+    router.close()                             # or: with Router.open(...) as router: ...
+
+    assignment = Assignment.open("https://routeplan.example", "clicks")  # partition_assignment
+    assignment.partitions("c3")                # -> [4, 9]: what c3 reads
+
+A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``v<N>.json``, as
+``RoutingStore`` writes it), the routing-table HTTP API at an ``http(s)://`` base URL, or any
+other fsspec URL (``s3://bucket/routing``, ``gs://…``, ``memory://…``) with the store's layout.
+A stream name that breaks the name rule (``routeplan.model.names``) is refused before any read, and
+a document is read within ``routeplan.publishing.documents``' bounds (``max_bytes``, nesting depth).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from itertools import repeat
+from types import MappingProxyType
+from typing import Any, Self
+from urllib.parse import quote, urlsplit
+from urllib.request import url2pathname
+
+import mmh3
+import numpy as np
+
+from routeplan.model.hashing import key_group
+from routeplan.model.names import check_name
+from routeplan.model.table import RoutingTable
+from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document, read_limited
+from routeplan.publishing.schemas import validate_document
+from routeplan.publishing.store import LATEST_MAX_BYTES, RoutingStore, parse_latest
+
+log = logging.getLogger(__name__)
+
+OnChange = Callable[[int | None, int | None], object]
+
+_hash = mmh3.hash  # one cached global lookup in route()
+
+
+# --------------------------------------------------------------------------------------------
+# sources: where a stream's published versions are read from
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """One version's document as a source delivered it, not yet verified."""
+
+    tag: str  # what names this version at the source: its file name, or the HTTP ETag
+    where: str  # for messages: the file or URL
+    body: bytes
+    version: int | None  # the version the source says it is, when it knows
+
+
+class _LayoutSource:
+    """``<root>/<stream>/LATEST`` naming ``v<N>.json``: only reads a version when LATEST moved
+    (at most ``max_bytes + 1`` bytes of it: enough to tell it is too large)."""
+
+    def __init__(self, stream: str, version: int | None, max_bytes: int) -> None:
+        self.stream = stream
+        self.version = version
+        self.max_bytes = max_bytes
+
+    def fetch(self, known: str | None) -> _Fetched | None:
+        """The version LATEST (or the pinned one) names; None when that is ``known``."""
+        version = self.version if self.version is not None else self._latest()
+        tag = f"v{version}.json"
+        if tag == known:
+            return None
+        return _Fetched(tag, self._where(tag), self._read(version), version)
+
+    def close(self) -> None:
+        pass
+
+    def _latest(self) -> int:
+        raise NotImplementedError
+
+    def _read(self, version: int) -> bytes:
+        raise NotImplementedError
+
+    def _where(self, name: str) -> str:
+        raise NotImplementedError
+
+
+class _StoreSource(_LayoutSource):
+    """A local directory, read through ``RoutingStore``."""
+
+    def __init__(
+        self, root: str | os.PathLike[str], stream: str, version: int | None, max_bytes: int
+    ) -> None:
+        super().__init__(stream, version, max_bytes)
+        self._store = RoutingStore(root, max_bytes)
+
+    def _latest(self) -> int:
+        version = self._store.latest_version(self.stream)  # ValueError: LATEST names no version
+        if version is None:
+            raise FileNotFoundError(
+                f"no routing table published for stream {self.stream!r} in {self._store.root}"
+            )
+        return version
+
+    def _read(self, version: int) -> bytes:
+        return read_limited(self._store.path(self.stream, version), self.max_bytes)
+
+    def _where(self, name: str) -> str:
+        return str(self._store.root / self.stream / name)
+
+
+class _FsspecSource(_LayoutSource):
+    """Any fsspec URL (``s3://``, ``gs://``, ``memory://`` …) holding the store's layout."""
+
+    def __init__(
+        self,
+        url: str,
+        stream: str,
+        version: int | None,
+        max_bytes: int,
+        storage_options: Mapping[str, Any],
+    ) -> None:
+        super().__init__(stream, version, max_bytes)
+        try:
+            import fsspec
+        except ImportError as err:
+            raise ImportError(
+                f"reading routing tables from {url} needs fsspec: pip install fsspec"
+            ) from err
+        try:
+            self._fs, root = fsspec.core.url_to_fs(url, **storage_options)
+        except ImportError as err:  # e.g. "Install s3fs to access S3"
+            scheme = urlsplit(url).scheme
+            raise ImportError(
+                f"reading {scheme}:// routing tables needs its fsspec package: {err}"
+            ) from err
+        self._url = url.rstrip("/")
+        self._folder = f"{root.rstrip('/')}/{stream}"
+
+    def _latest(self) -> int:
+        path = f"{self._folder}/LATEST"
+        if not self._fs.exists(path):
+            raise FileNotFoundError(
+                f"no routing table published for stream {self.stream!r} in {self._url}"
+            )
+        text = self._fs.cat_file(path, start=0, end=LATEST_MAX_BYTES + 1)
+        return parse_latest(text.decode("utf-8", "replace"), where=self._where("LATEST"))
+
+    def _read(self, version: int) -> bytes:
+        return self._fs.cat_file(f"{self._folder}/v{version}.json", start=0, end=self.max_bytes + 1)
+
+    def _where(self, name: str) -> str:
+        return f"{self._url}/{self.stream}/{name}"
+
+
+class _HttpSource:
+    """The routing-table HTTP API: ``GET {base}/streams/{stream}/latest`` (or
+    ``/versions/{version}``) with ``If-None-Match``; 304 means unchanged. A body is read up to
+    ``max_bytes + 1`` bytes, then the download stops."""
+
+    def __init__(
+        self,
+        base: str,
+        stream: str,
+        version: int | None,
+        timeout: float,
+        max_bytes: int,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        try:
+            import httpx
+        except ImportError as err:
+            raise ImportError(
+                f"reading routing tables from {base} needs httpx: pip install httpx"
+            ) from err
+        self.stream = stream
+        self.version = version
+        self.max_bytes = max_bytes
+        tail = "latest" if version is None else f"versions/{int(version)}"
+        self._url = f"{base.rstrip('/')}/streams/{quote(stream, safe='')}/{tail}"
+        self._client = httpx.Client(timeout=timeout, headers=dict(headers or {}))
+        self._transport_error = httpx.TransportError
+
+    def fetch(self, known: str | None) -> _Fetched | None:
+        headers = {"If-None-Match": known} if known else {}
+        try:
+            with self._client.stream("GET", self._url, headers=headers) as resp:
+                if resp.status_code == 304:
+                    return None
+                limit = self.max_bytes if resp.status_code == 200 else 64 * 1024
+                body = bytearray()
+                for chunk in resp.iter_bytes():
+                    body += chunk
+                    if len(body) > limit:
+                        break
+        except self._transport_error as err:
+            raise ConnectionError(f"GET {self._url}: {err}") from err
+        if resp.status_code != 200:
+            try:
+                detail = json.loads(body)["detail"]
+            except (ValueError, KeyError, TypeError):
+                detail = body[:200].decode("utf-8", "replace")
+            kind = FileNotFoundError if resp.status_code == 404 else ConnectionError
+            raise kind(f"GET {self._url}: HTTP {resp.status_code}: {detail}")
+        body = bytes(body[: self.max_bytes + 1])
+        tag = resp.headers.get("etag") or f'"sha256:{hashlib.sha256(body).hexdigest()}"'
+        if tag == known:
+            return None
+        return _Fetched(tag, self._url, body, self.version)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+_Source = _LayoutSource | _HttpSource
+
+
+def _open_source(
+    source: str | os.PathLike[str],
+    stream: str,
+    version: int | None,
+    timeout: float,
+    storage_options: Mapping[str, Any] | None,
+    headers: Mapping[str, str] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> _Source:
+    check_name(stream, "stream")  # InvalidNameError (a ValueError) before any read
+    text = os.fspath(source)
+    parts = urlsplit(text) if "://" in text else None
+    if parts is None:
+        return _StoreSource(text, stream, version, max_bytes)
+    if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise ValueError(f"{text}: a file:// URL names a local path (file:///path)")
+        return _StoreSource(url2pathname(parts.path), stream, version, max_bytes)
+    if parts.scheme in ("http", "https"):
+        return _HttpSource(text, stream, version, timeout, max_bytes, headers)
+    return _FsspecSource(text, stream, version, max_bytes, storage_options or {})
+
+
+def _verified(fetched: _Fetched, stream: str, max_bytes: int) -> RoutingTable:
+    """The table in ``fetched``: bounded JSON, schema, checksum, and that it is what was asked
+    for."""
+    doc = parse_document(fetched.body, fetched.where, max_bytes)
+    validate_document("routing_table", doc, where=fetched.where)
+    table = RoutingTable.from_document(doc)
+    if table.stream != stream or fetched.version not in (None, table.version):
+        raise ValueError(
+            f"{fetched.where} holds {table.stream!r} v{table.version}, "
+            f"not {stream!r}" + (f" v{fetched.version}" if fetched.version is not None else "")
+        )
+    return table
+
+
+# --------------------------------------------------------------------------------------------
+# the shared loader
+
+
+class _Published:
+    """A published table held as one immutable snapshot, loaded from a source and optionally
+    followed: a daemon thread polls every ``reload_interval`` seconds and swaps in each new good
+    version; a bad or unreachable one is logged once and the last good table keeps serving."""
+
+    _snapshot: Any  # set by _install; has a .table
+
+    def __init__(self, table: RoutingTable) -> None:
+        self._install(table)
+        self._source: _Source | None = None
+        self._max_bytes = DEFAULT_MAX_BYTES
+        self._tag: str | None = None
+        self._on_change: OnChange | None = None
+        self._poll_lock = threading.Lock()  # one poll at a time; route() never takes it
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._unreachable = False  # an outage has been logged
+        self._rejected: str | None = None  # the bad version (or LATEST) last logged
+
+    def _install(self, table: RoutingTable) -> None:
+        """Compile ``table`` (ValueError if it is the wrong kind) and swap it in."""
+        raise NotImplementedError
+
+    @classmethod
+    def open(
+        cls,
+        source: str | os.PathLike[str],
+        stream: str,
+        version: int | None = None,
+        reload_interval: float | None = None,
+        *,
+        on_change: OnChange | None = None,
+        timeout: float = 10.0,
+        storage_options: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> Self:
+        """Load LATEST (or a pinned ``version``) of ``stream`` from ``source``, schema and checksum
+        verified; with ``reload_interval`` (seconds) keep following LATEST in a daemon thread.
+
+        ``on_change(old_version, new_version)`` runs after each swap. ``timeout`` bounds HTTP
+        requests; ``headers`` go with them (e.g. ``{"Authorization": "Bearer …"}`` when the API
+        sits behind Airflow's auth); ``storage_options`` go to fsspec. A document larger than
+        ``max_bytes`` (256 MiB) or nested deeper than 64 levels is refused. Raises when the first
+        load fails, and ``InvalidNameError`` (a ValueError) for a name that breaks the name rule.
+        """
+        if version is not None and reload_interval is not None:
+            raise ValueError("a pinned version never changes: give version or reload_interval")
+        if reload_interval is not None and not reload_interval > 0:
+            raise ValueError(f"reload_interval must be > 0 seconds, got {reload_interval}")
+        src = _open_source(source, stream, version, timeout, storage_options, headers, max_bytes)
+        try:
+            fetched = src.fetch(None)
+            if fetched is None:
+                raise ConnectionError(f"{source}: answered 'not modified' to a first request")
+            published = cls(_verified(fetched, stream, max_bytes))
+        except BaseException:
+            src.close()
+            raise
+        published._source, published._tag, published._on_change = src, fetched.tag, on_change
+        published._max_bytes = max_bytes
+        if reload_interval is not None:
+            published._follow(reload_interval)
+        return published
+
+    @classmethod
+    def from_store(
+        cls,
+        root: str | os.PathLike[str],
+        stream: str,
+        version: int | None = None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> Self:
+        """Load LATEST (or a pinned ``version``) of ``stream``, schema and checksum verified."""
+        return cls.open(root, stream, version, max_bytes=max_bytes)
+
+    @property
+    def table(self) -> RoutingTable:
+        return self._snapshot.table
+
+    @property
+    def version(self) -> int | None:
+        return self._snapshot.table.version
+
+    def reload(self) -> bool:
+        """Poll the source once; True when a new version now serves.
+
+        Never raises for the source's sake: a corrupt new version (JSON, too large or too deep,
+        schema, checksum, wrong kind) or an unreachable or failing source is logged as a WARNING
+        on ``routeplan.producers.client`` (once per bad version, once per outage) and the current
+        table keeps serving.
+        """
+        if self._source is None or self._source.version is not None:
+            return False
+        stream = self._source.stream
+        with self._poll_lock:
+            try:
+                fetched = self._source.fetch(self._tag)
+            except ValueError as err:  # LATEST names no version file
+                self._reject(str(err), err)
+                return False
+            except Exception as err:  # any I/O failure is an outage, whatever the library
+                if not self._unreachable:
+                    log.warning(
+                        "stream %s: source unavailable, keeps serving v%s: %s: %s",
+                        stream,
+                        self.version,
+                        type(err).__name__,
+                        err,
+                    )
+                    self._unreachable = True
+                return False
+            if self._unreachable:
+                log.info("stream %s: source available again (serving v%s)", stream, self.version)
+                self._unreachable = False
+            if fetched is None:
+                return False
+            self._tag = fetched.tag  # a bad version is not fetched again
+            old = self.version
+            try:
+                self._install(_verified(fetched, stream, self._max_bytes))
+            except (ValueError, KeyError, TypeError) as err:
+                self._reject(fetched.tag, err)
+                return False
+            if self._rejected is not None:
+                log.info(
+                    "stream %s: v%s is good, after rejecting %s",
+                    stream,
+                    self.version,
+                    self._rejected,
+                )
+                self._rejected = None
+        new = self.version
+        log.info("stream %s: now serving v%s (was v%s)", stream, new, old)
+        if new != old and self._on_change is not None:
+            try:
+                self._on_change(old, new)
+            except Exception:
+                log.exception("stream %s: on_change(%s, %s) failed", stream, old, new)
+        return new != old
+
+    def _reject(self, what: str, err: Exception) -> None:
+        if what != self._rejected:
+            stream = self._source.stream if self._source else "?"
+            log.warning(
+                "stream %s: rejected %s, keeps serving v%s: %s", stream, what, self.version, err
+            )
+            self._rejected = what
+
+    def _follow(self, interval: float) -> None:
+        me, stop = weakref.ref(self), self._stop
+
+        def poll() -> None:  # holds no reference between polls: a dropped router stops
+            while not stop.wait(interval):
+                published = me()
+                if published is None:
+                    return
+                try:
+                    published.reload()
+                except Exception:
+                    log.exception("stream %s: reload failed", published._source.stream)
+                del published
+
+        name = f"routeplan-reload-{self._source.stream if self._source else ''}"
+        self._thread = threading.Thread(target=poll, name=name, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop following the source (idempotent); the current table keeps serving."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        if self._source is not None:
+            self._source.close()
+            self._source = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------------------------
+# key routing
+
+
+@dataclass(frozen=True, eq=False)
+class _Routes:
+    """One key_routing table compiled for routing; swapped whole on reload, never changed."""
+
+    table: RoutingTable
+    plain: tuple  # all route() reads: split key -> candidates, group_slot, seed, n, counts, names
+    split: Mapping[str, int]  # split key -> its index in candidates
+    candidates: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]  # (slots, capacities)
+    candidate_slots: np.ndarray  # the slots as a matrix, short rows padded with their first slot
+    group_slot: np.ndarray  # key group -> worker slot
+    split_group: np.ndarray  # key group -> holds a split key
+    split_hashes: np.ndarray  # the split keys' 32-bit hashes (signed), sorted
+    names: np.ndarray  # worker slot -> name (dtype object)
+
+
+class Router(_Published):
+    """Routes keys as a ``key_routing`` table says.
+
+    A key goes to its key group's worker, ``key_group_worker[murmur3(key) mod num_key_groups]``,
+    unless the table splits it (``hot_keys``). A split key's message goes to the candidate with
+    the smallest *local* load divided by its capacity: the router counts the messages it has
+    itself sent to each worker, all keys, and balances what it sends, as Partial Key Grouping's
+    sources do (paper 003 §3.2 "Local Load Estimation": each source keeps its own load-estimate
+    vector; balancing each source's share balances the sum). Ties go to the larger table weight,
+    then table order. Local loads are kept by worker name across reloads.
+
+    ``route_many(keys)`` gives exactly ``[route(k) for k in keys]`` and leaves the same local
+    loads. ``route`` takes no lock: under concurrent calls from several threads a count may miss
+    an increment (the local load is an estimate either way, as in the paper); ``route_many``
+    holds the lock for its batch.
+    """
+
+    def __init__(self, table: RoutingTable) -> None:
+        self._lock = threading.Lock()  # local loads of split-key decisions
+        self._slot: dict[str, int] = {}  # worker -> slot, for every worker ever routed to
+        self._names: list[str] = []  # slot -> worker
+        self._counts: list[int] = []  # slot -> messages sent (the local load)
+        super().__init__(table)
+
+    def _install(self, table: RoutingTable) -> None:
+        if table.kind != "key_routing":
+            raise ValueError(
+                f"{table.stream} v{table.version} is a {table.kind} table: "
+                "read it with routeplan.producers.client.Assignment"
+            )
+        with self._lock:
+            for name in table.workers.names:
+                if name not in self._slot:
+                    self._slot[name] = len(self._names)
+                    self._names.append(name)
+                    self._counts.append(0)
+        slot, seed, n = self._slot, table.hash_seed, table.num_key_groups
+        dtype = np.int16 if len(slot) < 2**15 - 1 else np.int32  # int16 argsorts by radix
+        capacity = {w.name: w.capacity for w in table.workers.items}
+        candidates = []
+        for targets in table.hot_keys.values():
+            by_weight = sorted(targets, key=lambda t: -t[1])  # stable: table order on ties
+            candidates.append(
+                (tuple(slot[w] for w, _ in by_weight), tuple(capacity[w] for w, _ in by_weight))
+            )
+        width = max((len(c[0]) for c in candidates), default=1)
+        candidate_slots = np.array(
+            [c[0] + c[0][:1] * (width - len(c[0])) for c in candidates], dtype=dtype
+        ).reshape(len(candidates), width)
+        split = {key: i for i, key in enumerate(table.hot_keys)}
+        split_hashes = np.unique(np.array([_hash(key, seed) for key in split], dtype=np.int32))
+        split_group = np.zeros(n, dtype=bool)
+        split_group[split_hashes.view(np.uint32) % np.uint32(n)] = True
+        group_slot = [slot[w] for w in table.key_group_worker]
+        by_key = {key: candidates[i] for key, i in split.items()}
+        routes = _Routes(
+            table=table,
+            plain=(by_key, group_slot, seed, n, self._counts, self._names),
+            split=split,
+            candidates=tuple(candidates),
+            candidate_slots=candidate_slots,
+            group_slot=np.array(group_slot, dtype=dtype),
+            split_group=split_group,
+            split_hashes=split_hashes,
+            names=np.array(self._names, dtype=object),
+        )
+        self._plain = routes.plain
+        self._snapshot = routes
+
+    def candidates(self, key: str) -> list[str]:
+        """Every worker that may receive ``key``, in table order."""
+        table = self._snapshot.table
+        if key in table.hot_keys:
+            return [w for w, _ in table.hot_keys[key]]
+        return [table.key_group_worker[key_group(key, table.num_key_groups, table.hash_seed)]]
+
+    def route(self, key: str) -> str:
+        """The worker for the next message of ``key``."""
+        hot, group_slot, seed, n, counts, names = self._plain
+        split = hot.get(key)
+        if split is not None:
+            return names[_split_to(split[0], split[1], counts)]
+        slot = group_slot[_hash(key, seed, False) % n]
+        counts[slot] += 1
+        return names[slot]
+
+    def route_many(self, keys: Iterable[str]) -> np.ndarray:
+        """The workers for the next messages of ``keys``, in order: ``route`` vectorised.
+
+        Keys are hashed in one pass; only keys whose hash is a split key's are looked up. The
+        split ones are decided in order by ``route``'s rule, the local load of a candidate at
+        each being the counts before the batch, plus the batch's plain messages before it
+        (searchsorted in the plain positions sorted by worker), plus the batch's earlier split
+        decisions.
+        """
+        routes = self._snapshot
+        keys = keys if isinstance(keys, list | tuple) else list(keys)
+        table = routes.table
+        hashes = np.fromiter(map(_hash, keys, repeat(table.hash_seed)), np.int32, len(keys))
+        groups = hashes.view(np.uint32) % np.uint32(table.num_key_groups)
+        slots = routes.group_slot[groups]
+        positions = ids = None
+        if routes.split:  # a key may be split if its group holds one, and its hash is one's
+            maybe = np.flatnonzero(routes.split_group[groups])
+            near = np.searchsorted(routes.split_hashes, hashes[maybe]) % len(routes.split_hashes)
+            maybe = maybe[routes.split_hashes[near] == hashes[maybe]]
+            get = routes.split.get
+            found = np.array([get(keys[i], -1) for i in maybe.tolist()], dtype=np.int64)
+            positions, ids = maybe[found >= 0], found[found >= 0]
+        with self._lock:
+            if positions is not None and len(positions):
+                slots[positions] = self._decide_split(routes, slots, positions, ids)
+            sent = np.bincount(slots, minlength=len(self._counts))
+            for slot in np.flatnonzero(sent).tolist():
+                self._counts[slot] += int(sent[slot])
+        return routes.names[slots]
+
+    def _decide_split(
+        self, routes: _Routes, slots: np.ndarray, positions: np.ndarray, ids: np.ndarray
+    ) -> list[int]:
+        """Slots of the split messages at ``positions`` (ascending; ``ids`` index candidates)."""
+        n, last = len(slots), len(routes.names)
+        marked = slots.copy()
+        marked[positions] = last  # sorts after every worker: not a plain message
+        order = np.argsort(marked, kind="stable")
+        ranked = marked[order].astype(np.int64) * n + order  # plain (slot, position), ascending
+        start = np.concatenate(([0], np.cumsum(np.bincount(marked, minlength=last + 1))))
+        cand = routes.candidate_slots[ids]  # (split messages, width)
+        query = (cand.astype(np.int64) * n + positions[:, None]).ravel()
+        by_slot = np.argsort(cand.ravel(), kind="stable")  # sorted queries search faster
+        plain_before = np.empty_like(query)
+        plain_before[by_slot] = np.searchsorted(ranked, query[by_slot])
+        plain_before = plain_before.reshape(cand.shape) - start[cand]
+        loads = (np.asarray(self._counts, dtype=np.int64)[cand] + plain_before).ravel().tolist()
+        decided = [0] * len(self._counts)  # split messages of this batch so far, per slot
+        out = []
+        if cand.shape[1] == 2:  # d = 2 (PKG's choice): _split_to's rule, unrolled
+            pairs = [(c[0][0], c[0][-1], c[1][0], c[1][-1]) for c in routes.candidates]
+            for i, first_load, second_load in zip(
+                ids.tolist(), loads[0::2], loads[1::2], strict=True
+            ):
+                first, second, first_capacity, second_capacity = pairs[i]
+                slot = (
+                    second
+                    if (second_load + decided[second]) / second_capacity
+                    < (first_load + decided[first]) / first_capacity
+                    else first
+                )
+                decided[slot] += 1
+                out.append(slot)
+            return out
+        current = [0] * len(self._counts)  # the local load of each candidate, refreshed
+        for i, k in zip(ids.tolist(), range(0, len(loads), cand.shape[1]), strict=True):
+            cand_slots, capacities = routes.candidates[i]
+            for slot in cand_slots:  # flat rows, not lists: no allocation per message
+                current[slot] = loads[k] + decided[slot]
+                k += 1
+            slot = _split_to(cand_slots, capacities, current)
+            decided[slot] += 1
+            out.append(slot)
+        return out
+
+    def local_loads(self) -> dict[str, int]:
+        """Messages this router has sent to each worker (every worker it ever routed to)."""
+        with self._lock:
+            return dict(zip(self._names, self._counts, strict=True))
+
+
+def _split_to(slots: tuple[int, ...], capacities: tuple[float, ...], loads: list[int]) -> int:
+    """The slot among ``slots`` with the smallest ``loads[slot] / capacity``, the first one on
+    ties (paper 003 §3.2); counts the message in ``loads``."""
+    if len(slots) == 2:  # PKG's d = 2, the common case, without the loop
+        first, second = slots
+        best = second if loads[second] / capacities[1] < loads[first] / capacities[0] else first
+    else:
+        best, best_load = slots[0], loads[slots[0]] / capacities[0]
+        for i in range(1, len(slots)):
+            load = loads[slots[i]] / capacities[i]
+            if load < best_load:
+                best, best_load = slots[i], load
+    loads[best] += 1
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# partition assignment
+
+
+@dataclass(frozen=True, eq=False)
+class _Assigned:
+    table: RoutingTable
+    partitions: Mapping[str, list[int]]  # consumer -> its partitions, ascending
+
+
+class Assignment(_Published):
+    """Which consumer reads which partition, as a ``partition_assignment`` table says."""
+
+    def _install(self, table: RoutingTable) -> None:
+        if table.kind != "partition_assignment":
+            raise ValueError(
+                f"{table.stream} v{table.version} is a {table.kind} table, not a "
+                "partition_assignment one"
+            )
+        partitions: dict[str, list[int]] = {}
+        for partition, consumer in table.partition_consumer.items():
+            partitions.setdefault(consumer, []).append(partition)
+        self._snapshot = _Assigned(table, MappingProxyType(partitions))
+
+    @property
+    def consumers(self) -> list[str]:
+        """The consumers of the group (each reads at least one partition)."""
+        return sorted(self._snapshot.partitions)
+
+    def consumer(self, partition: int) -> str:
+        """The consumer that reads ``partition`` (KeyError if the table has no such partition)."""
+        return self._snapshot.table.partition_consumer[int(partition)]
+
+    def partitions(self, consumer: str) -> list[int]:
+        """The partitions ``consumer`` reads, ascending (empty: it is not in the group)."""
+        return list(self._snapshot.partitions.get(consumer, []))

@@ -1,0 +1,233 @@
+"""Kafka producers that route by a routing table, in one line.
+
+    from routeplan.producers.client import Router
+    from routeplan.producers.kafka import KafkaPythonPartitioner, RoutedProducer
+
+    router = Router.open("https://routeplan.example", "clicks", reload_interval=30)
+
+    # kafka-python
+    producer = KafkaProducer(bootstrap_servers=..., partitioner=KafkaPythonPartitioner(router))
+
+    # confluent-kafka (librdkafka takes no Python partitioner: the wrapper sets partition=)
+    producer = RoutedProducer(confluent_kafka.Producer(conf), router)
+    producer.produce("clicks", value=b"...", key="user-42")
+
+Each message goes to the partition of ``router.route(key)``: by default the integer that ends the
+worker's name (``w7`` → 7, ``3`` → 3), or an explicit ``worker_partition`` mapping. Keys are the
+table's keys: ``str``, or bytes decoded as UTF-8. A message without a key is an error here, not
+a silent fall-back to Kafka's own partitioner: a routed topic has no place for it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from routeplan.model.table import RoutingTable
+from routeplan.producers.client import Router
+
+_TRAILING_INT = re.compile(r"(\d+)$")
+
+
+def worker_partitions(
+    workers: Iterable[str], worker_partition: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """Partition of each worker: ``worker_partition[worker]``, else the integer its name ends
+    with. ValueError for a worker with neither, or two workers on one partition."""
+    mapping: dict[str, int] = {}
+    for worker in workers:
+        if worker_partition is not None and worker in worker_partition:
+            partition = int(worker_partition[worker])
+        elif match := _TRAILING_INT.search(worker):
+            partition = int(match.group(1))
+        else:
+            raise ValueError(
+                f"worker {worker!r} has no trailing integer to use as its partition: "
+                "pass worker_partition={worker: partition, ...}"
+            )
+        if partition < 0:
+            raise ValueError(f"worker {worker!r}: partition must be >= 0, got {partition}")
+        mapping[worker] = partition
+    owners: dict[int, str] = {}
+    for worker, partition in mapping.items():
+        if partition in owners:
+            raise ValueError(
+                f"workers {owners[partition]!r} and {worker!r} both map to partition {partition}"
+            )
+        owners[partition] = worker
+    return mapping
+
+
+def _key_text(key: object) -> str:
+    """The routing key of a message: ``str`` as is, bytes decoded as UTF-8."""
+    if isinstance(key, str):
+        return key
+    if key is None:
+        raise ValueError(
+            "routeplan routes keyed messages: this message has no key "
+            "(send it through a producer without the routeplan partitioner)"
+        )
+    if isinstance(key, bytes | bytearray | memoryview):
+        try:
+            return bytes(key).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"message key {bytes(key)[:40]!r} is not UTF-8: {err}") from err
+    raise TypeError(f"message key must be str or bytes, got {type(key).__name__}")
+
+
+class _Partitions:
+    """``router.route(key)`` as a partition, the worker map rebuilt when the table changes."""
+
+    def __init__(self, router: Router, worker_partition: Mapping[str, int] | None) -> None:
+        self.router = router
+        self._explicit = dict(worker_partition) if worker_partition is not None else None
+        self._cached: tuple[RoutingTable, dict[str, int]] | None = None
+        self._map()  # a worker without a partition fails here, not at the first message
+
+    def _map(self) -> dict[str, int]:
+        table = self.router.table
+        if self._cached is None or self._cached[0] is not table:
+            self._cached = (table, worker_partitions(table.workers.names, self._explicit))
+        return self._cached[1]
+
+    def route(self, key: object) -> tuple[str, int]:
+        """The worker of the message (counted by the router: call once per message) and its
+        partition."""
+        worker = self.router.route(_key_text(key))
+        partition = self._map().get(worker)
+        if partition is None:  # the table changed between route() and _map()
+            partition = worker_partitions([worker], self._explicit)[worker]
+        return worker, partition
+
+    def check(self, topic: str, worker: str, partition: int, partitions: Collection[int]) -> None:
+        if partition not in partitions:
+            raise ValueError(
+                f"worker {worker!r} maps to partition {partition}, which topic {topic!r} does "
+                f"not have (partitions {_span(partitions)}; table "
+                f"{self.router.table.stream} v{self.router.version})"
+            )
+
+
+def _span(partitions: Collection[int]) -> str:
+    ordered = sorted(partitions)
+    if ordered and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"{ordered[0]}-{ordered[-1]}"
+    return ", ".join(map(str, ordered))
+
+
+class KafkaPythonPartitioner:
+    """kafka-python's ``partitioner=``: the partition of ``router.route(key)``.
+
+    kafka-python 3.x calls ``partition(topic, key, serialized_key, value, serialized_value,
+    cluster)`` on a ``kafka.partitioner.Partitioner`` (this class registers as one); 2.x calls
+    the partitioner itself with ``(serialized_key, all_partitions, available_partitions)``. Both
+    route the serialized key (UTF-8). The partition must be one of the topic's partitions.
+    """
+
+    def __init__(self, router: Router, worker_partition: Mapping[str, int] | None = None) -> None:
+        try:
+            from kafka.partitioner import Partitioner
+        except ImportError:  # kafka-python 2.x has no base class: it calls __call__
+            pass
+        else:
+            Partitioner.register(KafkaPythonPartitioner)
+        self._partitions = _Partitions(router, worker_partition)
+
+    @property
+    def router(self) -> Router:
+        return self._partitions.router
+
+    def partition(
+        self,
+        topic: str,
+        key: object,
+        serialized_key: bytes | None,
+        value: object,
+        serialized_value: bytes | None,
+        cluster: Any,
+    ) -> int:
+        """kafka-python 3.x."""
+        return self._route(topic, serialized_key, cluster.partitions_for_topic(topic) or ())
+
+    def __call__(
+        self, serialized_key: bytes | None, all_partitions: list[int], available: list[int]
+    ) -> int:
+        """kafka-python 2.x."""
+        return self._route("(kafka-python 2.x does not name it)", serialized_key, all_partitions)
+
+    def _route(self, topic: str, key: bytes | None, partitions: Collection[int]) -> int:
+        worker, partition = self._partitions.route(key)
+        self._partitions.check(topic, worker, partition, partitions)
+        return partition
+
+
+class RoutedProducer:
+    """A confluent-kafka ``Producer`` whose ``produce`` sets ``partition=`` by the table.
+
+    Everything else (``flush``, ``poll``, ``len()``, transactions …) is the wrapped producer's.
+    The topic's partitions are read once from the cluster (``list_topics``) and again when a
+    worker's partition is not among them; still missing, ``produce`` raises ValueError.
+    """
+
+    def __init__(
+        self,
+        producer: Any,
+        router: Router,
+        worker_partition: Mapping[str, int] | None = None,
+        metadata_timeout: float = 10.0,
+    ) -> None:
+        self.producer = producer
+        self._partitions = _Partitions(router, worker_partition)
+        self._metadata_timeout = metadata_timeout
+        self._topic_partitions: dict[str, frozenset[int]] = {}
+
+    @property
+    def router(self) -> Router:
+        return self._partitions.router
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> None:
+        """``Producer.produce`` to the partition of ``router.route(key)``."""
+        if "partition" in kwargs:
+            raise TypeError("RoutedProducer.produce chooses the partition: do not pass one")
+        partition = self._partition(topic, key)
+        self.producer.produce(topic, value=value, key=key, partition=partition, **kwargs)
+
+    def produce_batch(self, topic: str, messages: list[dict[str, Any]], **kwargs: Any) -> int:
+        """``Producer.produce_batch`` by the table: one call per partition, messages in order.
+
+        (confluent-kafka 2.16 does not reliably honour a per-message ``partition`` in a batch,
+        but does honour the batch's.) Every key is checked before any message is routed.
+        """
+        if "partition" in kwargs or any("partition" in m for m in messages):
+            raise TypeError("RoutedProducer.produce_batch chooses the partitions: pass none")
+        keys = [_key_text(m.get("key")) for m in messages]
+        by_partition: dict[int, list[dict[str, Any]]] = {}
+        for message, key in zip(messages, keys, strict=True):
+            by_partition.setdefault(self._partition(topic, key), []).append(message)
+        return sum(
+            self.producer.produce_batch(topic, batch, partition=partition, **kwargs)
+            for partition, batch in by_partition.items()
+        )
+
+    def _partition(self, topic: str, key: Any) -> int:
+        worker, partition = self._partitions.route(key)
+        known = self._topic_partitions.get(topic)
+        if known is None or partition not in known:  # new topic, or partitions added since
+            known = self._refresh(topic)
+        self._partitions.check(topic, worker, partition, known)
+        return partition
+
+    def _refresh(self, topic: str) -> frozenset[int]:
+        metadata = self.producer.list_topics(topic, timeout=self._metadata_timeout)
+        found = metadata.topics.get(topic)
+        if found is None or found.error is not None:
+            raise ValueError(f"topic {topic!r}: no metadata ({found.error if found else 'absent'})")
+        self._topic_partitions[topic] = frozenset(found.partitions)
+        return self._topic_partitions[topic]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.producer, name)
+
+    def __len__(self) -> int:
+        return len(self.producer)

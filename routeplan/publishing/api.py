@@ -1,0 +1,458 @@
+"""Read-only HTTP API for published routing tables (``routeplan serve``, Airflow plugin).
+
+    GET /healthz                                   is the store readable, how many streams
+    GET /streams                                   every stream, its versions and LATEST
+    GET /streams/{stream}/versions                 one stream's versions and LATEST
+    GET /streams/{stream}/latest                   LATEST's document (ETag, Cache-Control: no-cache)
+    GET /streams/{stream}/versions/{version}       a pinned version's document (immutable)
+    GET /streams/{stream}/diff?from_version=A&to_version=B   what changes from A to B (B: LATEST)
+
+Documents are served as stored (the same JSON, compact; ``schemas/routing_table.schema.json``,
+checksum intact) with the checksum as a strong ETag; ``If-None-Match`` answers 304. Every
+request reads ``LATEST``; a version is parsed, schema-checked and checksum-verified once and
+then kept in a small LRU, re-read if its file changes on disk, and read within the bounds of
+``routeplan.publishing.documents`` (size, nesting). A stored document that fails those checks is
+never served: the answer is 500 naming the file and the failure.
+
+Bad input is a 4xx with a short message and never a server path: a stream name that breaks the
+name rule (``routeplan.model.names``) is 404, as a stream that does not exist. ``/streams`` lists a
+stream whose LATEST is broken with an ``error`` instead of failing for every stream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Query, Request, Response
+from fastapi import Path as PathParam
+from fastapi.responses import JSONResponse
+
+from routeplan import __version__
+from routeplan.model.names import InvalidNameError, check_name
+from routeplan.model.table import RoutingTable
+from routeplan.publishing.diff import diff_tables
+from routeplan.publishing.documents import DEFAULT_MAX_BYTES
+from routeplan.publishing.schemas import load_schema
+from routeplan.publishing.store import BrokenLatestError, RoutingStore, version_runs
+
+log = logging.getLogger(__name__)
+
+LATEST_CACHE_CONTROL = "no-cache"
+VERSION_CACHE_CONTROL = "public, max-age=31536000, immutable"
+MAX_VERSION = 2**63 - 1  # larger numbers are no version (and no file name)
+_ENTITY_TAG = re.compile(r'(?:W/)?"([^"]*)"')
+
+DESCRIPTION = """\
+Published routing tables of routeplan, read-only.
+
+A producer routes a key with nothing but a routing-table document and Murmur3
+(`schemas/routing_table.schema.json`). Poll `/streams/{stream}/latest` with `If-None-Match`
+set to the last ETag (the document's `checksum`): 304 until a new version is published.
+Pinned versions never change and may be cached forever.
+"""
+
+
+@dataclass(frozen=True)
+class _Published:
+    """One version as served: the verified table, its JSON body and its file's identity."""
+
+    table: RoutingTable
+    body: bytes
+    checksum: str
+    file_id: tuple[int, ...]
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.checksum}"'
+
+
+class _Tables:
+    """Reads a store for the API: verified versions in a bounded LRU, LATEST on every call."""
+
+    def __init__(self, store: RoutingStore, cache_size: int) -> None:
+        self.store = store
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, int], _Published] = OrderedDict()
+        self._lock = threading.Lock()
+        self._warned: dict[str, str] = {}  # stream (or "") -> the problem last logged
+
+    def stream_names(self) -> list[str]:
+        """Streams with a LATEST; 503 when the store's root cannot be read (no path said)."""
+        root = self.store.root
+        try:
+            if not root.exists():
+                return []
+            if not root.is_dir():
+                raise self._unavailable("the routing store's root is not a directory")
+            streams = self.store.streams()
+        except OSError as err:
+            problem = f"the routing store is unreadable ({type(err).__name__})"
+            raise self._unavailable(problem) from None
+        self._recovered("")
+        return streams
+
+    def listing(self, streams: list[str] | None = None) -> list[dict[str, Any]]:
+        """``/streams``: each stream's versions, or an ``error`` when its LATEST is broken."""
+        entries: list[dict[str, Any]] = []
+        for stream in self.stream_names() if streams is None else streams:
+            try:
+                latest = self.store.checked_latest(stream)
+                versions = self.store.versions(stream)
+            except BrokenLatestError as err:
+                entries.append({"stream": stream, "error": self._warn(stream, err.problem)})
+                continue
+            except OSError as err:
+                problem = f"unreadable ({type(err).__name__})"
+                entries.append({"stream": stream, "error": self._warn(stream, problem)})
+                continue
+            self._recovered(stream)
+            if latest is not None:  # None: LATEST went away meanwhile
+                entries.append({"stream": stream, "latest_version": latest, "versions": versions})
+        return entries
+
+    def _recovered(self, stream: str) -> None:
+        with self._lock:
+            problem = self._warned.pop(stream, None)
+        if problem is not None:
+            log.info("stream %s is served again (was: %s)", stream or "(all)", problem)
+
+    def _warn(self, stream: str, problem: str) -> str:
+        """Log ``problem`` once (until it changes), not at every request; return it."""
+        with self._lock:
+            known = self._warned.get(stream)
+            self._warned[stream] = problem
+        if known != problem:
+            log.warning("stream %s cannot be served: %s", stream or "(all)", problem)
+        return problem
+
+    def _corrupt(self, path: Path, failure: object) -> HTTPException:
+        """500 naming the file relative to the store's root (the log has the full path): a
+        client learns which table is broken, never where the server keeps it."""
+        log.error("refusing to serve %s: %s", path, failure)
+        root = self.store.root
+        hidden = str(failure).replace(f"{root}{os.sep}", "").replace(str(root), "<root>")
+        return HTTPException(
+            500, f"stored routing table file {path.relative_to(root)} is not servable: {hidden}"
+        )
+
+    def _unavailable(self, problem: str) -> HTTPException:
+        return HTTPException(503, self._warn("", problem))
+
+    def versions(self, stream: str) -> dict[str, Any]:
+        """``{"stream", "latest_version", "versions"}``; 404 for an unknown stream."""
+        latest = self.latest(stream)
+        versions = self.store.versions(stream)
+        if latest not in versions:
+            raise self._corrupt(self.store.root / stream / "LATEST", f"names v{latest}, not stored")
+        return {"stream": stream, "latest_version": latest, "versions": versions}
+
+    def latest(self, stream: str) -> int:
+        """The version LATEST names; 404 when the stream has none, 500 when LATEST is garbage."""
+        _check_name(stream)
+        try:
+            latest = self.store.latest_version(stream)
+        except (OSError, ValueError) as err:
+            raise self._corrupt(self.store.root / stream / "LATEST", err) from err
+        if latest is None:
+            streams = self.store.streams()
+            known = f"streams: {', '.join(streams)}" if streams else "none published yet"
+            raise HTTPException(404, f"no routing tables for stream {stream!r} ({known})")
+        return latest
+
+    def get(self, stream: str, version: int) -> _Published:
+        """A verified version (cached while its file is unchanged); 404 if it is not stored."""
+        _check_name(stream)
+        path = self.store.path(stream, version)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            self._forget(stream, version)
+            raise self._no_version(stream, version) from None
+        except OSError as err:
+            raise self._corrupt(path, err) from err
+        file_id = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            hit = self._cache.get((stream, version))
+            if hit is not None and hit.file_id == file_id:
+                self._cache.move_to_end((stream, version))
+                return hit
+        published = self._read(stream, version, path, file_id)
+        with self._lock:
+            self._cache[(stream, version)] = published
+            self._cache.move_to_end((stream, version))
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return published
+
+    def _read(self, stream: str, version: int, path: Path, file_id: tuple[int, ...]) -> _Published:
+        try:
+            doc = self.store.read_document(stream, version)  # JSON + schema
+            table = RoutingTable.from_document(doc)  # checksum and consistency
+            if (doc["stream"], doc["version"]) != (stream, version):
+                raise ValueError(f"holds {doc['stream']!r} v{doc['version']}")
+        except FileNotFoundError:
+            raise self._no_version(stream, version) from None
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            self._forget(stream, version)
+            raise self._corrupt(path, err) from err
+        body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+        return _Published(table, body, doc["checksum"], file_id)
+
+    def _forget(self, stream: str, version: int) -> None:
+        with self._lock:
+            self._cache.pop((stream, version), None)
+
+    def _no_version(self, stream: str, version: int) -> HTTPException:
+        self.latest(stream)  # an unknown stream says so
+        kept = self.store.versions(stream)
+        return HTTPException(
+            404,
+            f"no routing table v{version} for stream {stream!r} (versions {version_runs(kept)})",
+        )
+
+
+def _check_name(stream: str) -> None:
+    """404 for a name that breaks the name rule: no such stream can exist (never a path)."""
+    try:
+        check_name(stream)
+    except InvalidNameError as err:
+        raise HTTPException(404, f"no such stream: {err}") from None
+
+
+def etag_matches(if_none_match: str | None, checksum: str) -> bool:
+    """RFC 9110 §13.1.2: ``*`` or any listed entity tag equal to ours by weak comparison."""
+    if if_none_match is None:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    return checksum in _ENTITY_TAG.findall(if_none_match)
+
+
+def _document_response(request: Request, published: _Published, cache_control: str) -> Response:
+    headers = {"ETag": published.etag, "Cache-Control": cache_control}
+    if etag_matches(request.headers.get("if-none-match"), published.checksum):
+        return Response(status_code=304, headers=headers)
+    return Response(published.body, media_type="application/json", headers=headers)
+
+
+def _openapi_schema(name: str) -> dict[str, Any]:
+    """``schemas/<name>.schema.json`` for the OpenAPI document, references inlined."""
+
+    def inline(node: Any, base: dict[str, Any]) -> Any:
+        if isinstance(node, list):
+            return [inline(item, base) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            file, _, pointer = node["$ref"].partition("#")
+            doc = load_schema(file.removesuffix(".schema.json")) if file else base
+            target: Any = doc
+            for part in filter(None, pointer.split("/")):
+                target = target[part]
+            return inline(target, doc)
+        return {k: inline(v, base) for k, v in node.items() if k not in ("$schema", "$id", "$defs")}
+
+    return inline(load_schema(name), load_schema(name))
+
+
+def _schema_response(name: str, description: str) -> dict[str, Any]:
+    """An OpenAPI response whose body is ``schemas/<name>.schema.json``."""
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": _openapi_schema(name)}},
+    }
+
+
+_DETAIL = {
+    "application/json": {
+        "schema": {
+            "type": "object",
+            "required": ["detail"],
+            "properties": {"detail": {"type": "string"}},
+        }
+    }
+}
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {
+        "description": "unknown stream or version (`detail` lists what exists), or a stream "
+        "name that breaks the name rule (`detail` says the rule)",
+        "content": _DETAIL,
+    },
+    500: {
+        "description": "a stored file fails its schema or checksum (`detail` names it)",
+        "content": _DETAIL,
+    },
+}
+_DOCUMENT_ERRORS: dict[int | str, dict[str, Any]] = {
+    304: {"description": "`If-None-Match` matches the ETag: the client's copy is current"},
+    **_ERRORS,
+}
+
+StreamParam = Annotated[
+    str,
+    PathParam(
+        description="stream name, e.g. `clicks` (1-128 characters of A-Z a-z 0-9 . _ -, "
+        "not starting with `.` or `-`; others are 404)"
+    ),
+]
+VersionParam = Annotated[int, PathParam(ge=1, le=MAX_VERSION, description="a published version")]
+
+
+def create_app(
+    root: str | os.PathLike[str],
+    *,
+    cache_size: int = 64,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    dependencies: Sequence[Any] = (),
+) -> FastAPI:
+    """The API over the routing store at ``root`` (``<root>/<stream>/v<N>.json``, ``LATEST``).
+
+    ``cache_size`` bounds the verified versions kept in memory and ``max_bytes`` the size of a
+    version file it reads; ``dependencies`` (FastAPI ``Depends``) run before every endpoint,
+    e.g. the Airflow plugin's authentication.
+    """
+    tables = _Tables(RoutingStore(root, max_bytes=max_bytes), cache_size)
+    app = FastAPI(
+        dependencies=list(dependencies),
+        title="routeplan routing tables",
+        version=__version__,
+        description=DESCRIPTION,
+        openapi_tags=[
+            {"name": "health", "description": "whether the routing store can be read"},
+            {"name": "streams", "description": "which streams and versions are published"},
+            {"name": "tables", "description": "routing-table documents (ETag = checksum)"},
+            {"name": "diff", "description": "what changes between two versions"},
+        ],
+    )
+    document = _schema_response("routing_table", "the routing-table document, as stored")
+    document["headers"] = {
+        "ETag": {
+            "description": 'the document\'s checksum, quoted: `"sha256:…"`',
+            "schema": {"type": "string"},
+        },
+        "Cache-Control": {
+            "description": "`no-cache` for LATEST, `immutable` for a version",
+            "schema": {"type": "string"},
+        },
+    }
+
+    @app.get(
+        "/healthz",
+        tags=["health"],
+        summary="Whether the routing store can be read",
+        response_model=None,
+        responses={
+            200: _schema_response("routing_health", "ok, or degraded: some streams are broken"),
+            503: _schema_response("routing_health", "unavailable: the store cannot be read"),
+        },
+    )
+    def healthz() -> Any:
+        try:
+            streams = tables.stream_names()
+        except HTTPException as err:
+            return JSONResponse({"status": "unavailable", "detail": err.detail}, status_code=503)
+        broken = sum("error" in entry for entry in tables.listing(streams))
+        body: dict[str, Any] = {
+            "status": "degraded" if broken else "ok",
+            "streams": len(streams),
+            "broken": broken,
+        }
+        if not streams:
+            body["detail"] = "nothing published yet"
+        return body
+
+    @app.get(
+        "/streams",
+        tags=["streams"],
+        summary="Every published stream",
+        response_model=None,
+        responses={
+            200: _schema_response("routing_streams", "streams and versions (or what is wrong)"),
+            503: {"description": "the routing store cannot be read", "content": _DETAIL},
+        },
+    )
+    def list_streams() -> dict[str, Any]:
+        return {"streams": tables.listing()}
+
+    @app.get(
+        "/streams/{stream}/versions",
+        tags=["streams"],
+        summary="One stream's versions",
+        response_model=None,
+        responses={200: _schema_response("routing_versions", "the stream's versions"), **_ERRORS},
+    )
+    def list_versions(stream: StreamParam) -> dict[str, Any]:
+        return tables.versions(stream)
+
+    @app.get(
+        "/streams/{stream}/latest",
+        tags=["tables"],
+        summary="LATEST's routing table",
+        response_class=Response,
+        responses={200: document, **_DOCUMENT_ERRORS},
+    )
+    def latest(stream: StreamParam, request: Request) -> Response:
+        published = tables.get(stream, tables.latest(stream))
+        return _document_response(request, published, LATEST_CACHE_CONTROL)
+
+    @app.get(
+        "/streams/{stream}/versions/{version}",
+        tags=["tables"],
+        summary="A pinned routing-table version",
+        response_class=Response,
+        responses={200: document, **_DOCUMENT_ERRORS},
+    )
+    def version(stream: StreamParam, version: VersionParam, request: Request) -> Response:
+        published = tables.get(stream, version)
+        return _document_response(request, published, VERSION_CACHE_CONTROL)
+
+    @app.get(
+        "/streams/{stream}/diff",
+        tags=["diff"],
+        summary="Moves from one version to another",
+        response_model=None,
+        responses={
+            200: _schema_response("routing_diff", "the moves and the load they carry"),
+            **_ERRORS,
+        },
+    )
+    def diff(
+        stream: StreamParam,
+        response: Response,
+        from_version: Annotated[int, Query(ge=1, le=MAX_VERSION, description="the older version")],
+        to_version: Annotated[
+            int | None, Query(ge=1, le=MAX_VERSION, description="default: LATEST")
+        ] = None,
+    ) -> dict[str, Any]:
+        pinned = to_version is not None
+        new = tables.get(stream, to_version if pinned else tables.latest(stream)).table
+        old = tables.get(stream, from_version).table
+        cache_control = VERSION_CACHE_CONTROL if pinned else LATEST_CACHE_CONTROL
+        response.headers["Cache-Control"] = cache_control
+        try:
+            return diff_tables(old, new)
+        except ValueError as err:  # e.g. a key_routing and a partition_assignment table
+            raise HTTPException(422, f"{stream}: v{from_version} → v{new.version}: {err}") from err
+
+    return app
+
+
+def serve(
+    root: str | os.PathLike[str],
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+) -> None:
+    """Serve the API over ``root`` with uvicorn until interrupted."""
+    import uvicorn
+
+    uvicorn.run(create_app(root), host=host, port=port, log_level=log_level)

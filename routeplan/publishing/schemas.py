@@ -1,0 +1,51 @@
+"""JSON Schemas of routeplan's records and artifacts (the contract with users, ``schemas/``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from referencing import Registry, Resource
+
+SCHEMA_DIR = Path(
+    os.environ.get("ROUTEPLAN_SCHEMAS", Path(__file__).resolve().parents[2] / "schemas")
+)
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """``schemas/<name>.schema.json`` as a dict."""
+    path = SCHEMA_DIR / f"{name}.schema.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"schema {name!r} not found at {path}")
+    return json.loads(path.read_text())
+
+
+@cache
+def _registry() -> Registry:
+    """Every schema by its ``$id``, so ``$ref`` between them resolves offline."""
+    resources = []
+    for path in sorted(SCHEMA_DIR.glob("*.schema.json")):
+        schema = json.loads(path.read_text())
+        resources.append((schema["$id"], Resource.from_contents(schema)))
+    return Registry().with_resources(resources)
+
+
+@cache
+def _validator(name: str) -> jsonschema.Validator:
+    schema = load_schema(name)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, registry=_registry(), format_checker=cls.FORMAT_CHECKER)
+
+
+def validate_document(name: str, document: Any, where: str = "") -> None:
+    """Raise ``ValueError`` naming every violation of schema ``name``."""
+    errors = sorted(_validator(name).iter_errors(document), key=lambda e: list(e.path))
+    if errors:
+        lines = [f"{'/'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in errors[:10]]
+        raise ValueError(f"{where or name} is not a valid {name}:\n  " + "\n  ".join(lines))
