@@ -126,10 +126,10 @@ def figs_2_4(sizes, limits, seeds) -> list[dict]:
                 runs.append(
                     {
                         "start": load_distance(worker_load(current, snap)),
-                        "flux": flux.metrics["load_distance"],
-                        "flux_moves": flux.metrics["moves"],
-                        "milp": {t: p.metrics["load_distance"] for t, p in milp.items()},
-                        "milp_moves": {t: p.metrics["moves"] for t, p in milp.items()},
+                        "flux": flux.predicted["load_distance"],
+                        "flux_moves": flux.predicted["moves"],
+                        "milp": {t: p.predicted["load_distance"] for t, p in milp.items()},
+                        "milp_moves": {t: p.predicted["moves"] for t, p in milp.items()},
                         "model": milp[limits[-1]].table.strategy_state["model"],
                         "status": milp[limits[-1]].table.strategy_state["solve_status"],
                     }
@@ -172,8 +172,8 @@ def solvers(sizes, limit) -> list[dict]:
                 "groups": workers * per_worker,
                 "solver": state["solver"],
                 "status": state["solve_status"],
-                "seconds": plan.metrics["solve_seconds"],
-                "load_distance": plan.metrics["load_distance"],
+                "seconds": plan.predicted["solve_seconds"],
+                "load_distance": plan.predicted["load_distance"],
                 "gap": state["gap"],
             }
             rows.append(row)
@@ -225,7 +225,7 @@ def fig_5(workers: int, periods: int, limit: float) -> dict:
                     snap, table, ws, Budget(time_limit_s=limit)
                 )
                 table = plan.table
-                distances.append(plan.metrics["load_distance"])
+                distances.append(plan.predicted["load_distance"])
                 remaining.append(float(worker_load(table, snap)[marked].sum()))
             done = next((p + 1 for p, r in enumerate(remaining) if r == 0), None)
             mean = float(np.mean(distances[: done or periods]))
@@ -294,8 +294,8 @@ def fig_6(periods: int, limit: float) -> dict:
                 snap, table, workers, Budget(time_limit_s=limit)
             )
             table = plan.table
-            series[name]["load_distance"].append(plan.metrics["load_distance"])
-            series[name]["moves"].append(plan.metrics["moves"])
+            series[name]["load_distance"].append(plan.predicted["load_distance"])
+            series[name]["moves"].append(plan.predicted["moves"])
         tables[name] = table
     print(
         f"{'':>6} "
@@ -391,9 +391,9 @@ def albic_runs(snap, owner, ws, per, runs, limit, max_migrations, pairs, jitter_
         table = plan.table
         history.append(
             {
-                "collocation_factor": plan.metrics["collocation_factor"],
-                "load_distance": plan.metrics["load_distance"],
-                "moves": plan.metrics["moves"],
+                "collocation_factor": plan.predicted["collocation_factor"],
+                "load_distance": plan.predicted["load_distance"],
+                "moves": plan.predicted["moves"],
             }
         )
     return table, snap, history
@@ -484,11 +484,11 @@ def fig_12(runs: int, limit: float, max_load_distance: float) -> dict:
         after = snapshot(owners(table))
         history.append(
             {
-                "collocation_factor": plan.metrics["collocation_factor"],
+                "collocation_factor": plan.predicted["collocation_factor"],
                 "load_index": after.total / first,
-                "planned_load_distance": plan.metrics["load_distance"],
+                "planned_load_distance": plan.predicted["load_distance"],
                 "load_distance": load_distance(worker_load(table, after)),
-                "moves": plan.metrics["moves"],
+                "moves": plan.predicted["moves"],
             }
         )
     cola_owner = cola(snapshot(owner), workers, max_load_distance)

@@ -232,23 +232,24 @@ def plan_stream(spark, args: RunArgs, stream: str, options) -> list[tuple]:
                 current.version if current else None,
                 observed,
                 current_imbalance,
-                float(plan.metrics["imbalance"]),
-                int(plan.metrics["moves"]),
-                float(plan.metrics["migrated_load_share"]),
-                json.dumps(plan.metrics),
+                float(plan.predicted["imbalance"]),
+                int(plan.predicted["moves"]),
+                float(plan.predicted["migrated_load_share"]),
+                json.dumps(plan.predicted),
                 json.dumps(dict(plan.table.params)),
                 json.dumps(plan.table.to_document()),
                 now,
             )
         )
         consumers = (
-            f", {plan.metrics['consumers']:.0f} consumers (bound {plan.metrics['lower_bound']:.0f})"
+            f", {plan.predicted['consumers']:.0f} consumers "
+            f"(bound {plan.predicted['lower_bound']:.0f})"
             if partitioned
             else ""
         )
         log(
             "plan",
-            f"{stream}: {name} predicted imbalance {plan.metrics['imbalance']:.4f} "
+            f"{stream}: {name} predicted imbalance {plan.predicted['imbalance']:.4f} "
             f"(logged {observed:.4f}), {len(plan.moves)} moves{consumers}",
         )
     return rows

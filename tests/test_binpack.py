@@ -286,11 +286,11 @@ def test_strategy_plans_a_schema_valid_partition_table(tmp_path, name):
     assert sorted(table.partition_consumer) == list(range(24))
     assert set(table.partition_consumer.values()) == set(table.workers.names)
     assert table.params["capacity"] == pytest.approx(1e6)
-    assert plan.metrics["consumers"] == len(table.workers)
+    assert plan.predicted["consumers"] == len(table.workers)
     if name not in KAFKA:
-        assert plan.metrics["overloaded"] == 0
-        assert plan.metrics["consumers"] >= plan.metrics["lower_bound"]
-        assert plan.metrics["lower_bound"] == bm.lower_bound(rates, 1e6)
+        assert plan.predicted["overloaded"] == 0
+        assert plan.predicted["consumers"] >= plan.predicted["lower_bound"]
+        assert plan.predicted["lower_bound"] == bm.lower_bound(rates, 1e6)
         assert table.workers.names[:4] == ("w0", "w1", "w2", "w3")  # known consumers first
     published = RoutingStore(tmp_path).publish(table)
     doc = json.loads((tmp_path / "s" / "v1.json").read_text())
@@ -310,8 +310,8 @@ def test_replanning_moves_little_and_spares_draining_workers():
     drifted = snapshot(np.clip(rates + rng.uniform(-5e4, 5e4, 40), 0, None))
     mwf = get_strategy("mwf", consumer_capacity=1.2e6).plan(drifted, first.table, workers, Budget())
     bfd = get_strategy("bfd", consumer_capacity=1.2e6).plan(drifted, first.table, workers, Budget())
-    assert mwf.metrics["rscore"] <= bfd.metrics["rscore"]
-    assert mwf.metrics["moves"] == len(mwf.moves) < 40
+    assert mwf.predicted["rscore"] <= bfd.predicted["rscore"]
+    assert mwf.predicted["moves"] == len(mwf.moves) < 40
     assert all(m.unit.startswith("partition:") for m in mwf.moves)
     # consumers an earlier plan created keep their names
     assert set(first.table.workers.names) & set(mwf.table.workers.names) >= {"c6"}
@@ -333,13 +333,13 @@ def test_capacity_defaults_to_the_workers_and_milp_obeys_the_move_budget():
     same = get_strategy("binpack_milp").plan(
         snapshot(rates), first.table, workers, Budget(max_moves=0, time_limit_s=5)
     )
-    assert same.moves == () and same.metrics["solver_optimal"] == 1.0
+    assert same.moves == () and same.predicted["solver_optimal"] == 1.0
     kafka = get_strategy("kafka_roundrobin").plan(snapshot(rates), None, workers, Budget())
     assert len(kafka.table.workers) == 3  # the active workers
     kafka = get_strategy("kafka_roundrobin", consumers=2).plan(
         snapshot([60.0, 50.0, 45.0, 30.0]), None, workers, Budget()
     )
-    assert len(kafka.table.workers) == 2 and kafka.metrics["overloaded"] == 1  # 60 + 45
+    assert len(kafka.table.workers) == 2 and kafka.predicted["overloaded"] == 1  # 60 + 45
 
 
 def test_partition_table_validation():

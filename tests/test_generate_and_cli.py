@@ -118,7 +118,7 @@ def test_cli_generate_then_show(tmp_path, capsys, monkeypatch):
     assert main(["show", "--stream", "x", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["version"] == 1 and shown["strategy"] == "cg"
-    assert shown["predicted"]["imbalance"] == pytest.approx(table.metrics["imbalance"])
+    assert shown["predicted"]["imbalance"] == pytest.approx(table.predicted["imbalance"])
 
 
 def test_cli_show_summarises_a_partition_assignment(tmp_path, capsys):

@@ -106,8 +106,8 @@ def test_router_sends_every_message_where_each_plan_intended(
 @pytest.mark.parametrize("name", ["sg", "potc", "pkg", "dchoices", "porc", "chbl", "cg"])
 def test_load_aware_tables_balance_a_skewed_snapshot_where_kg_does_not(skewed, name):
     workers = Workers.homogeneous(10)
-    kg = get_strategy("kg").plan(skewed, None, workers, Budget()).metrics
-    plan = get_strategy(name).plan(skewed, None, workers, Budget()).metrics
+    kg = get_strategy("kg").plan(skewed, None, workers, Budget()).predicted
+    plan = get_strategy(name).plan(skewed, None, workers, Budget()).predicted
     assert kg["imbalance"] > 0.5
     assert plan["imbalance"] < 0.02, plan
     if name in ("porc", "chbl", "cg"):  # ε-bounded (paper 000 §V-A)
@@ -118,7 +118,7 @@ def test_memory_orders_like_the_papers(skewed):
     """Paper 000 §VI-B: KG keeps one copy of each key, PKG at most two, SG/PoTC up to W."""
     workers = Workers.homogeneous(10)
     memory = {
-        n: get_strategy(n).plan(skewed, None, workers, Budget()).metrics["memory"]
+        n: get_strategy(n).plan(skewed, None, workers, Budget()).predicted["memory"]
         for n in ("kg", "pkg", "sg", "potc")
     }
     keys = skewed.key_group_keys.sum()
@@ -226,4 +226,4 @@ def test_an_idle_stream_still_gets_a_complete_table(name):
     plan = get_strategy(name).plan(loads, None, workers, Budget())
     assert set(plan.table.key_group_worker) <= {"a", "b"}
     assert all(w in {"a", "b"} for t in plan.table.hot_keys.values() for w, _ in t)
-    assert plan.metrics["imbalance"] == 0.0
+    assert plan.predicted["imbalance"] == 0.0

@@ -146,13 +146,13 @@ def test_assignment_invariants_and_budget(
         # a group reaches a draining worker only by staying where it was
         assert name in active or (current is not None and current.key_group_worker[g] == name)
     assert worker_load(table, snapshot).sum() == pytest.approx(sum(loads), rel=1e-9, abs=1e-9)
-    assert plan.metrics["forced_moves"] == 0
+    assert plan.predicted["forced_moves"] == 0
     if max_moves is not None:
-        assert plan.metrics["moves"] <= max_moves
+        assert plan.predicted["moves"] <= max_moves
     if share is not None:
-        assert plan.metrics["migrated_load_share"] <= share + 1e-12
+        assert plan.predicted["migrated_load_share"] <= share + 1e-12
     if current is None:
-        assert plan.metrics["moves"] == 0
+        assert plan.predicted["moves"] == 0
 
 
 @pytest.mark.parametrize("strategy", ["milp", "flux"])
@@ -168,7 +168,7 @@ def test_draining_workers_empty_run_over_run(strategy):
         plan = get_strategy(strategy, max_migrations=4).plan(
             snapshot, table, scaling_in, Budget(time_limit_s=0.5)
         )
-        assert plan.metrics["moves"] <= 4
+        assert plan.predicted["moves"] <= 4
         table = plan.table
         after = worker_load(table, snapshot)[4:].sum()
         assert after < before or before == 0
@@ -185,11 +185,11 @@ def test_milp_load_distance_at_most_flux_at_equal_budget(seed):
     budget = Budget(time_limit_s=1.0)
     flux = get_strategy("flux", max_migrations=10).plan(snapshot, current, workers, budget)
     milp = get_strategy("milp", max_migrations=10).plan(snapshot, current, workers, budget)
-    assert milp.metrics["moves"] <= 10 and flux.metrics["moves"] <= 10
-    assert milp.metrics["load_distance"] <= flux.metrics["load_distance"] + 1e-12
-    assert milp.metrics["warm_start_load_distance"] <= flux.metrics["load_distance"] + 1e-12
+    assert milp.predicted["moves"] <= 10 and flux.predicted["moves"] <= 10
+    assert milp.predicted["load_distance"] <= flux.predicted["load_distance"] + 1e-12
+    assert milp.predicted["warm_start_load_distance"] <= flux.predicted["load_distance"] + 1e-12
     if seed == 0:  # the §5.1 result: the MILP does clearly better than Flux
-        assert milp.metrics["load_distance"] < 0.75 * flux.metrics["load_distance"]
+        assert milp.predicted["load_distance"] < 0.75 * flux.predicted["load_distance"]
 
 
 def test_migration_cost_by_keys_and_resources_are_respected():
@@ -209,7 +209,7 @@ def test_migration_cost_by_keys_and_resources_are_respected():
         max_migration_cost=120,
         resource_bounds={"bytes": 1.15},
     ).plan(snapshot, current, workers, Budget(time_limit_s=1))
-    assert 0 < plan.metrics["migration_cost"] <= 120
+    assert 0 < plan.predicted["migration_cost"] <= 120
     moved = [
         g
         for g, (a, b) in enumerate(
@@ -217,7 +217,7 @@ def test_migration_cost_by_keys_and_resources_are_respected():
         )
         if a != b
     ]
-    assert plan.metrics["migration_cost"] == pytest.approx(snapshot.key_group_keys[moved].sum())
+    assert plan.predicted["migration_cost"] == pytest.approx(snapshot.key_group_keys[moved].sum())
     owner = np.array([int(w[1:]) for w in plan.table.key_group_worker])
     used = np.bincount(owner, weights=snapshot.key_group_resources["bytes"], minlength=5)
     assert used.max() <= 1.15 * used.sum() / 5 * (1 + 1e-9)
@@ -229,7 +229,7 @@ def test_hot_keys_of_the_current_table_count_against_the_budget(skewed):
     assert current.hot_keys
     draining = Workers(workers.items[:7] + (Worker("w7", state="draining"),))
     plan = get_strategy("milp").plan(skewed, current, draining, Budget(max_moves=6, time_limit_s=1))
-    assert plan.metrics["moves"] <= 6
+    assert plan.predicted["moves"] <= 6
     kept = {k for k, v in plan.table.hot_keys.items() if all(w != "w7" for w, _ in v)}
     assert kept == {k for k, v in current.hot_keys.items() if all(w != "w7" for w, _ in v)}
 
@@ -238,9 +238,9 @@ def test_workers_that_left_force_moves_and_say_so():
     snapshot, current, workers = varies_instance(workers=5, per_worker=4)
     fewer = Workers(workers.items[:4])
     plan = get_strategy("milp").plan(snapshot, current, fewer, Budget(max_moves=1, time_limit_s=1))
-    assert plan.metrics["forced_moves"] == 4
+    assert plan.predicted["forced_moves"] == 4
     assert "w4" not in plan.table.key_group_worker
-    assert plan.metrics["moves"] == 4  # nothing voluntary: the forced moves used the budget
+    assert plan.predicted["moves"] == 4  # nothing voluntary: the forced moves used the budget
 
 
 def test_bound_is_a_hard_constraint():
@@ -269,7 +269,7 @@ def test_solver_status_is_the_solvers_not_pulps():
         Budget(time_limit_s=5),
     )
     assert small.table.strategy_state["solve_status"] == "optimal"
-    assert small.metrics["gap"] == 0
+    assert small.predicted["gap"] == 0
 
 
 @pytest.mark.parametrize("solver", ["highs", "cbc"])
@@ -329,18 +329,18 @@ def test_albic_improves_collocation_over_a_static_assignment():
         plan = get_strategy(
             "albic", max_migrations=6, operator_groups=24, collocations_per_run=2
         ).plan(snapshot, table, workers, Budget(time_limit_s=0.5))
-        assert plan.metrics["moves"] <= 6
-        assert plan.metrics["load_distance"] <= 0.10 + 1e-9  # maxLD
+        assert plan.predicted["moves"] <= 6
+        assert plan.predicted["load_distance"] <= 0.10 + 1e-9  # maxLD
         table = plan.table
-        factors.append(plan.metrics["collocation_factor"])
+        factors.append(plan.predicted["collocation_factor"])
     assert factors[-1] > start + 0.05
     assert all(b >= a - 1e-9 for a, b in zip(factors, factors[1:], strict=False))
-    assert plan.metrics["load_index"] <= 1.0 + 1e-9
+    assert plan.predicted["load_index"] <= 1.0 + 1e-9
     # flux balances as well but collocates nothing on purpose
     flux = get_strategy("flux", max_migrations=6).plan(
         snapshot, table_of(owner, workers), workers, Budget()
     )
-    assert flux.metrics["collocation_factor"] <= start + 0.02
+    assert flux.predicted["collocation_factor"] <= start + 0.02
 
 
 def test_albic_follows_an_upstream_stream_anchor():
@@ -352,7 +352,7 @@ def test_albic_follows_an_upstream_stream_anchor():
         snapshot, current, workers, Budget(time_limit_s=1)
     )
     assert plan.table.key_group_worker[0] == "w1"  # follows the group it hears most from
-    assert plan.metrics["collocation_factor"] > collocation_factor(
+    assert plan.predicted["collocation_factor"] > collocation_factor(
         current.key_group_worker, snapshot
     )
 

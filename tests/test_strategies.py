@@ -37,9 +37,9 @@ def test_kg_is_hash_partitioning_over_active_workers(skewed):
 def test_cg_balances_where_kg_does_not(skewed, workers):
     kg = get_strategy("kg").plan(skewed, None, workers, Budget())
     cg = get_strategy("cg").plan(skewed, None, workers, Budget())
-    assert kg.metrics["imbalance"] > 0.5
-    assert cg.metrics["imbalance"] < 0.1
-    assert cg.metrics["imbalance"] == pytest.approx(table_imbalance(cg.table, skewed))
+    assert kg.predicted["imbalance"] > 0.5
+    assert cg.predicted["imbalance"] < 0.1
+    assert cg.predicted["imbalance"] == pytest.approx(table_imbalance(cg.table, skewed))
     # the load is conserved: every message lands on some worker
     assert worker_load(cg.table, skewed).sum() == pytest.approx(skewed.total)
 
@@ -66,11 +66,11 @@ def test_cg_moves_few_groups_under_drift_and_respects_budget(skewed):
     first = get_strategy("cg").plan(skewed, None, workers, Budget()).table
     drifted = zipf_snapshot(seed=1)
     free = get_strategy("cg").plan(drifted, first, workers, Budget())
-    assert free.metrics["migrated_load_share"] < 0.25
+    assert free.predicted["migrated_load_share"] < 0.25
     none = get_strategy("cg").plan(drifted, first, workers, Budget(max_moves=0))
     fresh = get_strategy("cg").plan(drifted, None, workers, Budget())
-    assert none.metrics["moves"] <= free.metrics["moves"]
-    assert free.metrics["moves"] < len(fresh.table.key_group_worker)
+    assert none.predicted["moves"] <= free.predicted["moves"]
+    assert free.predicted["moves"] < len(fresh.table.key_group_worker)
 
 
 def test_cg_empties_draining_workers(skewed):
@@ -80,7 +80,7 @@ def test_cg_empties_draining_workers(skewed):
     plan = get_strategy("cg").plan(skewed, first, draining, Budget())
     assert "w5" not in plan.table.key_group_worker
     assert all(w != "w5" for t in plan.table.hot_keys.values() for w, _ in t)
-    assert plan.metrics["moves"] > 0
+    assert plan.predicted["moves"] > 0
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,7 +105,7 @@ def test_every_key_group_assigned_once_to_an_active_worker(
     assert len(plan.table.key_group_worker) == len(loads)
     assert set(plan.table.key_group_worker) <= active
     assert worker_load(plan.table, snapshot).sum() == pytest.approx(sum(loads), rel=1e-9, abs=1e-6)
-    assert plan.metrics["imbalance"] >= -1e-9 or not any(loads)
+    assert plan.predicted["imbalance"] >= -1e-9 or not any(loads)
 
 
 @given(st.lists(st.floats(0.1, 50), min_size=1, max_size=20), st.integers(1, 400))

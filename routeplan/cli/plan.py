@@ -270,7 +270,7 @@ def observed_table(
 
 def plan_summary(plan, seconds: float) -> dict[str, Any]:
     """The predicted metrics a person compares plans by."""
-    metrics, state = plan.metrics, plan.table.strategy_state
+    metrics, state = plan.predicted, plan.table.strategy_state
     return {
         "strategy": plan.table.strategy,
         "stream": plan.table.stream,

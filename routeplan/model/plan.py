@@ -10,13 +10,49 @@ if TYPE_CHECKING:
     from routeplan.model.table import RoutingTable
 
 
+# The limits a budget may set; each strategy declares which of them it honours (``honours``) and
+# a plan with a limit its strategy does not honour is refused, never silently ignored.
+BUDGET_LIMITS = ("max_moves", "max_migrated_load_share", "max_migration_cost")
+# What one move costs against ``max_migration_cost`` (paper 004 §4.3.1, mc_k): one per key group,
+# its distinct keys (a state-size proxy), or its load.
+MIGRATION_COST_UNITS = ("moves", "distinct_keys", "load")
+
+
 @dataclass(frozen=True)
 class Budget:
-    """Limits on one plan: moves of key groups / hot keys, migrated load share, solver time."""
+    """Limits on one plan. None means no limit.
+
+    ``max_moves``: key groups, hot keys and partitions whose workers change;
+    ``max_migrated_load_share``: the share of the total load they carry; ``max_migration_cost``:
+    the summed cost of the moves in ``migration_cost_unit``; ``time_limit_s``: a solver's time
+    (every strategy stays within it).
+    """
 
     max_moves: int | None = None
     max_migrated_load_share: float | None = None
+    max_migration_cost: float | None = None
+    migration_cost_unit: str = "moves"
     time_limit_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_moves is not None and (isinstance(self.max_moves, bool) or self.max_moves < 0):
+            raise ValueError(f"max_moves must be an integer >= 0, got {self.max_moves!r}")
+        share = self.max_migrated_load_share
+        if share is not None and not 0 <= share <= 1:
+            raise ValueError(f"max_migrated_load_share must be in [0, 1], got {share!r}")
+        if self.max_migration_cost is not None and not self.max_migration_cost >= 0:
+            raise ValueError(f"max_migration_cost must be >= 0, got {self.max_migration_cost!r}")
+        if self.migration_cost_unit not in MIGRATION_COST_UNITS:
+            raise ValueError(
+                f"migration_cost_unit must be one of {', '.join(MIGRATION_COST_UNITS)}, "
+                f"got {self.migration_cost_unit!r}"
+            )
+        if not self.time_limit_s > 0:
+            raise ValueError(f"time_limit_s must be > 0, got {self.time_limit_s!r}")
+
+    def limits(self) -> dict[str, float]:
+        """The limits this budget sets (name → value), in ``BUDGET_LIMITS`` order."""
+        return {k: getattr(self, k) for k in BUDGET_LIMITS if getattr(self, k) is not None}
 
 
 @dataclass(frozen=True)
@@ -35,4 +71,8 @@ class Plan:
 
     table: RoutingTable
     moves: tuple[Move, ...]
-    metrics: Mapping[str, float]
+
+    @property
+    def predicted(self) -> Mapping[str, float]:
+        """The predicted metrics (imbalance, moves, …): the table's ``predicted``."""
+        return self.table.predicted

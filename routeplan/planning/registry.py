@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
-from routeplan.planning.contract import Strategy
+from routeplan.model.plan import BUDGET_LIMITS, Plan
+from routeplan.planning.contract import KINDS, Strategy, check_budget
 
 STRATEGY_MODULES = (
     "routeplan.planning.keyrouting.key_grouping",
@@ -24,16 +26,36 @@ _REGISTRY: dict[str, Callable[..., Strategy]] = {}
 
 
 def register(name: str) -> Callable[[type], type]:
-    """Class decorator: make a strategy selectable by ``name`` in the CLI, DAG and benchmarks."""
+    """Class decorator: make a strategy selectable by ``name`` in the CLI, DAG and benchmarks.
+
+    The class must declare ``kind`` and ``honours`` (see ``contract``); its ``plan`` is wrapped
+    to refuse, before planning, a budget limit the strategy does not honour."""
 
     def decorate(cls: type) -> type:
         if name in _REGISTRY:
             raise ValueError(f"strategy {name!r} registered twice")
+        if getattr(cls, "kind", None) not in KINDS:
+            raise TypeError(f"strategy {name!r} must declare kind, one of {KINDS}")
+        honours = getattr(cls, "honours", None)
+        if not isinstance(honours, frozenset) or not honours <= set(BUDGET_LIMITS):
+            raise TypeError(f"strategy {name!r} must declare honours ⊆ {BUDGET_LIMITS}")
         cls.name = name
+        if "plan" in vars(cls) or not getattr(cls.plan, "checks_budget", False):
+            cls.plan = _checking_budget(cls.plan)
         _REGISTRY[name] = cls
         return cls
 
     return decorate
+
+
+def _checking_budget(plan: Callable[..., Plan]) -> Callable[..., Plan]:
+    @functools.wraps(plan)
+    def checked(self, loads, current, workers, budget) -> Plan:  # noqa: ANN001 (the contract's)
+        check_budget(self, budget)
+        return plan(self, loads, current, workers, budget)
+
+    checked.checks_budget = True  # type: ignore[attr-defined]
+    return checked
 
 
 def strategy_names() -> list[str]:

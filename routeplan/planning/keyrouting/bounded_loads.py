@@ -19,7 +19,7 @@ mapped to workers by capacity is ``cg``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,6 +38,9 @@ _EPS = 1e-12
 
 class _BoundedPlanner:
     """Shared skeleton: bounds, hot keys routed on their own, groups in decreasing load."""
+
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset()
 
     name = ""
 

@@ -23,7 +23,7 @@ Batch form of the paper's scheme, planning from aggregated loads:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -113,6 +113,9 @@ def proportional_counts(capacity: np.ndarray, total: int) -> np.ndarray:
 @register("cg")
 class ConsistentGrouping:
     """Consistent Grouping (paper 000 §V) planning key groups and hot keys onto workers."""
+
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset({"max_moves", "max_migrated_load_share"})
 
     name = "cg"
 

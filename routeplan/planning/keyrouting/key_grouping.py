@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget, Plan
 from routeplan.model.table import RoutingTable
@@ -19,6 +21,9 @@ def key_grouping_workers(num_key_groups: int, workers: Workers) -> tuple[str, ..
 @register("kg")
 class KeyGrouping:
     """Hash partitioning, blind to load: what most streams run today."""
+
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset()
 
     name = "kg"
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from routeplan.model.hashing import hash_choices
 from routeplan.model.loads import LoadSnapshot
@@ -53,6 +53,9 @@ def head_choices(
 
 class _ChoicePlanner:
     """A table from the keys' hash choices; ``choices(shares, n)`` says how many per hot key."""
+
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset()
 
     name = ""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -99,6 +99,9 @@ def group_positions(num_key_groups: int, seed: int = DEFAULT_SEED) -> np.ndarray
 @register("ring")
 class TokenRing:
     """Consistent hashing with token halving or doubling (paper 001)."""
+
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset({"max_moves", "max_migrated_load_share"})
 
     name = "ring"
 

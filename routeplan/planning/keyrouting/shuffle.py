@@ -15,6 +15,8 @@ schemes of the papers (``routeplan.simulation``) count messages only.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from routeplan.model.hashing import salted_choice
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget, Plan
@@ -35,6 +37,9 @@ def _every_worker_for_groups(_group: int, n: int) -> range:
 @register("sg")
 class ShuffleGrouping:
     """Shuffle grouping: near-perfect balance, every hot key on every worker."""
+
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset()
 
     name = "sg"
 
@@ -59,6 +64,9 @@ class ShuffleGrouping:
 @register("potc")
 class PowerOfTwoChoices:
     """Power of ``d`` random choices per message (Azar et al.; paper 000 §III-D, d = 2)."""
+
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset()
 
     name = "potc"
 

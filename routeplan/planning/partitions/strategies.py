@@ -20,6 +20,8 @@ their way of moving little — and ``Budget.max_migrated_load_share`` is not use
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from routeplan.model.loads import LoadSnapshot
@@ -61,6 +63,9 @@ _DESCRIPTIONS = {
 class BinPacking:
     """Plan partitions onto consumers with :func:`routeplan.planning.partitions.packing.pack`
     (``algorithm``)."""
+
+    kind: ClassVar[str] = "partition_assignment"
+    honours: ClassVar[frozenset[str]] = frozenset()
 
     name = "binpack"
     algorithm = ""
@@ -198,6 +203,9 @@ class KafkaRoundRobin(_Kafka):
 class BinPackingMilp(BinPacking):
     """Exact reference: fewest consumers, then least Rscore (PuLP + HiGHS, time-limited,
     warm-started from the best heuristic); honours ``Budget.max_moves``."""
+
+    kind: ClassVar[str] = "partition_assignment"
+    honours: ClassVar[frozenset[str]] = frozenset({"max_moves"})
 
     algorithm = "binpack_milp"
 

@@ -16,12 +16,12 @@ shared with ``milp`` and ``albic``: :mod:`routeplan.planning.reassign`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from routeplan.model.loads import LoadSnapshot
-from routeplan.model.plan import Budget, Plan
+from routeplan.model.plan import BUDGET_LIMITS, Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.reassign.reassignment import Reassignment, Units
@@ -136,6 +136,9 @@ def flux(
 @register("flux")
 class Flux:
     """Flux (paper 004 §2.2, §5 baseline): pairwise most/least loaded moves within a budget."""
+
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset(BUDGET_LIMITS)
 
     name = "flux"
 

@@ -42,12 +42,12 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from routeplan.model.loads import LoadSnapshot
-from routeplan.model.plan import Budget, Plan
+from routeplan.model.plan import BUDGET_LIMITS, Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.metrics import load_distance
@@ -427,6 +427,9 @@ def _neighbourhood(
 @register("milp")
 class Milp:
     """Paper 004's MILP (§4.3.1): load distance first, within a migration budget, with scale-in."""
+
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset(BUDGET_LIMITS)
 
     name = "milp"
 
