@@ -107,7 +107,7 @@ def load_snapshot(spark, args: RunArgs, stream: str, options):
         stream=stream,
         key_group_load=load,
         hot_key_load={r["key"]: float(r["load"]) for r in hot},
-        key_group_keys=keys,
+        distinct_keys=keys,
         key_group_resources=resources,
         key_group_flow=flow,
         flow_anchors=anchors,

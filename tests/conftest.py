@@ -37,7 +37,7 @@ def zipf_snapshot(
         stream=stream,
         key_group_load=np.bincount(groups, weights=counts, minlength=num_key_groups),
         hot_key_load={names[i]: counts[i] for i in top},
-        key_group_keys=np.bincount(groups, weights=counts > 0, minlength=num_key_groups),
+        distinct_keys=np.bincount(groups, weights=counts > 0, minlength=num_key_groups),
     )
 
 

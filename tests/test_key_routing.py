@@ -121,7 +121,7 @@ def test_memory_orders_like_the_papers(skewed):
         n: get_strategy(n).plan(skewed, None, workers, Budget()).predicted["memory"]
         for n in ("kg", "pkg", "sg", "potc")
     }
-    keys = skewed.key_group_keys.sum()
+    keys = skewed.distinct_keys.sum()
     assert memory["kg"] == keys
     assert keys < memory["pkg"] <= keys + len(skewed.hot_key_load)
     assert memory["sg"] > memory["pkg"] and memory["potc"] > memory["pkg"]

@@ -198,7 +198,7 @@ def test_migration_cost_by_keys_and_resources_are_respected():
     snapshot = LoadSnapshot(
         "s",
         snapshot.key_group_load,
-        key_group_keys=snapshot.key_group_keys,
+        distinct_keys=snapshot.distinct_keys,
         key_group_resources={"bytes": rng.uniform(1, 2, 80)},
     )
     workers = Workers.homogeneous(5)
@@ -217,7 +217,7 @@ def test_migration_cost_by_keys_and_resources_are_respected():
         )
         if a != b
     ]
-    assert plan.predicted["migration_cost"] == pytest.approx(snapshot.key_group_keys[moved].sum())
+    assert plan.predicted["migration_cost"] == pytest.approx(snapshot.distinct_keys[moved].sum())
     owner = np.array([int(w[1:]) for w in plan.table.key_group_worker])
     used = np.bincount(owner, weights=snapshot.key_group_resources["bytes"], minlength=5)
     assert used.max() <= 1.15 * used.sum() / 5 * (1 + 1e-9)

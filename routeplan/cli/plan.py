@@ -130,7 +130,7 @@ def read_loads(
         owner = _worker(row, "worker", path)
         if owner is not None:
             owners[g] = owner
-    snapshot = LoadSnapshot(stream, load, key_group_keys=state, key_group_resources=resources)
+    snapshot = LoadSnapshot(stream, load, distinct_keys=state, key_group_resources=resources)
     return snapshot, owners
 
 
@@ -198,7 +198,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         snapshot = LoadSnapshot(
             snapshot.stream,
             snapshot.key_group_load,
-            key_group_keys=snapshot.key_group_keys,
+            distinct_keys=snapshot.distinct_keys,
             key_group_resources=snapshot.key_group_resources,
             key_group_flow=flow,
             flow_anchors=anchors,

@@ -25,7 +25,7 @@ class LoadSnapshot:
 
     ``key_group_load[g]`` is the whole load of key group ``g`` (messages, bytes or cost), hot keys
     included; ``hot_key_load`` lists heavy hitters, each already counted inside its key group;
-    ``key_group_keys[g]`` (optional) is the number of distinct keys in group ``g``;
+    ``distinct_keys[g]`` (optional) is the number of distinct keys in key group ``g``;
     ``partition_load[p]`` (optional) is the load (write rate) of partition ``p``;
     ``key_group_resources[r][g]`` (optional) is group ``g``'s use of another resource ``r`` (e.g.
     bytes, cost_ms). ``key_group_flow`` (optional, paper 004 §4.3.2) lists the messages between key
@@ -37,7 +37,7 @@ class LoadSnapshot:
     stream: str
     key_group_load: np.ndarray
     hot_key_load: Mapping[str, float] = field(default_factory=dict)
-    key_group_keys: np.ndarray | None = None
+    distinct_keys: np.ndarray | None = None
     partition_load: np.ndarray | None = None
     hash_seed: int = DEFAULT_SEED
     key_group_resources: Mapping[str, np.ndarray] = field(default_factory=dict)
@@ -56,11 +56,11 @@ class LoadSnapshot:
         if bad:
             raise ValueError(f"hot key loads must be finite and >= 0: {bad[:5]}")
         object.__setattr__(self, "hot_key_load", hot)
-        if self.key_group_keys is not None:
-            keys = np.asarray(self.key_group_keys, dtype=float)
+        if self.distinct_keys is not None:
+            keys = np.asarray(self.distinct_keys, dtype=float)
             if keys.shape != load.shape:
-                raise ValueError("key_group_keys must have one entry per key group")
-            object.__setattr__(self, "key_group_keys", keys)
+                raise ValueError("distinct_keys must have one entry per key group")
+            object.__setattr__(self, "distinct_keys", keys)
         if self.partition_load is not None:
             partitions = np.asarray(self.partition_load, dtype=float)
             if (

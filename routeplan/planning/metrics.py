@@ -151,10 +151,10 @@ def _targets(table: RoutingTable, key: str, snapshot: LoadSnapshot) -> tuple[str
 
 def memory(table: RoutingTable, snapshot: LoadSnapshot) -> float | None:
     """Σ over workers of distinct keys (paper 000 memory footprint), if key counts are known."""
-    if snapshot.key_group_keys is None:
+    if snapshot.distinct_keys is None:
         return None
     extra = sum(len(targets) - 1 for targets in table.hot_keys.values())
-    return float(snapshot.key_group_keys.sum() + extra)
+    return float(snapshot.distinct_keys.sum() + extra)
 
 
 def evaluate(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
-from routeplan.model.plan import BUDGET_LIMITS, Plan
+from routeplan.model.plan import BUDGET_LIMITS, Budget, Plan
 from routeplan.planning.contract import KINDS, Strategy, check_budget
 
 STRATEGY_MODULES = (
@@ -58,6 +60,43 @@ def _checking_budget(plan: Callable[..., Plan]) -> Callable[..., Plan]:
     return checked
 
 
+# Parameters some strategies took before the budget held every limit: old name → Budget field.
+BUDGET_PARAMETERS = {
+    "max_migrations": "max_moves",
+    "max_migration_cost": "max_migration_cost",
+    "migration_cost": "migration_cost_unit",
+}
+# Old values of ``migration_cost_unit``.
+_UNIT_ALIASES = {"keys": "distinct_keys"}
+
+
+def budget_from_parameters(
+    params: Mapping[str, Any], budget: Budget
+) -> tuple[dict[str, Any], Budget, list[str]]:
+    """Move the budget limits found among strategy ``params`` (their old spellings, e.g. a DAG
+    run's ``max_migrations``) into ``budget``.
+
+    Returns the remaining parameters, the budget, and one deprecation note per moved name. A limit
+    given both ways with different values is refused rather than combined."""
+    rest = dict(params)
+    changes: dict[str, Any] = {}
+    notes = []
+    for old, field in BUDGET_PARAMETERS.items():
+        if old not in rest or rest[old] is None:
+            rest.pop(old, None)
+            continue
+        value = rest.pop(old)
+        if field == "migration_cost_unit":
+            value = _UNIT_ALIASES.get(value, value)
+        current = getattr(budget, field)
+        default = Budget.__dataclass_fields__[field].default
+        if current is not None and current != default and current != value:
+            raise ValueError(f"{old}={value!r} contradicts the budget's {field}={current!r}")
+        changes[field] = value
+        notes.append(f"{old} is deprecated: it is the budget's {field} now")
+    return rest, replace(budget, **changes) if changes else budget, notes
+
+
 def strategy_names() -> list[str]:
     _load_builtin()
     return sorted(_REGISTRY)
@@ -86,12 +125,31 @@ def strategy_parameter_types(name: str) -> dict[str, Any]:
 
 
 def get_strategy(name: str, **params: Any) -> Strategy:
-    """Build the strategy registered as ``name`` with its parameters."""
+    """Build the strategy registered as ``name`` with its parameters.
+
+    A parameter the strategy renamed (its ``renamed`` map, old → new) is accepted under its old
+    name with a ``DeprecationWarning``; a budget limit passed as a parameter is refused, naming the
+    ``Budget`` field it belongs to (``budget_from_parameters`` converts old parameter sets)."""
     _load_builtin()
     if name not in _REGISTRY:
         raise KeyError(f"unknown strategy {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+    cls = _REGISTRY[name]
+    for old, new in getattr(cls, "renamed", {}).items():
+        if old in params:
+            if new in params:
+                raise ValueError(f"strategy {name!r}: give {new} or its old name {old}, not both")
+            warnings.warn(
+                f"strategy {name!r}: parameter {old} is now {new}", DeprecationWarning, stacklevel=2
+            )
+            params[new] = params.pop(old)
+    for old, field in BUDGET_PARAMETERS.items():
+        if old in params and old not in strategy_parameters(name):
+            raise ValueError(
+                f"strategy {name!r}: {old} is a budget limit, not a strategy parameter; "
+                f"set Budget({field}=…) (--{field.replace('_', '-')} on the command line)"
+            )
     try:
-        return _REGISTRY[name](**params)
+        return cls(**params)
     except TypeError as err:
         raise ValueError(f"bad parameters for strategy {name!r}: {err}") from None
 

@@ -81,7 +81,7 @@ class Reassignment:
         as many key groups) on ``workers`` within ``budget``."""
         if migration_cost not in MIGRATION_COSTS:
             raise ValueError(f"migration_cost must be one of {MIGRATION_COSTS}")
-        if migration_cost == "keys" and loads.key_group_keys is None:
+        if migration_cost == "keys" and loads.distinct_keys is None:
             raise ValueError("migration_cost='keys' needs distinct keys per key group")
         if current is not None and (
             current.kind != "key_routing" or current.num_key_groups != loads.num_key_groups
@@ -106,7 +106,7 @@ class Reassignment:
         moved_load = loads.residual_key_group_load(known_hot)
         unit_cost = {
             "moves": np.ones(loads.num_key_groups),
-            "keys": loads.key_group_keys,
+            "keys": loads.distinct_keys,
             "load": moved_load,
         }[migration_cost]
         group_spend = np.column_stack([np.ones(loads.num_key_groups), moved_load, unit_cost])
@@ -169,7 +169,7 @@ class Reassignment:
         ``LoadSnapshot.key_group_resources`` entry). Hot keys kept on their own are not counted."""
         use = self.loads.key_group_resources.get(name)
         if use is None and name == "keys":
-            use = self.loads.key_group_keys
+            use = self.loads.distinct_keys
         if use is None:
             known = sorted(self.loads.key_group_resources) + ["keys"]
             raise ValueError(f"unknown resource {name!r} for the snapshot; known: {known}")
