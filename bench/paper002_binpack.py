@@ -234,7 +234,7 @@ def milp_gaps(seed: int, iterations: int, time_limit_s: float) -> dict:
     }
     exact = runs["binpack_milp"]
     bound = np.array([bm.lower_bound(r, C) for r in rates])
-    statuses = [s["status"] for s in exact.solver]
+    statuses = [s["solver_status"] for s in exact.solver]
     gaps = [s["mip_gap"] for s in exact.solver if s["mip_gap"] is not None]
     print(
         f"\nAgainst binpack_milp and the lower bound: 32 partitions, {iterations} iterations, "

@@ -32,14 +32,16 @@ from pathlib import Path
 
 import numpy as np
 
+from routeplan.model.flow import flow_arrays
 from routeplan.model.hashing import key_groups
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.metrics import collocation_factor, load_distance, worker_load
-from routeplan.planning.reassign.albic import balanced_partition, flow_arrays
+from routeplan.planning.reassign.albic import balanced_partition
 from routeplan.planning.registry import get_strategy
+from routeplan.simulation.instances import flow_instance, table_of, varies_instance
 
 OUT = Path("bench/results")
 
@@ -67,34 +69,9 @@ PAPER_FIG10 = "ALBIC: lower load distance than COLA, collocation up to 10 points
 PAPER_FIG12 = {"albic_load_index": 0.50, "cola_load_index": 0.75, "cola_moves": 200, "albic": 10}
 
 
-def table_of(owner: np.ndarray, workers: Workers, stream: str = "s") -> RoutingTable:
-    names = workers.names
-    return RoutingTable(stream, "bench", workers, tuple(names[i] for i in owner))
-
-
 def owners(table: RoutingTable) -> np.ndarray:
     index = table.workers.index()
     return np.array([index[w] for w in table.key_group_worker])
-
-
-def varies_instance(workers: int, varies: float, seed: int, per_worker: int = 20):
-    """§5.1: "Key groups are evenly allocated … The load of each key group is initially set to
-    the mean, which is then adjusted by a percentage, randomly chosen from the range [−5%, 5%]
-    … we further adjust the load on 20% of the nodes … Half of the nodes whose load are changed
-    gets a reduction of 0.5·varies in their load and the other half gets an increase"."""
-    rng = np.random.default_rng(seed)
-    groups = workers * per_worker
-    owner = np.arange(groups) % workers
-    load = 1.0 + rng.uniform(-0.05, 0.05, groups)
-    changed = rng.choice(workers, max(2, workers // 5), replace=False)
-    for k, w in enumerate(changed):
-        on = np.flatnonzero(owner == w)
-        picked = rng.choice(on, on.size // 2, replace=False)  # "a randomly selected set"
-        delta = (0.5 if k % 2 else -0.5) * varies * load[on].sum()
-        load[picked] += delta / picked.size
-    load = np.clip(load, 0.0, None)
-    ws = Workers.homogeneous(workers)
-    return LoadSnapshot("s", load), table_of(owner, ws), ws
 
 
 # ------------------------------------------------------------------------------------------ 1, 2
@@ -109,18 +86,16 @@ def figs_2_4(sizes, limits, seeds) -> list[dict]:
     )
     rows = []
     for workers in sizes:
-        for max_migrations, varies in ((10, 0.2), (20, 0.2), (20, 0.4)):
-            result = {"workers": workers, "max_migrations": max_migrations, "varies": varies}
+        for max_moves, varies in ((10, 0.2), (20, 0.2), (20, 0.4)):
+            result = {"workers": workers, "max_moves": max_moves, "varies": varies}
             runs = []
             for seed in seeds:
                 snap, current, ws = varies_instance(workers, varies, seed)
-                flux = get_strategy("flux", max_migrations=max_migrations).plan(
-                    snap, current, ws, Budget()
-                )
+                flux = get_strategy("flux").plan(snap, current, ws, Budget(max_moves=max_moves))
                 milp = {}
                 for limit in limits:
-                    plan = get_strategy("milp", max_migrations=max_migrations).plan(
-                        snap, current, ws, Budget(time_limit_s=limit)
+                    plan = get_strategy("milp").plan(
+                        snap, current, ws, Budget(max_moves=max_moves, time_limit_s=limit)
                     )
                     milp[limit] = plan
                 runs.append(
@@ -131,7 +106,7 @@ def figs_2_4(sizes, limits, seeds) -> list[dict]:
                         "milp": {t: p.predicted["load_distance"] for t, p in milp.items()},
                         "milp_moves": {t: p.predicted["moves"] for t, p in milp.items()},
                         "model": milp[limits[-1]].table.strategy_state["model"],
-                        "status": milp[limits[-1]].table.strategy_state["solve_status"],
+                        "status": milp[limits[-1]].table.strategy_state["solver_status"],
                     }
                 )
             result["start"] = float(np.mean([r["start"] for r in runs]))
@@ -143,7 +118,7 @@ def figs_2_4(sizes, limits, seeds) -> list[dict]:
             rows.append(result)
             cells = "".join(f"{result['milp'][t]:>11.2%}" for t in limits)
             print(
-                f"{workers:>7} {workers * 20:>6} {max_migrations:>6} {varies:>6.0%} "
+                f"{workers:>7} {workers * 20:>6} {max_moves:>6} {varies:>6.0%} "
                 f"{result['start']:>7.2%} {result['flux']:>7.2%}{cells} {result['model']:>13} "
                 f"{result['status']:>10}"
             )
@@ -163,18 +138,18 @@ def solvers(sizes, limit) -> list[dict]:
     for workers, per_worker in sizes:
         snap, current, ws = varies_instance(workers, 0.4, 0, per_worker)
         for solver in ("highs", "cbc"):
-            plan = get_strategy("milp", max_migrations=10, solver=solver, max_variables=None).plan(
-                snap, current, ws, Budget(time_limit_s=limit)
+            plan = get_strategy("milp", solver=solver, max_variables=None).plan(
+                snap, current, ws, Budget(max_moves=10, time_limit_s=limit)
             )
             state = plan.table.strategy_state
             row = {
                 "workers": workers,
                 "groups": workers * per_worker,
                 "solver": state["solver"],
-                "status": state["solve_status"],
-                "seconds": plan.predicted["solve_seconds"],
+                "status": state["solver_status"],
+                "seconds": plan.predicted["solver_seconds"],
                 "load_distance": plan.predicted["load_distance"],
-                "gap": state["gap"],
+                "gap": plan.predicted.get("mip_gap"),
             }
             rows.append(row)
             gap = "-" if row["gap"] is None else f"{row['gap']:.3f}"
@@ -221,8 +196,8 @@ def fig_5(workers: int, periods: int, limit: float) -> dict:
             table = table_of(owner, Workers.homogeneous(workers))
             distances, remaining = [], []
             for _ in range(periods):
-                plan = get_strategy("milp", max_migrations=20, scale_in=mode).plan(
-                    snap, table, ws, Budget(time_limit_s=limit)
+                plan = get_strategy("milp", scale_in=mode).plan(
+                    snap, table, ws, Budget(max_moves=20, time_limit_s=limit)
                 )
                 table = plan.table
                 distances.append(plan.predicted["load_distance"])
@@ -290,8 +265,8 @@ def fig_6(periods: int, limit: float) -> dict:
             snap = LoadSnapshot("wiki", load)
             if table is None:  # the job starts from hash partitioning
                 table = get_strategy("kg").plan(snap, None, workers, Budget()).table
-            plan = get_strategy(name, max_migrations=13).plan(
-                snap, table, workers, Budget(time_limit_s=limit)
+            plan = get_strategy(name).plan(
+                snap, table, workers, Budget(max_moves=13, time_limit_s=limit)
             )
             table = plan.table
             series[name]["load_distance"].append(plan.predicted["load_distance"])
@@ -320,26 +295,10 @@ def fig_6(periods: int, limit: float) -> dict:
 
 
 def flow_job(workers: int, groups: int, operators: int, one_to_one: float, seed: int = 0):
-    """§5.3: the §5.1 set-up, "except that we control the maximum obtainable collocation by
-    ensuring x% of the key groups to have 1-1 communication"; the others spread their output
-    evenly over the next operator (full partitioning)."""
-    rng = np.random.default_rng(seed)
-    per = groups // operators
-    load = 1.0 + rng.uniform(-0.05, 0.05, groups)
-    edges = []
-    for o in range(operators - 1):
-        partner = rng.permutation(per)
-        for k in range(per):
-            g = o * per + k
-            out = 100.0 * load[g]
-            if rng.random() < one_to_one:
-                edges.append((g, (o + 1) * per + partner[k], out))
-            else:
-                edges += [(g, (o + 1) * per + j, out / per) for j in range(per)]
-    flow, anchors = flow_arrays(groups, edges)
-    owner = rng.permutation(np.arange(groups) % workers)
-    ws = Workers.homogeneous(workers)
-    return LoadSnapshot("s", load, key_group_flow=flow, flow_anchors=anchors), owner, ws, per
+    """§5.3's job (``routeplan.simulation.instances.flow_instance``) and its groups per
+    operator."""
+    snap, owner, ws = flow_instance(workers, groups, operators, one_to_one, seed)
+    return snap, owner, ws, groups // operators
 
 
 def cola(snap: LoadSnapshot, workers: Workers, max_load_distance: float) -> np.ndarray:
@@ -369,7 +328,7 @@ def cola(snap: LoadSnapshot, workers: Workers, max_load_distance: float) -> np.n
         parts += [part[labels == 0], part[labels == 1]]
 
 
-def albic_runs(snap, owner, ws, per, runs, limit, max_migrations, pairs, jitter_seed=1):
+def albic_runs(snap, owner, ws, per, runs, limit, max_moves, pairs, jitter_seed=1):
     """ALBIC for ``runs`` periods; each period, 20 % of the workers' loads move by ±2 %."""
     rng = np.random.default_rng(jitter_seed)
     table = table_of(owner, ws)
@@ -382,12 +341,9 @@ def albic_runs(snap, owner, ws, per, runs, limit, max_migrations, pairs, jitter_
         snap = LoadSnapshot(
             "s", load, key_group_flow=snap.key_group_flow, flow_anchors=snap.flow_anchors
         )
-        plan = get_strategy(
-            "albic",
-            max_migrations=max_migrations,
-            operator_groups=per,
-            collocations_per_run=pairs,
-        ).plan(snap, table, ws, Budget(time_limit_s=limit))
+        plan = get_strategy("albic", operator_groups=per, collocations_per_run=pairs).plan(
+            snap, table, ws, Budget(max_moves=max_moves, time_limit_s=limit)
+        )
         table = plan.table
         history.append(
             {
@@ -474,12 +430,11 @@ def fig_12(runs: int, limit: float, max_load_distance: float) -> dict:
         snap = snapshot(owners(table))
         plan = get_strategy(
             "albic",
-            max_migrations=10,
             operator_groups=100,
             collocations_per_run=5,
             remote_cost=remote,
             max_load_distance=max_load_distance,
-        ).plan(snap, table, workers, Budget(time_limit_s=limit))
+        ).plan(snap, table, workers, Budget(max_moves=10, time_limit_s=limit))
         table = plan.table
         after = snapshot(owners(table))
         history.append(
@@ -535,7 +490,7 @@ def plot(results: dict) -> None:
     for ax, workers in zip(axes, sorted({r["workers"] for r in results["figs_2_4"]}), strict=False):
         for row in (r for r in results["figs_2_4"] if r["workers"] == workers):
             limits = sorted(row["milp"])
-            label = f"maxMig {row['max_migrations']}, varies {row['varies']:.0%}"
+            label = f"maxMig {row['max_moves']}, varies {row['varies']:.0%}"
             line = ax.plot(limits, [100 * row["milp"][t] for t in limits], marker="o", label=label)
             ax.axhline(100 * row["flux"], ls="--", color=line[0].get_color())
         ax.set(

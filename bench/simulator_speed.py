@@ -31,7 +31,7 @@ from pathlib import Path
 from streams import zipf
 
 from routeplan.simulation.events import parse_capacities
-from routeplan.simulation.online import ONLINE
+from routeplan.simulation.online import ONLINE_SCHEMES
 from routeplan.simulation.replay import simulate
 
 
@@ -39,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=100_000)
-    parser.add_argument("--strategies", default=",".join(ONLINE))
+    parser.add_argument("--strategies", default=",".join(ONLINE_SCHEMES))
     parser.add_argument("--out", default="bench/results/simulator_speed.json")
     ns = parser.parse_args()
     started = time.perf_counter()

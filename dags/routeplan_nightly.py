@@ -10,6 +10,14 @@ Every Param is valid at its default, so the Trigger form submits as shown. A Par
 value means "the job's default" is nullable with default ``None``; ``optional`` renders it as an
 empty argument (Jinja would render ``None`` as the string "None"), which the jobs read as their
 default.
+
+The plan's budget (``routeplan.model.plan.Budget``) comes from ``max_moves``,
+``max_migrated_load_share``, ``max_migration_cost`` and ``migration_cost_unit``, each passed to
+``jobs/plan.py`` as its own flag; a strategy given a limit it does not honour fails the run
+naming the limit. The deprecated ``max_migrations`` and ``migration_cost`` (before the budget held
+every limit) are still accepted for one release: when set they travel in ``--params-json`` and
+``jobs/plan.py`` turns them into budget limits (``registry.budget_from_parameters``), logging a
+deprecation note.
 """
 
 from __future__ import annotations
@@ -20,7 +28,8 @@ from datetime import datetime, timedelta
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param
 from routeplan_tasks import HOME, announce, spark_job
 
-from routeplan.planning.registry import strategy_names, strategy_parameters
+from routeplan.model.plan import MIGRATION_COST_UNITS
+from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
 from routeplan.publishing.schemas import load_schema
 
 # a stream name as schemas/name.schema.json has it (the rule of routeplan.model.names)
@@ -29,15 +38,33 @@ STREAM_NAME = {k: load_schema("name")[k] for k in ("type", "minLength", "maxLeng
 STRATEGY_PARAMS = (
     "epsilon",
     "virtual_workers_per_worker",
+    "tokens_per_worker",
     "theta_busy",
     "theta_idle",
     "consumer_capacity",
-    "max_migrations",
-    "migration_cost",
     "solver",
     "score_factor",
     "max_load_distance",
 )
+# Deprecated Params that are budget limits now (old name → Budget field); set, they go to the plan
+# job in --params-json, which converts them (registry.budget_from_parameters).
+DEPRECATED_BUDGET_PARAMS = {"max_migrations": "max_moves", "migration_cost": "migration_cost_unit"}
+
+
+def honouring(limit: str) -> list[str]:
+    """The registered strategies that honour budget ``limit`` (their ``honours``)."""
+    return [name for name in strategy_names() if limit in type(get_strategy(name)).honours]
+
+
+def honoured_by(limit: str) -> str:
+    """``"honoured by a, b; other strategies fail the run when it is set"``."""
+    names = honouring(limit)
+    return (
+        f"honoured by {', '.join(names)}; other strategies fail the run when it is set"
+        if names
+        else "no strategy honours it"
+    )
+
 
 DOC_MD = """
 ### routeplan_nightly
@@ -60,8 +87,15 @@ as shown. Empty fields mean "the default":
   to `bronze.quarantine` and the day proceeds, unless more than *max_bad_files* files are bad
   or more than *max_quarantined_share* of the rows read are quarantined: then ingest fails and
   its log names every offending file.
-* **max_moves**, **keep_versions**, **consumer_capacity**, **max_migrations** — empty: no
-  limit / keep every version / the workers' capacity.
+* **max_moves**, **max_migrated_load_share**, **max_migration_cost** — the plan's budget: most
+  key groups / hot keys / partitions moved, most share of the load moved, most summed migration
+  cost (in **migration_cost_unit**: `moves`, `distinct_keys` or `load`); empty: no limit. A
+  strategy given a limit it does not honour fails the run and says so. max_moves is
+  {max_moves}.
+* **keep_versions**, **consumer_capacity**, **max_load_distance** — empty: keep every version /
+  the workers' capacity / the strategy's default.
+* **max_migrations**, **migration_cost** — deprecated spellings of max_moves and
+  migration_cost_unit (`keys` = `distinct_keys`), accepted for one release.
 
 #### "Unpause routeplan_nightly on trigger"
 
@@ -74,7 +108,19 @@ A new DAG is paused, and the form's *Unpause … on trigger* box is then checked
   yesterday, that scheduled run fails in `ingest` ("no landing files") — your run is not
   affected. Pause the DAG again (toggle at the top) if you only wanted your run.
 * **Unchecked**: your run is created but stays *queued* until the DAG is unpaused.
-"""
+""".format(max_moves=honoured_by("max_moves"))
+
+
+def budget_param(limit: str, kind: str, maximum: float, what: str) -> Param:
+    """The Param of budget ``limit``: empty (no limit) by default, its description naming the
+    strategies that honour it."""
+    return Param(
+        None,
+        type=["null", kind],
+        minimum=0,
+        maximum=maximum,
+        description=f"{what}; {honoured_by(limit)}; empty: no limit",
+    )
 
 
 def interval_day(params: dict, data_interval_start, dag_run) -> str:
@@ -87,9 +133,12 @@ def interval_day(params: dict, data_interval_start, dag_run) -> str:
 
 
 def strategy_params(params: dict) -> str:
-    """JSON of the form's strategy parameters that the chosen strategy accepts."""
+    """``--params-json``: the form's strategy parameters that the chosen strategy accepts (empty
+    ones left to the strategy's default), plus the deprecated budget Params that are set."""
     accepted = strategy_parameters(params["strategy"])
-    return json.dumps({k: params[k] for k in STRATEGY_PARAMS if k in accepted})
+    chosen = {k: params.get(k) for k in STRATEGY_PARAMS if k in accepted}
+    deprecated = {k: params.get(k) for k in DEPRECATED_BUDGET_PARAMS}
+    return json.dumps({k: v for k, v in {**chosen, **deprecated}.items() if v is not None})
 
 
 def optional(value) -> str:
@@ -187,7 +236,18 @@ with DAG(
             0.01, type="number", minimum=0, maximum=10, description="PoRC ε (cg, porc, chbl)"
         ),
         "virtual_workers_per_worker": Param(
-            10, type="integer", minimum=1, maximum=1000, description="cg α"
+            10,
+            type="integer",
+            minimum=1,
+            maximum=1000,
+            description="cg α: virtual workers per worker",
+        ),
+        "tokens_per_worker": Param(
+            10,
+            type="integer",
+            minimum=1,
+            maximum=1000,
+            description="chbl: ring tokens per worker",
         ),
         "theta_busy": Param(
             1.03, type="number", minimum=1, maximum=10, description="cg busy threshold θ_b"
@@ -203,26 +263,45 @@ with DAG(
             description="Consumer capacity C̄ in bytes/s for the partition strategies (mwf, bfd, "
             "…, paper 002); empty: the workers' capacity",
         ),
-        "max_moves": Param(
-            None,
-            type=["null", "integer"],
-            minimum=0,
-            maximum=1_000_000,
-            description="Most key groups / hot keys a plan may move; empty: no limit",
+        "max_moves": budget_param(
+            "max_moves",
+            "integer",
+            1_000_000,
+            "Most key groups / hot keys / partitions a plan may move",
+        ),
+        "max_migrated_load_share": budget_param(
+            "max_migrated_load_share",
+            "number",
+            1,
+            "Most share of the load a plan may move (0.1 = 10 %)",
+        ),
+        "max_migration_cost": budget_param(
+            "max_migration_cost",
+            "number",
+            1e15,
+            "Most summed migration cost, in migration_cost_unit",
+        ),
+        "migration_cost_unit": Param(
+            "moves",
+            type="string",
+            enum=list(MIGRATION_COST_UNITS),
+            description="What one move costs against max_migration_cost: 1 (moves), the key "
+            "group's distinct keys (its state size) or its load (paper 004 §4.3.1)",
         ),
         "max_migrations": Param(
             None,
             type=["null", "integer"],
             minimum=0,
             maximum=1_000_000,
-            description="milp, flux, albic: most key groups moved per plan (paper 004 §5); "
-            "empty: no limit",
+            description="Deprecated: use max_moves (this one still sets it for one release); "
+            "empty: unset",
         ),
         "migration_cost": Param(
-            "moves",
-            type="string",
-            enum=["moves", "keys", "load"],
-            description="milp, flux, albic: what a moved key group costs (keys: its state size)",
+            None,
+            type=["null", "string"],
+            enum=[None, "moves", "keys", "distinct_keys", "load"],
+            description="Deprecated: use migration_cost_unit (keys = distinct_keys; this one "
+            "still sets it for one release); empty: unset",
         ),
         "solver": Param(
             "highs", type="string", enum=["highs", "cbc"], description="milp, albic: MILP solver"
@@ -235,11 +314,12 @@ with DAG(
             description="albic sF (§4.3.2)",
         ),
         "max_load_distance": Param(
-            0.10,
-            type="number",
+            None,
+            type=["null", "number"],
             minimum=0,
             maximum=10,
-            description="albic maxLD, share of the mean load",
+            description="milp, albic: most load distance d, a share of the mean load (albic "
+            "maxLD); empty: the strategy's default (albic 0.10, milp no bound)",
         ),
         "imbalance_tolerance": Param(
             0.0,
@@ -290,6 +370,10 @@ with DAG(
             "--params-json",
             "{{ strategy_params(params) }}",
             "--max-moves={{ optional(params.max_moves) }}",
+            "--max-migrated-load-share={{ optional(params.max_migrated_load_share) }}",
+            "--max-migration-cost={{ optional(params.max_migration_cost) }}",
+            "--migration-cost-unit",
+            "{{ params.migration_cost_unit }}",
             *workers,
         ],
         "validate": ["--imbalance-tolerance", "{{ params.imbalance_tolerance }}"],

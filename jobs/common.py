@@ -1,4 +1,5 @@
-"""What every Spark job shares: the Spark + Delta session, table paths, interval arguments.
+"""What every Spark job shares: the Spark + Delta settings and session, table paths, interval
+arguments.
 
 Jobs run unchanged under ``spark-submit`` (Airflow's SparkSubmitOperator, any cluster) and in
 process (tests): the session helper only fills in what spark-submit did not set.
@@ -15,36 +16,62 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from routeplan import settings
 from routeplan.model.names import InvalidNameError, check_name
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
-LOCAL_CONF = {
+# What every routeplan Spark session runs with: spark-submit gets it from ``submit_conf`` (the
+# DAGs' tasks), an in-process session (tests, benchmarks) from ``spark_session``.
+SESSION_CONF = {
+    **DELTA_CONF,
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
-    "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+}
+# Only in process (no spark-submit): a small local session.
+LOCAL_CONF = {
+    "spark.ui.enabled": "false",
     "spark.driver.memory": "2g",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
 }
+JOBS_DIR = Path(__file__).resolve().parent
+
+
+def jars_dir() -> Path:
+    """Where ``make setup`` puts the Delta Lake jars: ``$ROUTEPLAN_JARS``, default ./.jars."""
+    return Path(os.environ.get("ROUTEPLAN_JARS", JOBS_DIR.parent / ".jars"))
+
+
+def jar_paths() -> list[str]:
+    """The Delta Lake jars in ``jars_dir()`` (none before ``make setup``)."""
+    return sorted(str(p) for p in jars_dir().glob("*.jar"))
 
 
 def delta_jars() -> list[str]:
-    """The Delta Lake jars fetched by ``make setup`` (``$ROUTEPLAN_JARS``, default ./.jars)."""
-    folder = Path(os.environ.get("ROUTEPLAN_JARS", Path(__file__).resolve().parents[1] / ".jars"))
-    jars = sorted(str(p) for p in folder.glob("*.jar"))
+    """``jar_paths()``; an error saying to run ``make setup`` when there are none."""
+    jars = jar_paths()
     if not jars:
         raise RuntimeError(
-            f"no Delta Lake jars in {folder}: run `make setup` (it fetches them with Maven)"
+            f"no Delta Lake jars in {jars_dir()}: run `make setup` (it fetches them with Maven)"
         )
     return jars
 
 
+def submit_conf(jobs_dir: Path = JOBS_DIR) -> dict[str, str]:
+    """The ``--conf`` of a spark-submit of ``jobs/<stage>.py``: ``SESSION_CONF`` and the jobs'
+    log4j settings."""
+    log4j = f"-Dlog4j2.configurationFile={jobs_dir / 'log4j2.properties'}"
+    return {**SESSION_CONF, "spark.driver.extraJavaOptions": log4j}
+
+
 def spark_session(app: str):  # -> pyspark.sql.SparkSession
-    """The active session, or a new local one with Delta Lake (``$ROUTEPLAN_SPARK_MASTER``)."""
+    """The active session, or a new one with Delta Lake: under spark-submit only ``DELTA_CONF``
+    and UTC are added to what it was given; in process a local one (``$ROUTEPLAN_SPARK_MASTER``,
+    default ``local[2]``) with ``SESSION_CONF`` and ``LOCAL_CONF``."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -56,7 +83,7 @@ def spark_session(app: str):  # -> pyspark.sql.SparkSession
         builder = builder.master(os.environ.get("ROUTEPLAN_SPARK_MASTER", "local[2]"))
         builder = builder.config("spark.jars", ",".join(delta_jars()))
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need routeplan too
-        for key, value in LOCAL_CONF.items():
+        for key, value in {**SESSION_CONF, **LOCAL_CONF}.items():
             builder = builder.config(key, value)
     for key, value in DELTA_CONF.items():
         builder = builder.config(key, value)
@@ -78,7 +105,18 @@ class Tables:
 
     @property
     def routing(self) -> Path:
-        return self.home / "routing"
+        """The routing store: ``$ROUTEPLAN_ROUTING``, else ``<home>/routing``."""
+        return settings.routing_root(self.home)
+
+    @property
+    def landing(self) -> Path:
+        """``<home>/landing``: stream logs, one folder per day."""
+        return settings.landing_root(self.home)
+
+    @property
+    def workers_file(self) -> Path:
+        """``<home>/config/workers.json``."""
+        return settings.workers_file(self.home)
 
     def report_path(self, interval_start: date, stage: str) -> Path:
         return self.home / "reports" / interval_start.isoformat() / f"{stage}.json"
@@ -116,7 +154,7 @@ class RunArgs:
 
 def run_parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--home", default=os.environ.get("ROUTEPLAN_HOME", "var"))
+    parser.add_argument("--home", default=str(settings.home()), help="default $ROUTEPLAN_HOME")
     parser.add_argument("--interval-start", type=date.fromisoformat, required=True)
     parser.add_argument(
         "--interval-end", type=date.fromisoformat, help="exclusive (default: start + 1 day)"

@@ -718,7 +718,7 @@ def main(argv: list[str] | None = None) -> dict:
     if ns.max_bad_files < 0 or not 0 <= ns.max_quarantined_share <= 1:
         parser.error("--max-bad-files must be >= 0 and --max-quarantined-share in [0, 1]")
     args = run_args(ns)
-    landing = Path(ns.landing).resolve() if ns.landing else args.home / "landing"
+    landing = Path(ns.landing).resolve() if ns.landing else args.tables.landing
     spark = spark_session("ingest")
     report = ingest(spark, args, landing)
     args.tables.write_report(args.interval_start, "ingest", report)

@@ -2,11 +2,22 @@
 
 For each stream: the loads of the planning window (the peak window by default, or the whole
 interval), the current published table (LATEST) and the workers file go through the chosen
-strategy and the ``kg`` baseline (``routeplan.planning``). Every candidate is written with its
-predicted metrics and moves; the chosen one is ``selected``. A partition strategy (paper 002:
-``mwf``, ``bfd``, …) plans partitions onto consumers from ``silver.partition_load`` (bytes/s),
-beside the ``kafka_range`` baseline. The load metrics not planned on go along as resources
-(``milp``'s ``resource_bounds``); ``albic`` also gets ``silver.key_group_flow`` (paper 004).
+strategy and the baseline of its kind (``routeplan.planning``). Every candidate is written with
+its predicted metrics (Delta column ``metrics``) and moves; the chosen one is ``selected``.
+
+The strategy's ``kind`` says what it plans from: a ``key_routing`` strategy a ``LoadSnapshot``
+of key groups and hot keys (``silver.key_group_load``, ``silver.key_load``), beside the ``kg``
+baseline; a ``partition_assignment`` strategy (paper 002: ``mwf``, ``bfd``, …) a
+``PartitionLoad`` from ``silver.partition_load`` (bytes/s), beside the ``kafka_range`` baseline.
+The load metrics not planned on go along as resources (``milp``'s ``resource_bounds``); ``albic``
+also gets ``silver.key_group_flow`` (paper 004).
+
+The budget (``--max-moves``, ``--max-migrated-load-share``, ``--max-migration-cost``,
+``--migration-cost-unit``) binds the chosen strategy only; the baseline is planned without limits
+(it honours none). A limit the strategy does not honour fails the job before Spark starts, as do
+bad parameters. The deprecated ``max_migrations``, ``migration_cost`` and ``max_migration_cost``
+strategy parameters become budget limits (``registry.budget_from_parameters``), each logged as a
+deprecation warning.
 """
 
 from __future__ import annotations
@@ -20,15 +31,23 @@ import numpy as np
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
 from jobs.workers import read_workers
 from routeplan.model.hashing import DEFAULT_SEED
-from routeplan.model.loads import LoadSnapshot
-from routeplan.model.plan import Budget
+from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
+from routeplan.model.plan import MIGRATION_COST_UNITS, Budget
+from routeplan.model.table import RoutingTable
+from routeplan.parsing import param_pair
+from routeplan.planning.contract import check_budget
 from routeplan.planning.metrics import observed_imbalance, table_imbalance
-from routeplan.planning.partitions.strategies import PARTITION_BASELINE, PARTITION_STRATEGIES
-from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
+from routeplan.planning.registry import (
+    budget_from_parameters,
+    get_strategy,
+    strategy_names,
+    strategy_parameters,
+)
 from routeplan.publishing.store import RoutingStore
 
 LOAD_METRICS = ("messages", "bytes", "cost_ms")
-BASELINE = "kg"
+# planned beside the chosen strategy, by its kind; without budget limits (they honour none)
+BASELINES = {"key_routing": "kg", "partition_assignment": "kafka_range"}
 PLAN_COLUMNS = (
     "interval_start date, stream string, run_id string, strategy string, selected boolean, "
     "window_start timestamp, window_end timestamp, load_metric string, current_version int, "
@@ -38,9 +57,10 @@ PLAN_COLUMNS = (
 )
 
 
-def load_snapshot(spark, args: RunArgs, stream: str, options):
-    """The stream's LoadSnapshot, the window it covers, and the load per logged worker there
-    (None when the interval has no data for the stream)."""
+def load_snapshot(spark, args: RunArgs, stream: str, options, kind: str):
+    """The stream's loads of ``kind`` (a ``LoadSnapshot`` for key_routing, a ``PartitionLoad``
+    for partition_assignment; None when no event named a partition), the window they cover, and
+    the load per logged worker there (None when the interval has no data for the stream)."""
     from pyspark.sql import functions as F
 
     tables = args.tables
@@ -60,20 +80,40 @@ def load_snapshot(spark, args: RunArgs, stream: str, options):
             for name, frame in frames.items()
         }
     else:
-        span = summary.agg(F.min("window_start"), F.max("window_end")).first()
-        if span[0] is None:
+        span = summary.agg(
+            F.min("window_start").alias("start"), F.max("window_end").alias("end")
+        ).first()
+        if span["start"] is None:
             return None
-        window = (span[0], span[1])
+        window = (span["start"], span["end"])
+    metric = options.load_metric
+    logged = {
+        r["worker"]: float(r["load"])
+        for r in frames["worker_load"].groupBy("worker").agg(F.sum(metric).alias("load")).collect()
+    }
+    loads: Loads | None
+    if kind == "partition_assignment":
+        rates = partition_rates(spark, args, stream, options, window)
+        loads = None if rates is None else PartitionLoad(stream, rates)
+    else:
+        loads = key_group_snapshot(spark, args, stream, options, window, frames)
+    return loads, window, logged
+
+
+def key_group_snapshot(spark, args: RunArgs, stream: str, options, window, frames) -> LoadSnapshot:
+    """The ``LoadSnapshot`` of the window's key groups, hot keys (and flow, for ``albic``)."""
+    from pyspark.sql import functions as F
+
     metric = options.load_metric
     load = np.zeros(options.num_key_groups)
-    keys = np.zeros(options.num_key_groups)
+    distinct_keys = np.zeros(options.num_key_groups)
     resources = {m: np.zeros(options.num_key_groups) for m in LOAD_METRICS if m != metric}
     for r in (
         frames["key_group_load"]
         .groupBy("key_group")
         .agg(
             F.sum(metric).alias("load"),
-            F.sum("distinct_keys").alias("keys"),
+            F.sum("distinct_keys").alias("distinct_keys"),
             *[F.sum(m).alias(m) for m in resources],
         )
         .collect()
@@ -84,7 +124,7 @@ def load_snapshot(spark, args: RunArgs, stream: str, options):
                 "the windows job ran with another --num-key-groups"
             )
         load[r["key_group"]] = r["load"]
-        keys[r["key_group"]] = r["keys"]
+        distinct_keys[r["key_group"]] = r["distinct_keys"]
         for m, values in resources.items():
             values[r["key_group"]] = r[m]
     hot = (
@@ -94,31 +134,21 @@ def load_snapshot(spark, args: RunArgs, stream: str, options):
         .agg(F.sum(metric).alias("load"))
         .collect()
     )
-    logged = {
-        r["worker"]: float(r["load"])
-        for r in frames["worker_load"].groupBy("worker").agg(F.sum(metric).alias("load")).collect()
-    }
     flow, anchors = (
         key_group_flow(spark, args, stream, options, window)
         if options.strategy == "albic"
         else (None, ())
     )
-    snapshot = LoadSnapshot(
+    return LoadSnapshot(
         stream=stream,
         key_group_load=load,
         hot_key_load={r["key"]: float(r["load"]) for r in hot},
-        distinct_keys=keys,
+        distinct_keys=distinct_keys,
         key_group_resources=resources,
         key_group_flow=flow,
         flow_anchors=anchors,
-        partition_load=(
-            partition_rates(spark, args, stream, options, window)
-            if options.strategy in PARTITION_STRATEGIES
-            else None
-        ),
         hash_seed=options.hash_seed,
     )
-    return snapshot, window, logged
 
 
 def key_group_flow(spark, args: RunArgs, stream: str, options, window):
@@ -127,7 +157,7 @@ def key_group_flow(spark, args: RunArgs, stream: str, options, window):
     its LATEST table gives it (edges to streams not published yet are left out)."""
     from pyspark.sql import functions as F
 
-    from routeplan.planning.reassign.albic import flow_arrays
+    from routeplan.model.flow import flow_arrays
 
     name = "silver.key_group_flow"
     if not Path(args.tables.path(name), "_delta_log").is_dir():
@@ -174,7 +204,7 @@ def partition_rates(spark, args: RunArgs, stream: str, options, window) -> np.nd
     frame = read_delta(spark, args.tables, "silver.partition_load").where(
         args.interval_predicate() + f" AND stream = '{stream}'"
     )
-    top = frame.agg(F.max("partition")).first()[0]
+    top = frame.agg(F.max("partition").alias("top")).first()["top"]
     if top is None:
         return None
     if options.planning_window == "peak":
@@ -190,61 +220,72 @@ def partition_rates(spark, args: RunArgs, stream: str, options, window) -> np.nd
     return rates
 
 
-def plan_stream(spark, args: RunArgs, stream: str, options) -> list[tuple]:
-    """Plan one stream with the chosen strategy and the baseline; rows for ``gold.plans``."""
-    found = load_snapshot(spark, args, stream, options)
+PLAN_FIELDS = tuple(column.split()[0] for column in PLAN_COLUMNS.split(", "))
+
+
+def plan_stream(spark, args: RunArgs, stream: str, options) -> list[dict]:
+    """Plan one stream with the chosen strategy and the baseline of its kind; ``gold.plans``
+    rows, by column name (``PLAN_FIELDS``)."""
+    kind = options.chosen.kind
+    found = load_snapshot(spark, args, stream, options, kind)
     if found is None:
         log("plan", f"{stream}: no windows in the interval, nothing to plan")
         return []
-    snapshot, window, logged = found
-    workers = read_workers(options.workers_path, stream, logged)
-    observed = observed_imbalance(logged, workers)
-    current = RoutingStore(args.tables.routing).load(stream)
-    current_imbalance = (
-        table_imbalance(current, snapshot)
-        if current is not None and current.num_key_groups == snapshot.num_key_groups
-        else None
-    )
-    budget = Budget(
-        max_moves=options.max_moves, max_migrated_load_share=options.max_migrated_load_share
-    )
-    partitioned = options.strategy in PARTITION_STRATEGIES
-    if partitioned and snapshot.partition_load is None:
+    loads, window, logged = found
+    if loads is None:
         log("plan", f"{stream}: no event names a partition, nothing for {options.strategy}")
         return []
+    workers = read_workers(options.workers_path, stream, logged)
+    observed = observed_imbalance(logged, workers)
+    latest = RoutingStore(args.tables.routing).load(stream)
+    current = latest if latest is not None and latest.kind == kind else None
+    if latest is not None and current is None:
+        log("plan", f"{stream}: LATEST v{latest.version} is a {latest.kind} table: planning anew")
+    current_imbalance = (
+        table_imbalance(current, loads)
+        if isinstance(current, RoutingTable)
+        and isinstance(loads, LoadSnapshot)
+        and current.num_key_groups == loads.num_key_groups
+        else None
+    )
+    unlimited = Budget(time_limit_s=options.budget.time_limit_s)
+    candidates = {options.strategy: options.budget}
+    candidates.setdefault(BASELINES[kind], unlimited)
     rows = []
     now = datetime.now(UTC)
-    for name in dict.fromkeys([options.strategy, PARTITION_BASELINE if partitioned else BASELINE]):
+    for name, budget in candidates.items():
         # the baseline takes the chosen strategy's parameters it has (e.g. consumer_capacity)
         accepted = strategy_parameters(name)
         params = {k: v for k, v in options.strategy_params.items() if k in accepted}
-        plan = get_strategy(name, **params).plan(snapshot, current, workers, budget)
+        plan = get_strategy(name, **params).plan(loads, current, workers, budget)
         rows.append(
-            (
-                args.interval_start,
-                stream,
-                args.run_id,
-                name,
-                name == options.strategy,
-                window[0],
-                window[1],
-                options.load_metric,
-                current.version if current else None,
-                observed,
-                current_imbalance,
-                float(plan.predicted["imbalance"]),
-                int(plan.predicted["moves"]),
-                float(plan.predicted["migrated_load_share"]),
-                json.dumps(plan.predicted),
-                json.dumps(dict(plan.table.params)),
-                json.dumps(plan.table.to_document()),
-                now,
-            )
+            {
+                "interval_start": args.interval_start,
+                "stream": stream,
+                "run_id": args.run_id,
+                "strategy": name,
+                "selected": name == options.strategy,
+                "window_start": window[0],
+                "window_end": window[1],
+                "load_metric": options.load_metric,
+                "current_version": latest.version if latest else None,
+                "observed_imbalance": observed,
+                "current_imbalance": current_imbalance,
+                "predicted_imbalance": float(plan.predicted["imbalance"]),
+                "moves": int(plan.predicted["moves"]),
+                "migrated_load_share": float(plan.predicted["migrated_load_share"]),
+                # the predicted numbers; the column keeps its name so that gold.plans of earlier
+                # runs (kept for other intervals) stay one table
+                "metrics": json.dumps(plan.predicted),
+                "params": json.dumps(dict(plan.table.params)),
+                "table_document": json.dumps(plan.table.to_document()),
+                "created_at": now,
+            }
         )
         consumers = (
             f", {plan.predicted['consumers']:.0f} consumers "
             f"(bound {plan.predicted['lower_bound']:.0f})"
-            if partitioned
+            if kind == "partition_assignment"
             else ""
         )
         log(
@@ -255,11 +296,39 @@ def plan_stream(spark, args: RunArgs, stream: str, options) -> list[tuple]:
     return rows
 
 
+def checked_options(ns) -> None:
+    """The strategy, its parameters and the budget, checked before Spark starts: bad parameters
+    or a limit the strategy does not honour end the job with one line saying what to change.
+    Sets ``ns.strategy_params``, ``ns.budget`` and ``ns.chosen`` (the strategy)."""
+    import warnings
+
+    if ns.strategy not in strategy_names():
+        raise SystemExit(f"unknown strategy {ns.strategy!r}; known: {', '.join(strategy_names())}")
+    given = {**parse_json_object(ns.params_json), **dict(ns.param)}
+    try:
+        budget = Budget(
+            max_moves=ns.max_moves,
+            max_migrated_load_share=ns.max_migrated_load_share,
+            max_migration_cost=ns.max_migration_cost,
+            migration_cost_unit=ns.migration_cost_unit or "moves",
+        )
+        params, budget, notes = budget_from_parameters(given, budget)
+        for note in notes:
+            log("plan", f"DeprecationWarning: {note}")
+            warnings.warn(note, DeprecationWarning, stacklevel=2)
+        chosen = get_strategy(ns.strategy, **params)
+        check_budget(chosen, budget)
+    except ValueError as err:  # UnhonouredLimitError is one
+        raise SystemExit(f"plan refused: {err}") from None
+    ns.strategy_params, ns.budget, ns.chosen = params, budget, chosen
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = run_parser(__doc__.splitlines()[0])
     parser.add_argument("--strategy", default="cg", help=f"one of {', '.join(strategy_names())}")
     parser.add_argument(
         "--param",
+        type=param_pair,
         action="append",
         default=[],
         metavar="K=V",
@@ -276,18 +345,30 @@ def main(argv: list[str] | None = None) -> dict:
         help="heavy hitters above this share of the window are hot-key candidates",
     )
     parser.add_argument("--params-json", default="{}", help="strategy parameters as a JSON object")
-    parser.add_argument("--max-moves", type=optional_int, help="empty or None: no limit")
-    parser.add_argument("--max-migrated-load-share", type=float)
+    parser.add_argument(
+        "--max-moves", type=optional_int, help="budget: most moves; empty or None: no limit"
+    )
+    parser.add_argument(
+        "--max-migrated-load-share",
+        type=optional_float,
+        help="budget: most share of the load moved, 0..1; empty or None: no limit",
+    )
+    parser.add_argument(
+        "--max-migration-cost",
+        type=optional_float,
+        help="budget: most summed migration cost (in --migration-cost-unit); empty: no limit",
+    )
+    parser.add_argument(
+        "--migration-cost-unit",
+        type=migration_cost_unit,
+        default="moves",
+        help=f"what one move costs: {', '.join(MIGRATION_COST_UNITS)} (keys: distinct_keys)",
+    )
     parser.add_argument("--workers-path")
     ns = parser.parse_args(argv)
     args = run_args(ns)
-    if ns.strategy not in strategy_names():
-        raise SystemExit(f"unknown strategy {ns.strategy!r}; known: {', '.join(strategy_names())}")
-    ns.strategy_params = {**parse_json_object(ns.params_json), **parse_params(ns.param)}
-    ns.workers_path = (
-        Path(ns.workers_path) if ns.workers_path else args.home / "config/workers.json"
-    )
-    get_strategy(ns.strategy, **ns.strategy_params)  # bad parameters fail before Spark starts
+    checked_options(ns)  # before Spark starts
+    ns.workers_path = Path(ns.workers_path) if ns.workers_path else args.tables.workers_file
 
     spark = spark_session("plan")
     streams = args.streams or tuple(
@@ -301,14 +382,12 @@ def main(argv: list[str] | None = None) -> dict:
         )
     )
     rows = [row for stream in streams for row in plan_stream(spark, args, stream, ns)]
-    frame = spark.createDataFrame(rows, PLAN_COLUMNS)
+    frame = spark.createDataFrame([tuple(r[f] for f in PLAN_FIELDS) for r in rows], PLAN_COLUMNS)
     write_delta(
         frame,
         args.tables,
         "gold.plans",
-        args.interval_predicate("interval_start").replace(
-            f"interval_start < '{args.interval_end}'", f"interval_start < '{args.interval_end}'"
-        ),
+        args.interval_predicate("interval_start"),
         partition_by=("interval_start",),
     )
     report = {
@@ -317,15 +396,16 @@ def main(argv: list[str] | None = None) -> dict:
         "interval_start": args.interval_start,
         "strategy": ns.strategy,
         "params": ns.strategy_params,
+        "budget": ns.budget.limits(),
         "streams": {
-            r[1]: {
-                "observed_imbalance": r[9],
-                "predicted_imbalance": r[11],
-                "moves": r[12],
-                "current_version": r[8],
+            r["stream"]: {
+                "observed_imbalance": r["observed_imbalance"],
+                "predicted_imbalance": r["predicted_imbalance"],
+                "moves": r["moves"],
+                "current_version": r["current_version"],
             }
             for r in rows
-            if r[4]
+            if r["selected"]
         },
     }
     args.tables.write_report(args.interval_start, "plan", report)
@@ -337,6 +417,23 @@ def optional_int(text: str) -> int | None:
     return None if text in ("", "None", "null") else int(text)
 
 
+def optional_float(text: str) -> float | None:
+    return None if text in ("", "None", "null") else float(text)
+
+
+def migration_cost_unit(text: str) -> str:
+    """``--migration-cost-unit``: one of ``MIGRATION_COST_UNITS`` (``keys``, its old spelling, is
+    ``distinct_keys``; empty: ``moves``)."""
+    import argparse
+
+    unit = {"": "moves", "None": "moves", "keys": "distinct_keys"}.get(text, text)
+    if unit not in MIGRATION_COST_UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not one of {', '.join(MIGRATION_COST_UNITS)}"
+        )
+    return unit
+
+
 def parse_json_object(text: str) -> dict:
     try:
         value = json.loads(text)
@@ -345,20 +442,6 @@ def parse_json_object(text: str) -> dict:
     if not isinstance(value, dict):
         raise SystemExit("--params-json must be a JSON object")
     return value
-
-
-def parse_params(pairs: list[str]) -> dict:
-    """``["epsilon=0.01", "max_salt=32"]`` → ``{"epsilon": 0.01, "max_salt": 32}`` (JSON values)."""
-    params = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"--param wants K=V, got {pair!r}")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    return params
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from jobs.common import RunArgs, Tables, log, read_delta, run_args, run_parser, spark_session
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import table_from_document
 from routeplan.publishing.store import RoutingStore, StaleLatestError
 
 TABLE_COLUMNS = (
@@ -56,7 +56,7 @@ def publish(spark, args: RunArgs, keep_versions: int | None = None) -> list[dict
 
 def publish_plan(store: RoutingStore, plan) -> dict:
     """Publish one stream's selected plan, or say why not: its outcome row."""
-    table = RoutingTable.from_document(json.loads(plan["table_document"]))
+    table = table_from_document(json.loads(plan["table_document"]))
     stream, planned_on = plan["stream"], plan["current_version"]
     latest = store.latest_version(stream)
     outcome = {

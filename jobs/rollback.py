@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from jobs.common import Tables, log, spark_session
 from jobs.publish import append_log, record_versions
-from routeplan.model.table import RoutingTable
+from routeplan import settings
+from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.store import RoutingStore
 
 
@@ -42,7 +42,7 @@ def rollback(spark, tables: Tables, stream: str, version: int, reason: str, run_
     return outcome
 
 
-def from_history(spark, tables: Tables, stream: str, version: int) -> RoutingTable:
+def from_history(spark, tables: Tables, stream: str, version: int) -> Table:
     """A version from Delta ``gold.routing_tables`` (checksum verified)."""
     path = tables.path("gold.routing_tables")
     rows = []
@@ -56,12 +56,12 @@ def from_history(spark, tables: Tables, stream: str, version: int) -> RoutingTab
         )
     if not rows:
         raise SystemExit(f"no routing table v{version} for stream {stream!r} in JSON or Delta")
-    return RoutingTable.from_document(json.loads(rows[0]["document"]))
+    return table_from_document(json.loads(rows[0]["document"]))
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--home", default=os.environ.get("ROUTEPLAN_HOME", "var"))
+    parser.add_argument("--home", default=str(settings.home()), help="default $ROUTEPLAN_HOME")
     parser.add_argument("--stream", required=True)
     parser.add_argument("--version", type=int, required=True, help="the version to restore")
     parser.add_argument("--reason", required=True)

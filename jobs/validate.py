@@ -29,7 +29,7 @@ from jobs.expectations import (
     validate_plan_assignment,
     validate_plan_metrics,
 )
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import PartitionAssignment, RoutingTable, table_from_document
 from routeplan.publishing.store import RoutingStore
 
 VALIDATION_COLUMNS = (
@@ -49,10 +49,12 @@ def validate(spark, args: RunArgs, tolerance: float) -> list[tuple[str, Validati
         raise SystemExit(f"no selected plans for {args.interval_start}: run the plan job first")
     outcomes = []
     for plan in plans.itertuples():
-        table = RoutingTable.from_document(json.loads(plan.table_document))
-        if table.kind == "partition_assignment":
+        table = table_from_document(json.loads(plan.table_document))
+        if isinstance(table, PartitionAssignment):
             outcomes += [(plan.stream, o) for o in validate_partitions(spark, args, plan, table)]
             continue
+        if not isinstance(table, RoutingTable):
+            raise SystemExit(f"{plan.stream}: cannot validate a {table.kind} plan")
         loads = (
             read_delta(spark, tables, "silver.key_group_load")
             .where(args.interval_predicate() + f" AND stream = '{plan.stream}'")
@@ -114,12 +116,12 @@ def _previous_table(tables, plan, table: RoutingTable) -> RoutingTable | None:
     if plan.current_version is None or pd.isna(plan.current_version):
         return None
     previous = RoutingStore(tables.routing).load(plan.stream, int(plan.current_version))
-    if previous is None or previous.num_key_groups != table.num_key_groups:
+    if not isinstance(previous, RoutingTable) or previous.num_key_groups != table.num_key_groups:
         return None
     return previous
 
 
-def validate_partitions(spark, args: RunArgs, plan, table: RoutingTable) -> list:
+def validate_partitions(spark, args: RunArgs, plan, table: PartitionAssignment) -> list:
     """The partition-plan suites for one selected plan."""
     seen = (
         read_delta(spark, args.tables, "silver.partition_load")
@@ -134,8 +136,8 @@ def validate_partitions(spark, args: RunArgs, plan, table: RoutingTable) -> list
             "consumer": list(table.partition_consumer.values()),
         }
     )
-    consumers = [w.name for w in table.workers.active]
-    predicted = json.loads(plan.metrics)
+    consumers = [w.name for w in table.consumers.active]
+    predicted = json.loads(plan.metrics)  # the Delta column of the predicted numbers
     metrics = pd.DataFrame(
         [
             {

@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = run_args(ns)
     if not 1 <= ns.window_minutes <= 24 * 60 or (24 * 60) % ns.window_minutes:
         raise SystemExit("--window-minutes must divide a day (1..1440), e.g. 15, 30, 60")
-    workers_path = Path(ns.workers_path) if ns.workers_path else args.home / "config/workers.json"
+    workers_path = Path(ns.workers_path) if ns.workers_path else args.tables.workers_file
     spark = spark_session("windows")
     report = windows(
         spark,

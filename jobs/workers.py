@@ -1,25 +1,23 @@
-"""Read the workers file (``schemas/worker.schema.json``) for one stream."""
+"""The workers of one stream for the jobs: the workers file, else the workers the logs name."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 from jobs.common import log
+from routeplan.files import read_workers_file
 from routeplan.model.workers import Worker, Workers
-from routeplan.publishing.schemas import validate_document
 
 
 def read_workers(path: Path | None, stream: str, seen: Iterable[str] = ()) -> Workers:
-    """The stream's workers from the file; without a file (or an entry for the stream), the
-    workers ``seen`` in the logs at capacity 1 — said in the job log, never silently."""
+    """The stream's workers from the workers file (``routeplan.files.read_workers_file``);
+    without a file (or an entry for the stream), the workers ``seen`` in the logs at capacity 1
+    — said in the job log, never silently."""
     if path is not None and path.is_file():
-        doc = json.loads(path.read_text())
-        validate_document("worker", doc, where=str(path))
-        records = [r for r in doc["workers"] if r["stream"] == stream]
-        if records:
-            return Workers.from_records(records)
+        workers = read_workers_file(path).get(stream)
+        if workers is not None:
+            return workers
     names = sorted(w for w in seen if w != "(unrecorded)")
     if not names:
         raise SystemExit(f"no workers for stream {stream!r}: none in {path}, none in the logs")

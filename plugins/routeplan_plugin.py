@@ -14,8 +14,8 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
+from routeplan import settings
 from routeplan.publishing.api import create_app
-from routeplan.publishing.store import default_root
 
 AUTH_MODES = ("none", "airflow")
 
@@ -39,7 +39,7 @@ class RouteplanPlugin(AirflowPlugin):
     name = "routeplan"
     fastapi_apps = [
         {
-            "app": create_app(default_root(), dependencies=auth_dependencies()),
+            "app": create_app(settings.routing_root(), dependencies=auth_dependencies()),
             "url_prefix": "/routeplan",
             "name": "routeplan routing tables",
         }

@@ -18,18 +18,12 @@ from pathlib import Path
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, AssetAlias, task
 
+from jobs.common import jar_paths, submit_conf
+from routeplan import settings
+
 REPO = Path(__file__).resolve().parents[1]
 JOBS = Path(os.environ.get("ROUTEPLAN_JOBS_DIR", REPO / "jobs"))
-HOME = os.environ.get("ROUTEPLAN_HOME", str(REPO / "var"))
-JARS = Path(os.environ.get("ROUTEPLAN_JARS", REPO / ".jars"))
-SPARK_CONF = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.shuffle.partitions": "8",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={JOBS / 'log4j2.properties'}",
-}
+HOME = str(settings.home(default=REPO / "var"))
 ROUTING_TABLES = AssetAlias("routeplan-routing-tables")
 ANNOUNCED = ("published", "rolled_back")
 
@@ -40,8 +34,8 @@ def spark_job(stage: str, application_args: list[str]) -> SparkSubmitOperator:
         task_id=stage,
         application=str(JOBS / f"{stage}.py"),
         conn_id=os.environ.get("ROUTEPLAN_SPARK_CONN", "spark_local"),
-        jars=",".join(sorted(str(p) for p in JARS.glob("*.jar"))),
-        conf=SPARK_CONF,
+        jars=",".join(jar_paths()),
+        conf=submit_conf(JOBS),
         name=f"routeplan-{stage}",
         application_args=application_args,
     )

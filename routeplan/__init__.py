@@ -25,10 +25,13 @@ _PUBLIC = {
     "Worker": "routeplan.model.workers",
     "Workers": "routeplan.model.workers",
     "LoadSnapshot": "routeplan.model.loads",
+    "PartitionLoad": "routeplan.model.loads",
     "Budget": "routeplan.model.plan",
     "Move": "routeplan.model.plan",
     "Plan": "routeplan.model.plan",
     "RoutingTable": "routeplan.model.table",
+    "PartitionAssignment": "routeplan.model.table",
+    "table_from_document": "routeplan.model.table",
     "key_group": "routeplan.model.hashing",
     "Strategy": "routeplan.planning.contract",
     "get_strategy": "routeplan.planning.registry",
@@ -43,6 +46,8 @@ __all__ = [
     "Budget",
     "LoadSnapshot",
     "Move",
+    "PartitionAssignment",
+    "PartitionLoad",
     "Plan",
     "Router",
     "RoutingStore",
@@ -54,13 +59,14 @@ __all__ = [
     "get_strategy",
     "key_group",
     "strategy_names",
+    "table_from_document",
 ]
 
 if TYPE_CHECKING:
     from routeplan.model.hashing import key_group
-    from routeplan.model.loads import LoadSnapshot
+    from routeplan.model.loads import LoadSnapshot, PartitionLoad
     from routeplan.model.plan import Budget, Move, Plan
-    from routeplan.model.table import RoutingTable
+    from routeplan.model.table import PartitionAssignment, RoutingTable, table_from_document
     from routeplan.model.workers import Worker, Workers
     from routeplan.planning.contract import Strategy
     from routeplan.planning.registry import get_strategy, strategy_names

@@ -1,4 +1,5 @@
-"""The errors ``routeplan``'s command line reports as one line on stderr, and their exit codes.
+"""The errors of bad input, raised by the library's readers and parsers (``routeplan.files``,
+``routeplan.parsing``); the command line reports each as one line on stderr with its exit code.
 
 * ``UsageError`` (exit 2, as argparse): a bad command-line value — a flag, a ``K=V`` spec, a
   strategy name, a number out of range.

@@ -1,4 +1,13 @@
-"""Input files of the command line, read one way, and its JSON output.
+"""Input files read one way for the whole library — the command line, the simulator and the
+Spark jobs — and JSON written one way.
+
+* ``read_rows``: the rows of a CSV file (header row) or a JSON Lines file (loads files, rates,
+  flows);
+* ``read_json``: one JSON document, within ``routeplan.publishing.documents``' size and depth
+  bounds;
+* ``read_workers_file``: the workers file (``schemas/worker.schema.json``), each stream's
+  ``Workers``;
+* ``json_text``: strict JSON output (never NaN or Infinity).
 
 Every error met while reading an input file becomes an ``InputError`` whose message starts with
 the file (``path:line:`` when the line is known): a missing or unreadable file, bytes that are
@@ -18,9 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from routeplan.errors import InputError, OutputError, UsageError
+from routeplan.model.workers import Workers
 from routeplan.publishing.documents import check_bounds, read_limited
+from routeplan.publishing.schemas import validate_document
 
-__all__ = ["JSON_LINES_SUFFIXES", "Row", "json_text", "read_json", "read_rows", "reading"]
+__all__ = [
+    "JSON_LINES_SUFFIXES",
+    "Row",
+    "json_text",
+    "read_json",
+    "read_rows",
+    "read_workers_file",
+    "reading",
+]
 
 JSON_LINES_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
@@ -131,6 +150,27 @@ def read_json(path: Path) -> Any:
             return json.loads(data.decode("utf-8"))
         except json.JSONDecodeError as err:
             raise InputError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
+
+
+def read_workers_file(path: str | Path) -> dict[str, Workers]:
+    """Each stream's ``Workers`` in the workers file at ``path`` (``schemas/worker.schema.json``),
+    streams in file order. The file is checked whole: ``InputError`` naming it when it is
+    missing, not JSON, breaks the schema, or lists a stream's workers twice or none of them
+    active."""
+    path = Path(path)
+    doc = read_json(path)
+    with reading(path):
+        validate_document("worker", doc, where=str(path))
+    records: dict[str, list[dict[str, Any]]] = {}
+    for record in doc["workers"]:
+        records.setdefault(record["stream"], []).append(record)
+    workers = {}
+    for stream, listed in records.items():
+        try:
+            workers[stream] = Workers.from_records(listed)
+        except ValueError as err:
+            raise InputError(f"{path}: stream {stream!r}: {err}") from None
+    return workers
 
 
 def json_text(doc: Any, indent: int | None = None) -> str:

@@ -1,13 +1,17 @@
-"""Command-line values, checked one way for every subcommand.
+"""Typed text values, checked one way wherever text comes in: the command line, the simulator's
+``zipf:`` / ``generate:`` specs, the Spark jobs' ``--param`` and the DAG's arguments.
 
-* argparse ``type=`` functions for numbers (finite, within bounds), names
-  (``routeplan.model.names``), dates, versions and strategy names; each raises
+A library module (it imports nothing of ``routeplan.cli``; the CLI and the jobs import it):
+
+* type functions for numbers (finite, within bounds), names (``routeplan.model.names``), dates,
+  versions and strategy names, usable as argparse ``type=``; each raises
   ``argparse.ArgumentTypeError`` naming the value and what is allowed, which argparse reports as
   ``argument --flag: …`` (exit code 2);
 * ``parse_spec``: the one parser of ``K=V[,K=V…]`` specs (``zipf:…``, ``generate:…``,
-  ``--capacities``, ``--param``), each key with its own type function;
+  ``--capacities``), each key with its own type function; ``param_pair``: one ``--param K=V``
+  with a JSON value (the CLI and ``jobs/plan.py``);
 * ``check_strategy_params``: ``--param`` values against the strategy's parameter types;
-* the limits on sizes a command line may ask for, checked before anything is allocated.
+* the limits on sizes a request may ask for, checked before anything is allocated.
 """
 
 from __future__ import annotations
@@ -205,9 +209,9 @@ def strategy_name(text: str) -> str:
 
 def online_strategy_name(text: str) -> str:
     """A strategy the stream simulator can replay."""
-    from routeplan.simulation.online import ONLINE
+    from routeplan.simulation.online import ONLINE_SCHEMES
 
-    return _choose(text.strip(), ONLINE, "strategy")
+    return _choose(text.strip(), ONLINE_SCHEMES, "strategy")
 
 
 def online_strategy_list(text: str) -> tuple[str, ...]:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
 from datetime import date, timedelta
 from pathlib import Path
 
+from routeplan import settings
 from routeplan.simulation.generate import default_day
 
 PROGRESS = re.compile(
@@ -39,7 +39,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=100_000, help="sample events per stream")
     parser.add_argument("--strategy", default="cg")
     args = parser.parse_args()
-    home = Path(os.environ.get("ROUTEPLAN_HOME", "var")).resolve()
+    home = settings.home().resolve()
 
     conf = {"strategy": args.strategy, "date": args.date.isoformat()}
     if args.landing:

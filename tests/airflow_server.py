@@ -12,8 +12,9 @@ Usage::
 
 Tests that only need *a* running server with routeplan's DAGs share one through the
 ``nightly_airflow`` fixture (import it into the test module): it is started for the first such
-test and stopped after the last one, so e.g. the REST-API test and the browser test cost one
-``airflow standalone`` start, not two.
+test and stopped after the last one, so e.g. the trigger test (tests/test_airflow_trigger.py) and
+the browser test cost one ``airflow standalone`` start, not two. Tests that build Airflow's app in
+a child Python (tests/test_airflow_plugin_api.py) take their environment from ``airflow_env``.
 
 Everything runs in its own process group (session); leaving the ``with`` block sends SIGTERM
 to the whole group, then SIGKILL after a grace period, so no scheduler, dag-processor,
@@ -85,6 +86,30 @@ def makefile_env(routeplan_home: Path | str, *, repo: Path = REPO) -> dict[str, 
         PATH=f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
     )
     return env
+
+
+def airflow_env(
+    airflow_home: Path | str, routeplan_home: Path | str | None = None, **extra: str
+) -> dict[str, str]:
+    """``makefile_env`` with Airflow's state in ``airflow_home`` (e.g. one migrated database that
+    several tests share) and routeplan's data in ``routeplan_home`` (default: ``airflow_home``),
+    a fixed API JWT secret (``airflow standalone`` makes its own; an app built in process needs
+    one), plus ``extra``."""
+    env = makefile_env(routeplan_home if routeplan_home is not None else airflow_home)
+    env.update(
+        AIRFLOW_HOME=str(airflow_home),
+        AIRFLOW__API_AUTH__JWT_SECRET="routeplan-test-secret",
+        **extra,
+    )
+    return env
+
+
+def run_checked(cmd: list[str], env: Mapping[str, str], cwd: Path, timeout_s: float = 300) -> None:
+    """Run ``cmd``; fail the test with the end of its output unless it exits 0."""
+    done = subprocess.run(
+        cmd, env=dict(env), cwd=cwd, capture_output=True, text=True, timeout=timeout_s
+    )
+    assert done.returncode == 0, f"{cmd}:\n{(done.stdout + done.stderr)[-4000:]}"
 
 
 def free_port() -> int:

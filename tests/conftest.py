@@ -1,4 +1,5 @@
-"""Shared fixtures. Spark-backed fixtures live in tests/spark_fixtures.py (one session per run)."""
+"""Shared fixtures: a Zipf load snapshot, one Spark + Delta session for the whole run (the jobs'
+``spark_session``, so tests run with the jobs' settings), generators of hostile stream names."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def stream_names():
         [
             "", ".", "..", "...", "../x", "a/b", "a\\b", "/etc", "-x", ".hidden", "x\n", "a\0b",
             "é", " ", "a b", "x" * 128, "x" * 129, "y" * 255, "z" * 256, "z" * 300, "v1.json",
-            "LATEST", ".lock", "s",
+            "LATEST", ".lock", "s", "--",
         ]
     )  # fmt: skip
     valid = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}", fullmatch=True)

@@ -23,7 +23,7 @@ from conftest import stream_names
 from hypothesis import HealthCheck, given, settings
 
 from routeplan.model.names import is_valid_name
-from routeplan.model.table import RoutingTable, checksum
+from routeplan.model.table import PartitionAssignment, RoutingTable, checksum, table_from_document
 from routeplan.model.workers import Workers
 from routeplan.publishing.api import create_app, etag_matches
 from routeplan.publishing.diff import diff_tables
@@ -318,11 +318,48 @@ def test_diff_is_diff_tables_of_the_two_versions(api, root):
 def test_diff_of_tables_that_do_not_compare_is_422(api, root):
     store = RoutingStore(root)
     store.publish(key_table("kinds"))
-    partitions = RoutingTable(
-        "kinds", "ffd", WORKERS, (), kind="partition_assignment", partition_consumer={0: "w1"}
-    )
+    partitions = PartitionAssignment("kinds", "ffd", WORKERS, {0: "w1"})
     store.publish(partitions)
     assert "partition_assignment" in error(api, "/streams/kinds/diff?from_version=1", 422)
+
+
+def test_both_kinds_and_an_old_partition_document_round_trip(api, root):
+    """A key_routing table, a partition_assignment and a partition document of the shape
+    published before the kinds had their own: each served as stored, verified, and read by the
+    producer's Router or the consumer's Assignment over HTTP."""
+    from test_binpack import OLD_PARTITION_DOCUMENT, write_old_partition_document
+
+    from routeplan.producers.client import Assignment, Router
+
+    store = RoutingStore(root)
+    keys = store.publish(key_table("both_keys"))
+    parts = store.publish(
+        PartitionAssignment(
+            "both_parts",
+            "mwf",
+            WORKERS,
+            {0: "w1", 1: "w0"},
+            planning_load={"partition_load": [2, 1]},
+        )
+    )
+    write_old_partition_document(root)
+    base = str(api.base_url)
+    for table in (keys, parts):
+        doc = get_json(api, f"/streams/{table.stream}/latest", "routing_table")
+        assert doc == store.read_document(table.stream)
+        again = table_from_document(doc)
+        assert type(again) is type(table) and again.same_routing(table)
+    old = get_json(api, "/streams/orders/latest", "routing_table")
+    assert old == OLD_PARTITION_DOCUMENT  # served as stored, checksum intact
+    assert api.get("/streams/orders/versions/1").headers["etag"] == f'"{old["checksum"]}"'
+    with Router.open(base, "both_keys") as router:
+        assert router.route("hot") in ("w0", "w1")
+    with Assignment.open(base, "both_parts") as assignment:
+        assert assignment.consumer(0) == "w1" and assignment.partitions("w0") == [1]
+    with Assignment.open(base, "orders") as assignment:
+        assert assignment.version == 1 and assignment.partitions("w0") == [0, 3, 4]
+    with pytest.raises(ValueError, match="Assignment"):
+        Router.open(base, "orders")
 
 
 def test_openapi_documents_every_endpoint_with_its_schema(api):

@@ -6,14 +6,15 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from routeplan.cli.main import main
-from routeplan.model.loads import LoadSnapshot
-from routeplan.model.plan import Budget
-from routeplan.model.table import RoutingTable
+from routeplan.model.loads import PartitionLoad
+from routeplan.model.plan import BUDGET_LIMITS, Budget
+from routeplan.model.table import PartitionAssignment, RoutingTable, table_from_document
 from routeplan.model.workers import Worker, Workers
+from routeplan.planning.contract import UnhonouredLimitError
 from routeplan.planning.partitions import heuristics
 from routeplan.planning.partitions import scores as bm
 from routeplan.planning.partitions.consumers import ConsumerNames
@@ -127,16 +128,17 @@ def test_kafka_assignors_balance_partition_counts():
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(max_partitions=9))
+@example((np.array([1.0, 6.10351562e-05]), np.array([0, 1])))  # HiGHS presolve said 2 optimal
 def test_milp_never_uses_more_consumers_than_any_heuristic(instance):
     rates, previous = instance
     result = binpack_milp(rates, C, previous, time_limit_s=5)
-    assert result.status in ("optimal", "time_limit")
+    assert result.solver_status in ("optimal", "time_limit")
     assert bm.overloaded(result.assignment, rates, C) == 0
     best = bm.consumers(result.assignment)
     for name in HEURISTICS:
         assignment = pack(name, rates, C, previous).assignment
         assert best <= bm.consumers(assignment), name
-        if result.status == "optimal" and bm.consumers(assignment) == best:
+        if result.solver_status == "optimal" and bm.consumers(assignment) == best:
             assert (
                 bm.rscore(rates, C, previous, result.assignment)
                 <= bm.rscore(rates, C, previous, assignment) + 1e-6
@@ -149,7 +151,8 @@ def test_milp_honours_max_moves_and_reports_its_status():
     with pytest.raises(ValueError, match="at most 0"):
         binpack_milp(rates, C, previous, max_moves=0, time_limit_s=5)
     free = binpack_milp(rates, C, previous, time_limit_s=5)
-    assert free.status == "optimal" and free.mip_gap == pytest.approx(0.0, abs=1e-9)
+    assert free.solver_status == "optimal" and free.mip_gap == pytest.approx(0.0, abs=1e-9)
+    assert free.solver_seconds > 0
     assert bm.consumers(free.assignment) == 2  # 60+30 and 50+40: the 30 and the 50 move
     assert bm.rscore(rates, C, previous, free.assignment) == pytest.approx(0.8)
     one = binpack_milp(rates, C, previous, max_moves=1, time_limit_s=5)
@@ -157,7 +160,7 @@ def test_milp_honours_max_moves_and_reports_its_status():
     assert bm.consumers(one.assignment) == 3
     assert bm.rscore(rates, C, previous, one.assignment) == pytest.approx(0.5)
     cbc = binpack_milp(rates, C, previous, time_limit_s=5, solver="cbc")
-    assert cbc.status == "optimal" and bm.consumers(cbc.assignment) == 2
+    assert cbc.solver_status == "optimal" and bm.consumers(cbc.assignment) == 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,7 +266,7 @@ def test_latency_grows_with_load_and_shrinks_with_capacity(rates, factor, consum
 
 
 def snapshot(rates, stream="s"):
-    return LoadSnapshot(stream, np.ones(4), partition_load=np.asarray(rates, dtype=float))
+    return PartitionLoad(stream, np.asarray(rates, dtype=float))
 
 
 def test_every_algorithm_is_a_strategy_with_the_same_name():
@@ -282,21 +285,25 @@ def test_strategy_plans_a_schema_valid_partition_table(tmp_path, name):
         snapshot(rates), None, workers, Budget(time_limit_s=5)
     )
     table = plan.table
-    assert table.kind == "partition_assignment" and table.key_group_worker == ()
+    assert isinstance(table, PartitionAssignment) and table.kind == "partition_assignment"
     assert sorted(table.partition_consumer) == list(range(24))
-    assert set(table.partition_consumer.values()) == set(table.workers.names)
-    assert table.params["capacity"] == pytest.approx(1e6)
-    assert plan.predicted["consumers"] == len(table.workers)
+    assert set(table.partition_consumer.values()) == set(table.consumers.names)
+    assert table.params["bin_capacity"] == pytest.approx(1e6)
+    assert plan.predicted["consumers"] == len(table.consumers)
     if name not in KAFKA:
         assert plan.predicted["overloaded"] == 0
         assert plan.predicted["consumers"] >= plan.predicted["lower_bound"]
         assert plan.predicted["lower_bound"] == bm.lower_bound(rates, 1e6)
-        assert table.workers.names[:4] == ("w0", "w1", "w2", "w3")  # known consumers first
+        assert table.consumers.names[:4] == ("w0", "w1", "w2", "w3")  # known consumers first
     published = RoutingStore(tmp_path).publish(table)
     doc = json.loads((tmp_path / "s" / "v1.json").read_text())
     validate_document("routing_table", doc)
     assert doc["partition_consumer"]["0"] == table.partition_consumer[0]
-    again = RoutingTable.from_document(doc)
+    # the partition shape: consumers, none of the key-routing fields
+    assert len(doc["consumers"]) == len(table.consumers)
+    assert not {"workers", "hash", "num_key_groups", "key_group_worker", "hot_keys"} & set(doc)
+    assert set(doc["planning_load"]) == {"partition_load"}
+    again = table_from_document(doc)
     assert again.same_routing(published) and again.partition_consumer == table.partition_consumer
 
 
@@ -314,7 +321,7 @@ def test_replanning_moves_little_and_spares_draining_workers():
     assert mwf.predicted["moves"] == len(mwf.moves) < 40
     assert all(m.unit.startswith("partition:") for m in mwf.moves)
     # consumers an earlier plan created keep their names
-    assert set(first.table.workers.names) & set(mwf.table.workers.names) >= {"c6"}
+    assert set(first.table.consumers.names) & set(mwf.table.consumers.names) >= {"c6"}
     draining = Workers(workers.items[:-1] + (Worker("w5", state="draining"),))
     spared = get_strategy("mwf", consumer_capacity=1.2e6).plan(
         drifted, first.table, draining, Budget()
@@ -329,49 +336,48 @@ def test_capacity_defaults_to_the_workers_and_milp_obeys_the_move_budget():
     rates = [60.0, 50.0, 40.0, 30.0]
     first = get_strategy("bfd").plan(snapshot(rates), None, workers, Budget())
     assert first.table.params["consumer_capacity"] == 120.0
-    assert first.table.params["capacity"] == pytest.approx(100.0)
+    assert first.table.params["bin_capacity"] == pytest.approx(100.0)
     same = get_strategy("binpack_milp").plan(
         snapshot(rates), first.table, workers, Budget(max_moves=0, time_limit_s=5)
     )
-    assert same.moves == () and same.predicted["solver_optimal"] == 1.0
+    assert same.moves == () and same.table.strategy_state["solver_status"] == "optimal"
+    assert same.predicted["solver_seconds"] > 0 and same.predicted["mip_gap"] >= 0
+    assert "solver_optimal" not in same.predicted
     kafka = get_strategy("kafka_roundrobin").plan(snapshot(rates), None, workers, Budget())
-    assert len(kafka.table.workers) == 3  # the active workers
+    assert len(kafka.table.consumers) == 3  # the active workers
     kafka = get_strategy("kafka_roundrobin", consumers=2).plan(
         snapshot([60.0, 50.0, 45.0, 30.0]), None, workers, Budget()
     )
-    assert len(kafka.table.workers) == 2 and kafka.predicted["overloaded"] == 1  # 60 + 45
+    assert len(kafka.table.consumers) == 2 and kafka.predicted["overloaded"] == 1  # 60 + 45
 
 
 def test_partition_table_validation():
     workers = Workers.homogeneous(2)
-    table = RoutingTable(
-        "s", "mwf", workers, (), kind="partition_assignment", partition_consumer={1: "w1", 0: "w0"}
-    )
-    assert list(table.partition_consumer) == [0, 1] and table.num_key_groups == 0
-    assert "partition_consumer" in table.content()
+    table = PartitionAssignment("s", "mwf", workers, {1: "w1", 0: "w0"})
+    assert list(table.partition_consumer) == [0, 1] and table.num_partitions == 2
+    assert "partition_consumer" in table.content() and "num_key_groups" not in table.content()
     key_table = RoutingTable("s", "kg", workers, ("w0", "w1"))
     assert "partition_consumer" not in key_table.content()
     with pytest.raises(ValueError, match="at least one partition"):
-        RoutingTable("s", "mwf", workers, (), kind="partition_assignment")
+        PartitionAssignment("s", "mwf", workers, {})
     with pytest.raises(ValueError, match="does not list"):
-        RoutingTable(
-            "s", "mwf", workers, (), kind="partition_assignment", partition_consumer={0: "x"}
-        )
+        PartitionAssignment("s", "mwf", workers, {0: "x"})
+    key_doc = {**key_table.to_document(), "partition_consumer": {"0": "w0"}}
     with pytest.raises(ValueError, match="belongs to partition_assignment"):
-        RoutingTable("s", "kg", workers, ("w0",), partition_consumer={0: "w0"})
+        RoutingTable.from_document(key_doc, verify=False)
     with pytest.raises(ValueError, match="at least one key group"):
         RoutingTable("s", "kg", workers, ())
+    # each class reads its own kind; table_from_document reads either
+    with pytest.raises(ValueError, match="is a partition_assignment table"):
+        RoutingTable.from_document(table.to_document())
+    with pytest.raises(ValueError, match="is a key_routing table"):
+        PartitionAssignment.from_document(key_table.to_document())
+    assert table_from_document(key_table.to_document()) == key_table
+    assert table_from_document(table.to_document()) == table
 
 
 def test_tampered_partition_table_fails_and_schema_needs_its_map(tmp_path):
-    table = RoutingTable(
-        "s",
-        "mwf",
-        Workers.homogeneous(2),
-        (),
-        kind="partition_assignment",
-        partition_consumer={0: "w0", 1: "w1"},
-    )
+    table = PartitionAssignment("s", "mwf", Workers.homogeneous(2), {0: "w0", 1: "w1"})
     store = RoutingStore(tmp_path)
     store.publish(table)
     path = tmp_path / "s" / "v1.json"
@@ -389,14 +395,7 @@ def test_tampered_partition_table_fails_and_schema_needs_its_map(tmp_path):
 
 
 def test_consumers_read_their_partitions_with_assignment(tmp_path):
-    table = RoutingTable(
-        "s",
-        "mwf",
-        Workers.homogeneous(2),
-        (),
-        kind="partition_assignment",
-        partition_consumer={0: "w1", 1: "w0", 2: "w1"},
-    )
+    table = PartitionAssignment("s", "mwf", Workers.homogeneous(2), {0: "w1", 1: "w0", 2: "w1"})
     RoutingStore(tmp_path).publish(table)
     assignment = Assignment.from_store(tmp_path, "s")
     assert assignment.version == 1
@@ -409,6 +408,182 @@ def test_consumers_read_their_partitions_with_assignment(tmp_path):
         Router(table)
     with pytest.raises(ValueError, match="not a partition_assignment"):
         Assignment(RoutingTable("s", "kg", Workers.homogeneous(1), ("w0",)))
+
+
+PARTITION_STRATEGIES = sorted(
+    n for n in strategy_names() if get_strategy(n).kind == "partition_assignment"
+)
+LIMITS = {"max_moves": 1, "max_migrated_load_share": 0.5, "max_migration_cost": 1.0}
+
+
+def test_the_partition_strategies_are_the_algorithms_each_a_class_of_its_own():
+    assert sorted(ALGORITHMS) == PARTITION_STRATEGIES
+    classes = {type(get_strategy(n)) for n in PARTITION_STRATEGIES}
+    assert len(classes) == len(ALGORITHMS)  # one class per strategy: grep finds each
+    assert {
+        n: get_strategy(n).honours for n in PARTITION_STRATEGIES if get_strategy(n).honours
+    } == {"binpack_milp": frozenset({"max_moves"})}
+
+
+@pytest.mark.parametrize(
+    ("name", "limit"),
+    [
+        (n, limit)
+        for n in PARTITION_STRATEGIES
+        for limit in BUDGET_LIMITS
+        if limit not in get_strategy(n).honours
+    ],
+)
+def test_every_partition_strategy_refuses_a_limit_it_does_not_honour(name, limit):
+    strategy = get_strategy(name, consumer_capacity=120.0)
+    with pytest.raises(UnhonouredLimitError, match=f"{name}.*{limit}"):
+        strategy.plan(
+            snapshot([60.0, 50.0, 40.0]),
+            None,
+            Workers.homogeneous(3),
+            Budget(**{limit: LIMITS[limit]}),
+        )
+
+
+def test_partition_strategies_plan_from_partition_loads_only():
+    from routeplan.model.loads import LoadSnapshot
+
+    with pytest.raises(TypeError, match="PartitionLoad"):
+        get_strategy("mwf").plan(LoadSnapshot("s", [1.0]), None, Workers.homogeneous(2), Budget())
+
+
+@pytest.mark.parametrize("max_moves", [0, 1, 3])
+def test_binpack_milp_honours_max_moves(max_moves):
+    rng = np.random.default_rng(11)
+    workers = Workers(tuple(Worker(f"w{i}", 120.0) for i in range(6)))
+    rates = rng.uniform(5, 40, 16)
+    first = get_strategy("mwf").plan(snapshot(rates), None, workers, Budget())
+    drifted = snapshot(rates * rng.uniform(0.3, 0.8, 16))  # fewer consumers would do now
+    free = get_strategy("binpack_milp").plan(drifted, first.table, workers, Budget(time_limit_s=5))
+    assert len(free.moves) > max_moves  # the limit binds
+    capped = get_strategy("binpack_milp").plan(
+        drifted, first.table, workers, Budget(max_moves=max_moves, time_limit_s=5)
+    )
+    assert len(capped.moves) == capped.predicted["moves"] <= max_moves
+    assert capped.predicted["overloaded"] == 0
+    # the partitions a draining worker must give up count against the budget
+    on_w0 = sum(c == "w0" for c in first.table.partition_consumer.values())
+    assert on_w0 >= 1
+    draining = Workers((Worker("w0", 120.0, "draining"), *workers.items[1:]))
+    with pytest.raises(ValueError, match="draining"):
+        get_strategy("binpack_milp").plan(
+            drifted, first.table, draining, Budget(max_moves=on_w0 - 1, time_limit_s=5)
+        )
+    spared = get_strategy("binpack_milp").plan(
+        drifted, first.table, draining, Budget(max_moves=on_w0 + max_moves, time_limit_s=5)
+    )
+    assert "w0" not in spared.table.partition_consumer.values()
+    assert len(spared.moves) <= on_w0 + max_moves
+
+
+# A partition_assignment document as routeplan published it before partition assignments had
+# their own shape (consumers as "workers", empty key-routing fields, a dummy key-group load).
+OLD_PARTITION_DOCUMENT = {
+    "stream": "orders",
+    "version": 1,
+    "parent_version": None,
+    "created_at": "2026-11-20T00:00:00+00:00",
+    "strategy": "mwf",
+    "params": {
+        "algorithm": "mwf",
+        "consumer_capacity": 120.0,
+        "iteration_s": 30.0,
+        "rebalance_s": 5.0,
+        "capacity": 100.0,
+    },
+    "kind": "partition_assignment",
+    "hash": {"function": "murmur3_x86_32", "seed": 0},
+    "num_key_groups": 0,
+    "workers": [
+        {"worker": "w0", "capacity": 120.0, "state": "active"},
+        {"worker": "w1", "capacity": 120.0, "state": "active"},
+    ],
+    "key_group_worker": [],
+    "hot_keys": [],
+    "partition_consumer": {"0": "w0", "1": "w1", "2": "w1", "3": "w0", "4": "w0"},
+    "strategy_state": {},
+    "predicted": {
+        "consumers": 2.0,
+        "lower_bound": 2.0,
+        "rscore": 0.0,
+        "imbalance": 0.05263157894736836,
+        "max_consumer_load": 100.0,
+        "capacity": 100.0,
+        "overloaded": 0.0,
+        "oversized_partitions": 0.0,
+        "total_load": 190.0,
+        "moves": 0.0,
+        "migrated_load": 0.0,
+        "migrated_load_share": 0.0,
+        "delayed_share": 0.0,
+        "latency_p50_s": 0.0,
+        "latency_p90_s": 0.0,
+        "latency_p99_s": 0.0,
+    },
+    "planning_load": {
+        "key_group_load": [1.0, 1.0],
+        "hot_key_load": {},
+        "partition_load": [60.0, 50.0, 40.0, 30.0, 10.0],
+    },
+    "reason": "mwf plan: first version",
+    "checksum": "sha256:3909bb492b8d50b4391e0d9a66ee0ab244bdcd86f4451ca4f487e087c052844f",
+}
+
+
+def write_old_partition_document(root, doc=OLD_PARTITION_DOCUMENT):
+    folder = root / doc["stream"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"v{doc['version']}.json").write_text(json.dumps(doc, indent=1))
+    (folder / "LATEST").write_text(f"v{doc['version']}.json\n")
+
+
+def test_a_partition_document_of_the_old_shape_still_loads_and_verifies(tmp_path):
+    validate_document("routing_table", OLD_PARTITION_DOCUMENT)
+    write_old_partition_document(tmp_path)
+    store = RoutingStore(tmp_path)
+    old = store.load("orders")
+    assert isinstance(old, PartitionAssignment) and old.version == 1
+    assert old.consumers.names == ("w0", "w1")
+    assert old.partition_consumer == {0: "w0", 1: "w1", 2: "w1", 3: "w0", 4: "w0"}
+    assert store.doctor("orders").clean
+    assignment = Assignment.from_store(tmp_path, "orders")
+    assert assignment.partitions("w0") == [0, 3, 4] and assignment.consumers == ["w0", "w1"]
+    loads = old.planning_snapshot()
+    assert isinstance(loads, PartitionLoad) and loads.partition_load.tolist()[0] == 60.0
+    # a replan on the same loads routes alike: no new version's worth of change
+    workers = Workers(tuple(Worker(f"w{i}", 120.0) for i in range(3)))
+    again = get_strategy("mwf").plan(loads, old, workers, Budget())
+    assert again.table.same_routing(old) and again.moves == ()
+    # the metrics read the old tables' bin capacity ("capacity")
+    from routeplan.planning.metrics import evaluate
+
+    _, predicted = evaluate(old, loads)
+    assert predicted["bin_capacity"] == 100.0 and predicted["consumers"] == 2.0
+    # the checksum covers the document as stored: a tampered old document fails
+    tampered = {**OLD_PARTITION_DOCUMENT, "partition_consumer": {"0": "w1"}}
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        table_from_document(tampered)
+    # a new version is published in the new shape, and diffs against the old one
+    drifted = PartitionLoad("orders", [60.0, 50.0, 40.0, 30.0, 75.0])
+    moved = get_strategy("mwf").plan(drifted, old, workers, Budget())
+    new = store.publish(moved.table)
+    doc = store.read_document("orders", new.version)
+    assert "consumers" in doc and "workers" not in doc and doc["parent_version"] == 1
+    from routeplan.publishing.diff import diff_tables
+
+    diff = diff_tables(old, new)
+    assert diff["moved_partitions"] == len(moved.moves) >= 1
+    assert diff["load_basis"] == "planning_load of v2"
+    validate_document("routing_diff", diff)
+    # and a rollback republishes the old routing in the new shape
+    restored, published = store.rollback("orders", 1, "back")
+    assert published and restored.same_routing(old)
+    assert "consumers" in store.read_document("orders", restored.version)
 
 
 def test_consumer_names_number_known_consumers_first():
@@ -435,11 +610,11 @@ def test_cli_plans_a_single_measurement_from_a_current_assignment(tmp_path, caps
     rates = write_rates(tmp_path / "one.csv", [60.0, 50.0, 40.0, 30.0], iterations=False)
     current = tmp_path / "current.json"
     current.write_text(json.dumps({"0": "a", "1": "a", "2": "b", "3": "b"}))
-    args = ["binpack", "--rates", str(rates), "--capacity", "120", "--algorithm", "mwf"]
+    args = ["binpack", "--rates", str(rates), "--consumer-capacity", "120", "--strategies", "mwf"]
     assert main([*args, "--current", str(current), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     mwf = out["algorithms"]["mwf"]
-    assert out["iterations"] == 1 and out["lower_bound"] == [2] and out["capacity"] == 100.0
+    assert out["iterations"] == 1 and out["lower_bound"] == [2] and out["bin_capacity"] == 100.0
     assert mwf["consumers"] == [2] and len(mwf["rscore"]) == 1 and mwf["rscore"][0] > 0
     assert set(mwf["partition_consumer"]) == {"0", "1", "2", "3"}
     assert set(mwf["partition_consumer"].values()) == {"a", "b"}
@@ -449,8 +624,8 @@ def test_cli_plans_a_single_measurement_from_a_current_assignment(tmp_path, caps
 
 def test_cli_replays_a_stream_with_several_algorithms(tmp_path, capsys):
     rates = write_rates(tmp_path / "rates.csv", measurement_stream(12, 5, 10, 100.0, seed=3))
-    args = ["binpack", "--rates", str(rates), "--capacity", "120", "--json"]
-    assert main([*args, "--algorithm", "mwf,bfd,kafka_range", "--consumers", "4"]) == 0
+    args = ["binpack", "--rates", str(rates), "--consumer-capacity", "120", "--json"]
+    assert main([*args, "--strategies", "mwf,bfd,kafka_range", "--consumers", "4"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["iterations"] == 5 and len(out["lower_bound"]) == 5
     for name in ("mwf", "bfd", "kafka_range"):
@@ -461,8 +636,50 @@ def test_cli_replays_a_stream_with_several_algorithms(tmp_path, capsys):
         assert "p90" in entry["latency"]
     assert set(out["cbs"]) == {"mwf", "bfd"}  # Kafka overloads consumers: not compared
     assert min(out["cbs"].values()) == 0.0 and out["pareto_front"]
-    assert main([*args, "--algorithm", "kafka_range"]) == 2
+    assert main([*args, "--strategies", "kafka_range"]) == 2
     assert "--consumers" in capsys.readouterr().err
-    assert main([*args, "--algorithm", "nope"]) == 2
-    assert main(["binpack", "--rates", str(rates), "--capacity", "120", "--algorithm", "mwf"]) == 0
+    assert main([*args, "--strategies", "nope"]) == 2
+    rated = ["binpack", "--rates", str(rates), "--consumer-capacity", "120"]
+    assert main([*rated, "--strategies", "mwf"]) == 0
     assert "Pareto" not in capsys.readouterr().out
+
+
+def test_cli_deprecated_flags_warn_and_give_the_same_numbers(tmp_path, capsys):
+    rates = write_rates(tmp_path / "rates.csv", measurement_stream(10, 4, 10, 100.0, seed=4))
+    common = ["binpack", "--rates", str(rates), "--consumers", "3", "--json"]
+    names = "mwf,nf,bfd,kafka_roundrobin"
+    assert main([*common, "--algorithm", names, "--capacity", "120"]) == 0
+    captured = capsys.readouterr()
+    old = json.loads(captured.out)
+    assert "--algorithm is deprecated, use --strategies" in captured.err
+    assert "--capacity is deprecated, use --consumer-capacity" in captured.err
+    assert main([*common, "--strategies", names, "--consumer-capacity", "120"]) == 0
+    captured = capsys.readouterr()
+    new = json.loads(captured.out)
+    assert "deprecated" not in captured.err
+    for entry in (*old["algorithms"].values(), *new["algorithms"].values()):
+        entry.pop("planning_ms")
+    assert old == new and set(new["algorithms"]) == set(names.split(","))
+    assert main([*common, "--strategies", "mwf", "--algorithm", "mwf", "--capacity", "1"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main(["binpack", "--rates", str(rates), "--strategies", "mwf"]) == 2
+    assert "--consumer-capacity" in capsys.readouterr().err
+
+
+def test_cli_replays_through_the_strategies_as_pack_does(tmp_path):
+    """``routeplan binpack`` runs the registered strategies; on arrays ``replay`` runs
+    ``pack``: the same assignments, iteration after iteration, from a current assignment."""
+    from routeplan.planning.partitions.replay import replay, replay_strategy
+
+    rates = measurement_stream(14, 6, 10, C, seed=9)
+    current = ConsumerNames(["a", "b", "c1"])
+    previous = current.encode([["a", "b", "c1"][p % 3] for p in range(14)])
+    for name in (*HEURISTICS, "kafka_range"):
+        arrays = replay(name, rates, C, previous, consumers=3)
+        strategy = get_strategy(
+            name, **({"consumers": 3} if name in KAFKA else {}), consumer_capacity=120.0
+        )
+        run, tables = replay_strategy(strategy, rates, ConsumerNames(current.known), previous)
+        assert np.array_equal(run.assignments, arrays.assignments), name
+        assert np.array_equal(run.moves, arrays.moves) and np.allclose(run.rscore, arrays.rscore)
+        assert len(tables) == 6 and all(t.strategy == name for t in tables)

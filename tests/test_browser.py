@@ -1,13 +1,13 @@
 """The Trigger form in a real browser, as an operator uses it.
 
 Headless Chromium (Debian's ``chromium`` package, driven by Playwright for Python) logs in to the
-Airflow UI of the shared test server (``nightly_airflow``, also used by test_airflow_api), opens
+Airflow UI of the shared test server (``nightly_airflow``, also used by test_airflow_trigger), opens
 routeplan_nightly, presses **Trigger**, sets only the ``date`` Param and submits the form as
 shown; the run must then succeed. A form that Airflow's UI cannot submit at its defaults (a
 required field left empty: red badge on "Run Parameters", Trigger disabled) fails here.
 
 This run is the one full DAG run (five Spark jobs, ~4 min on 2 cores) of the real-server tests:
-it also stands for test_airflow_api's former run — through the real scheduler to success, a
+it also stands for test_airflow_trigger's former run — through the real scheduler to success, a
 table published per stream with LATEST on it; the fixture then checks nothing outlives the server.
 
 The form is kept as a screenshot: ``var/test-artifacts/trigger-form.png`` (or
@@ -29,7 +29,7 @@ from airflow_server import REPO, nightly_airflow  # noqa: F401  (the shared serv
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 DAG_ID = "routeplan_nightly"
-DAY = "2026-11-19"  # test_airflow_api uses 2026-11-20: each test reads only its own day
+DAY = "2026-11-19"  # test_airflow_trigger uses 2026-11-20: each test reads only its own day
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 UI_TIMEOUT_MS = 60_000

@@ -20,7 +20,10 @@ from routeplan.model.names import is_valid_name
 ZIPF = "zipf:messages=200,keys=20"
 SIM = ["simulate", "--events", ZIPF, "--workers", "2", "--strategy", "kg"]
 PLAN = ["plan", "--loads", "{tmp}/loads.csv", "--workers", "2", "--strategy", "kg"]
-BINPACK = ["binpack", "--rates", "{tmp}/rates.csv", "--capacity", "100", "--algorithm", "mwf"]
+BINPACK = [
+    *("binpack", "--rates", "{tmp}/rates.csv"),
+    *("--consumer-capacity", "100", "--strategies", "mwf"),
+]
 GENERATE = ["generate", "--landing", "{tmp}/landing", "--workers-out", "{tmp}/w.json"]
 GENERATE += ["--events", "20", "--keys", "5", "--streams", "a", "--files", "1"]
 BAD_NAME = "invalid stream name '../../x'"
@@ -102,11 +105,20 @@ CASES: dict[str, tuple[list[str], int, tuple[str, ...]]] = {
     "plan load share 2": ([*PLAN, "--max-migrated-load-share", "2"], 2, ("'2'", "[0, 1]")),
     "plan max moves -1": ([*PLAN, "--max-moves", "-1"], 2, ("--max-moves", "'-1'")),
     "show version -3": (["show", "--stream", "s", "--version", "-3"], 2, ("'-3'", "version")),
-    "binpack capacity nan": ([*BINPACK[:4], "nan", *BINPACK[5:]], 2, ("--capacity", "'nan'")),
-    "binpack unknown algorithm": (
+    "binpack capacity nan": (
+        [*BINPACK[:4], "nan", *BINPACK[5:]],
+        2,
+        ("--consumer-capacity", "'nan'"),
+    ),
+    "binpack deprecated capacity nan": (  # the old spelling is checked the same way
+        [*BINPACK[:3], "--capacity", "nan", "--algorithm", "mwf"],
+        2,
+        ("--capacity", "'nan'"),
+    ),
+    "binpack unknown strategy": (
         [*BINPACK[:-1], "mwf,nope"],
         2,
-        ("unknown algorithm 'nope'", "known: nf"),
+        ("--strategies", "'nope'", "known: nf"),
     ),
     "binpack rebalance >= iteration": (
         [*BINPACK, "--rebalance-s", "40"],

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import routeplan.producers.client as client
 from routeplan.model.hashing import key_group
 from routeplan.model.names import InvalidNameError, is_valid_name
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.producers.client import Assignment, Router
 from routeplan.publishing.store import RoutingStore
@@ -202,9 +202,7 @@ def corrupt_documents(version: int = 2) -> dict[str, str]:
     """Ways a version file can be bad, each as the text of ``v<version>.json``."""
     created = "2026-01-01T00:00:00+00:00"
     good = key_table().published(version, version - 1, created).to_document()
-    assignment = RoutingTable(
-        "s", "mwf", WORKERS, (), kind="partition_assignment", partition_consumer={0: "a"}
-    )
+    assignment = PartitionAssignment("s", "mwf", WORKERS, {0: "a"})
     return {
         "garbage": "{not json",
         "checksum": json.dumps({**good, "checksum": "sha256:" + "0" * 64}),
@@ -301,11 +299,8 @@ def test_a_thread_follows_latest_until_closed(tmp_path):
 def test_assignment_loads_and_reloads_the_same_way(tmp_path):
     store = RoutingStore(tmp_path)
 
-    def assignment(owner: str) -> RoutingTable:
-        return RoutingTable(
-            "s", "mwf", WORKERS, (), kind="partition_assignment",
-            partition_consumer={0: owner, 1: "b", 2: owner},
-        )  # fmt: skip
+    def assignment(owner: str) -> PartitionAssignment:
+        return PartitionAssignment("s", "mwf", WORKERS, {0: owner, 1: "b", 2: owner})
 
     store.publish(assignment("a"))
     with Assignment.open(tmp_path.as_uri(), "s") as consumers:

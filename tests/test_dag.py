@@ -100,6 +100,57 @@ def test_strategy_params_pass_only_what_the_strategy_accepts(dag):
     }
     assert json.loads(render(params)) == {k: v for k, v in params.items() if k != "strategy"}
     assert json.loads(render({**params, "strategy": "kg"})) == {}
+    # chbl's ring tokens are its own Param, not cg's α
+    chbl = {"strategy": "chbl", "epsilon": 0.05, "virtual_workers_per_worker": 4}
+    assert json.loads(render({**chbl, "tokens_per_worker": 7})) == {
+        "epsilon": 0.05,
+        "tokens_per_worker": 7,
+    }
+
+
+def test_empty_strategy_params_are_left_to_the_strategy(dag):
+    import json
+
+    render = dag.user_defined_macros["strategy_params"]
+    # max_load_distance empty: albic keeps its 0.10, milp its "no bound"
+    assert "max_load_distance" not in json.loads(render({"strategy": "albic"}))
+    assert "max_load_distance" not in json.loads(render({"strategy": "milp"}))
+    assert (
+        json.loads(render({"strategy": "albic", "max_load_distance": 0.2}))["max_load_distance"]
+        == 0.2
+    )
+    assert dag.params["max_load_distance"] is None
+
+
+def test_deprecated_budget_params_still_set_the_budget(dag):
+    """A run conf with the old max_migrations / migration_cost still works: they travel in
+    --params-json and the plan job's budget_from_parameters turns them into budget limits."""
+    import json
+
+    from routeplan.model.plan import Budget
+    from routeplan.planning.registry import budget_from_parameters
+
+    render = dag.user_defined_macros["strategy_params"]
+    for strategy in ("cg", "milp", "kg"):
+        sent = json.loads(
+            render({"strategy": strategy, "max_migrations": 5, "migration_cost": "keys"})
+        )
+        assert {k: sent[k] for k in ("max_migrations", "migration_cost")} == {
+            "max_migrations": 5,
+            "migration_cost": "keys",
+        }
+        params, budget, notes = budget_from_parameters(sent, Budget())
+        assert (budget.max_moves, budget.migration_cost_unit) == (5, "distinct_keys")
+        assert "max_migrations" not in params and "migration_cost" not in params
+        assert len(notes) == 2
+    # unset (their default): nothing is sent
+    assert (
+        json.loads(render({"strategy": "cg", "max_migrations": None, "migration_cost": None})) == {}
+    )
+    for old, new in (("max_migrations", "max_moves"), ("migration_cost", "migration_cost_unit")):
+        assert dag.params[old] is None
+        description = dag.params.get_param(old).description
+        assert description.startswith(f"Deprecated: use {new}"), description
 
 
 def test_consumer_capacity_goes_to_partition_strategies_only(dag):
@@ -187,6 +238,26 @@ def test_every_param_is_described_and_numbers_are_bounded(bag, dag_id):
             assert "maximum" in schema or "exclusiveMaximum" in schema, f"{dag_id}.{name}"
 
 
+def test_budget_params_say_which_strategies_honour_them(dag):
+    """The form names, from the registry, the strategies that honour each budget limit."""
+    import re
+
+    from routeplan.model.plan import BUDGET_LIMITS, MIGRATION_COST_UNITS
+    from routeplan.planning.registry import get_strategy, strategy_names
+
+    for limit in BUDGET_LIMITS:
+        honouring = [n for n in strategy_names() if limit in type(get_strategy(n)).honours]
+        description = dag.params.get_param(limit).description
+        named = re.search(r"honoured by ([\w, ]+);", description)
+        assert named, description
+        assert named.group(1).split(", ") == honouring
+        assert dag.params[limit] is None  # no limit by default
+    assert "max_moves" in dag.doc_md and "honoured by" in dag.doc_md
+    unit = dag.params.get_param("migration_cost_unit")
+    assert unit.schema["enum"] == list(MIGRATION_COST_UNITS)
+    assert dag.params["migration_cost_unit"] == "moves"
+
+
 def test_nightly_doc_tells_what_unpause_on_trigger_does(dag):
     assert "Unpause" in dag.doc_md and "scheduled" in dag.doc_md
     assert "queued" in dag.doc_md  # unchecked: the run waits for the DAG to be unpaused
@@ -252,6 +323,8 @@ def test_defaults_render_as_empty_arguments_that_the_jobs_read_as_their_defaults
     assert windows.window_minutes == 60
     plan = parsed_args("plan", args["plan"], monkeypatch)
     assert (plan.workers_path, plan.max_moves, plan.strategy) == ("", None, "cg")
+    assert (plan.max_migrated_load_share, plan.max_migration_cost) == (None, None)
+    assert plan.migration_cost_unit == "moves"
     publish = parsed_args("publish", args["publish"], monkeypatch)
     assert publish.keep_versions is None
 
@@ -265,8 +338,11 @@ def test_form_values_reach_the_jobs(dag, monkeypatch):
         "max_bad_files": 0,
         "max_quarantined_share": 0.25,
         "max_moves": 0,
+        "max_migrated_load_share": 0.2,
+        "max_migration_cost": 1500.5,
+        "migration_cost_unit": "distinct_keys",
         "keep_versions": 3,
-        "strategy": "kg",
+        "strategy": "flux",  # honours all three budget limits
     }
     args = rendered_args(dag, conf)
     ingest = parsed_args("ingest", args["ingest"], monkeypatch)
@@ -277,7 +353,9 @@ def test_form_values_reach_the_jobs(dag, monkeypatch):
     )
     assert (ingest.streams, str(ingest.interval_start)) == ("clicks,orders", "2026-10-01")
     plan = parsed_args("plan", args["plan"], monkeypatch)
-    assert (plan.workers_path, plan.max_moves, plan.strategy) == ("/data/workers.json", 0, "kg")
+    assert (plan.workers_path, plan.max_moves, plan.strategy) == ("/data/workers.json", 0, "flux")
+    assert (plan.max_migrated_load_share, plan.max_migration_cost) == (0.2, 1500.5)
+    assert plan.migration_cost_unit == "distinct_keys"
     assert parsed_args("windows", args["windows"], monkeypatch).workers_path == (
         "/data/workers.json"
     )
@@ -290,6 +368,12 @@ def test_form_values_reach_the_jobs(dag, monkeypatch):
         {"max_bad_files": -1},
         {"max_quarantined_share": 1.5},
         {"max_moves": -1},
+        {"max_migrated_load_share": 1.5},
+        {"max_migration_cost": -1},
+        {"migration_cost_unit": "keys"},  # the old value: only the deprecated Param takes it
+        {"migration_cost": "bytes"},
+        {"max_migrations": -1},
+        {"tokens_per_worker": 0},
         {"streams": ["a b"]},
         {"window_minutes": 0},
     ],
@@ -301,3 +385,32 @@ def test_out_of_range_form_values_are_refused(dag, bad):
     with pytest.raises(ParamValidationError):
         params.update(bad)
         params.validate()
+
+
+def test_budget_from_the_form_reaches_the_plan_job_and_unhonoured_limits_fail(dag, monkeypatch):
+    """What the plan job makes of a run's conf before Spark starts: the budget Params (and the
+    deprecated ones, in --params-json) become its Budget; a limit the strategy does not honour
+    ends the run with a message naming it."""
+    import warnings
+
+    from jobs.plan import checked_options
+
+    def planned(conf: dict):
+        with monkeypatch.context() as patched:  # one patch of the job's parser per call
+            ns = parsed_args("plan", rendered_args(dag, conf)["plan"], patched)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            checked_options(ns)
+        return ns
+
+    ns = planned({"strategy": "flux", "max_moves": 4, "max_migration_cost": 9.5})
+    assert (ns.budget.max_moves, ns.budget.max_migration_cost) == (4, 9.5)
+    assert ns.budget.migration_cost_unit == "moves"
+    old = planned({"strategy": "flux", "max_migrations": 7, "migration_cost": "keys"})
+    assert (old.budget.max_moves, old.budget.migration_cost_unit) == (7, "distinct_keys")
+    assert "max_migrations" not in old.strategy_params
+    assert planned({"strategy": "kg"}).budget.limits() == {}  # the defaults set no limit
+    with pytest.raises(SystemExit, match="kg.*max_moves=3"):
+        planned({"strategy": "kg", "max_moves": 3})
+    with pytest.raises(SystemExit, match="cg.*max_migration_cost"):
+        planned({"strategy": "cg", "max_migration_cost": 10})

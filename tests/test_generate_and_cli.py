@@ -1,11 +1,14 @@
 import gzip
 import json
+import re
 from datetime import date
 
 import pandas as pd
 import pytest
 
 from routeplan.cli.main import main
+from routeplan.errors import InputError
+from routeplan.files import read_workers_file
 from routeplan.model.hashing import key_group
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget
@@ -59,9 +62,31 @@ def test_logs_record_todays_key_grouping_and_capacities(tmp_path):
     doc = json.loads(cfg.workers_out.read_text())
     validate_document("worker", doc)
     assert [w["capacity"] for w in doc["workers"] if w["stream"] == "a"] == [3, 3, 1, 1, 1, 1, 1, 1]
+    # the one reader of workers files (jobs and CLI) gives back what was generated
+    assert read_workers_file(cfg.workers_out) == {
+        "a": stream_workers(cfg),
+        "b": stream_workers(cfg),
+    }
     # faster workers record cheaper messages
     cost = pd.DataFrame(rows).groupby("worker")["cost_ms"].mean()
     assert cost[["w0", "w1"]].max() < cost[["w2", "w3"]].min()
+
+
+def test_a_workers_file_is_checked_whole(tmp_path):
+    """A stream whose workers cannot be (a name twice, none active) makes the file unusable,
+    whichever stream is asked for; the error names the file and the stream."""
+    path = tmp_path / "workers.json"
+    good = [{"stream": "a", "worker": "w0", "capacity": 1}]
+    for bad in (
+        [{"stream": "b", "worker": "w0", "capacity": 1}] * 2,
+        [{"stream": "b", "worker": "w0", "capacity": 1, "state": "draining"}],
+    ):
+        path.write_text(json.dumps({"workers": good + bad}))
+        with pytest.raises(InputError, match=rf"^{re.escape(str(path))}: stream 'b': "):
+            read_workers_file(path)
+    path.write_text(json.dumps({"workers": [{**good[0], "capacity": 0}]}))
+    with pytest.raises(InputError, match=re.escape(str(path))):
+        read_workers_file(path)
 
 
 def test_keys_follow_a_zipf_law(tmp_path):
@@ -124,10 +149,11 @@ def test_cli_generate_then_show(tmp_path, capsys, monkeypatch):
 def test_cli_show_summarises_a_partition_assignment(tmp_path, capsys):
     import numpy as np
 
+    from routeplan.model.loads import PartitionLoad
     from routeplan.model.workers import Workers
     from routeplan.publishing.store import RoutingStore
 
-    loads = LoadSnapshot("p", [1.0], partition_load=np.array([50.0, 40.0, 30.0, 20.0, 10.0]))
+    loads = PartitionLoad("p", np.array([50.0, 40.0, 30.0, 20.0, 10.0]))
     plan = get_strategy("mwf", consumer_capacity=120.0).plan(
         loads, None, Workers.homogeneous(4), Budget()
     )

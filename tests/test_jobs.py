@@ -275,6 +275,74 @@ def test_rollback_job_and_the_delta_history(spark, home):
     assert table(spark, home, "gold.routing_tables").count() == 8
 
 
+def test_plan_checks_strategy_and_budget_before_spark_starts(home, monkeypatch, capsys):
+    """A limit the strategy does not honour fails the job in one line naming the strategy, the
+    limit and the fix, before any Spark session; the DAG's empty flags are no limits; the
+    deprecated parameters become budget limits, each with a warning."""
+
+    def no_spark(name):
+        raise RuntimeError("spark started")
+
+    monkeypatch.setattr(plan, "spark_session", no_spark)
+    with pytest.raises(
+        SystemExit, match="^plan refused: strategy 'mwf' cannot honour max_moves=3"
+    ) as err:
+        run(plan, home, "--strategy", "mwf", "--max-moves", "3")
+    assert "\n" not in str(err.value) and "leave the limit unset" in str(err.value)
+    with pytest.raises(SystemExit, match="'cg' cannot honour max_migration_cost=5"):
+        run(plan, home, "--strategy", "cg", "--max-migration-cost", "5")
+    with pytest.raises(SystemExit, match="plan refused: bad parameters for strategy 'mwf'"):
+        run(plan, home, "--strategy", "mwf", "--param", "epsilon=0.1")
+    empty = ["--max-moves=", "--max-migrated-load-share=", "--max-migration-cost="]
+    with pytest.raises(RuntimeError, match="spark started"):  # the checks passed
+        run(plan, home, "--strategy", "mwf", *empty, "--migration-cost-unit", "moves")
+    old = '{"max_migrations": 40, "migration_cost": "keys", "max_migration_cost": 900}'
+    with pytest.raises(RuntimeError, match="spark started"):
+        run(plan, home, "--strategy", "milp", "--params-json", old)
+    logged = capsys.readouterr().out
+    for name in ("max_migrations", "migration_cost", "max_migration_cost"):
+        assert f"DeprecationWarning: {name} is deprecated" in logged
+    with pytest.raises(SystemExit, match="'kg' cannot honour max_moves=40"):
+        run(plan, home, "--strategy", "kg", "--params-json", '{"max_migrations": 40}')
+
+
+def test_a_partition_strategy_plans_validates_and_publishes(spark, home):
+    """After the rollback test: mwf beside the kafka_range baseline, from silver.partition_load;
+    validated by the partition suites, published over the key-routing LATEST, read by
+    consumers."""
+    from routeplan.model.table import PartitionAssignment, table_from_document
+    from routeplan.producers.client import Assignment
+
+    rates = table(spark, home, "silver.partition_load").agg({"bytes_per_s": "max"}).first()[0]
+    capacity = 3 * rates
+    report = run(plan, home, "--strategy", "mwf", "--param", f"consumer_capacity={capacity}")
+    rows = table(spark, home, "gold.plans").collect()
+    assert {(r.stream, r.strategy, r.selected) for r in rows} == {
+        (s, k, k == "mwf") for s in ("clicks", "orders", "views") for k in ("mwf", "kafka_range")
+    }
+    for r in rows:
+        doc = json.loads(r.table_document)
+        assigned = table_from_document(doc)
+        assert isinstance(assigned, PartitionAssignment) and "workers" not in doc
+        predicted = json.loads(r.metrics)
+        assert r.moves == predicted["moves"] == 0  # LATEST routes keys: nothing to move from
+        if r.selected:
+            assert predicted["overloaded"] == 0
+            assert predicted["consumers"] >= predicted["lower_bound"] >= 1
+            assert json.loads(r.params)["bin_capacity"] == pytest.approx(capacity * 25 / 30)
+    assert report["streams"]["clicks"]["current_version"] == 3
+    checked = run(validate, home)
+    suites = {s["suite"] for s in checked["suites"]}
+    assert suites == {"routeplan.partition_assignment", "routeplan.partition_metrics"}
+    assert all(s["success"] for s in checked["suites"])
+    published = run(publish, home)
+    assert {s["action"] for s in published["streams"]} == {"published"}
+    for stream in ("clicks", "orders", "views"):
+        validate_document("routing_table", RoutingStore(home / "routing").read_document(stream))
+    consumers = Assignment.from_store(home / "routing", "orders")
+    assert consumers.table.strategy == "mwf" and consumers.consumers
+
+
 def test_upstream_fields_flow_into_key_group_flow_and_albic(spark, tmp_path):
     """Paper 004: events naming their upstream event → silver.key_group_flow → albic's plan."""
     from routeplan.model.loads import LoadSnapshot

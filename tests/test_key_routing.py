@@ -18,15 +18,15 @@ from routeplan.planning.keyrouting.ring import HashRing, group_positions
 from routeplan.planning.metrics import skew, worker_load
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
 from routeplan.producers.client import Router
-from routeplan.simulation.online import ONLINE
+from routeplan.simulation.online import ONLINE_SCHEMES
 
 KEY_ROUTING = ("kg", "sg", "potc", "pkg", "dchoices", "porc", "chbl", "cg", "ring")
 
 
 def test_every_key_routing_strategy_is_registered_with_an_online_form():
     assert set(KEY_ROUTING) <= set(strategy_names())
-    assert set(ONLINE) == set(KEY_ROUTING)
-    assert {"epsilon", "virtual_workers_per_worker"} <= set(strategy_parameters("chbl"))
+    assert set(ONLINE_SCHEMES) == set(KEY_ROUTING)
+    assert {"epsilon", "tokens_per_worker"} <= set(strategy_parameters("chbl"))
     assert "epsilon" in strategy_parameters("porc")
     assert {"method", "tau", "max_rounds"} <= set(strategy_parameters("ring"))
     for name, bad in (("ring", {"method": "tripling"}), ("pkg", {"d": 0}), ("porc", {"x": 1})):

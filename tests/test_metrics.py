@@ -49,3 +49,31 @@ def test_moves_list_changed_groups_and_hot_keys_with_their_load():
     assert [m.unit for m in found] == ["key_group:1", "key_group:2"]
     assert sum(m.load for m in found) == 8.0
     assert moves(a, a, loads) == ()
+
+
+def test_evaluate_takes_each_kind_with_its_loads_and_a_current_of_the_other_kind_as_none():
+    from routeplan.model.loads import PartitionLoad
+    from routeplan.model.table import PartitionAssignment
+    from routeplan.planning.metrics import evaluate
+
+    workers = Workers.homogeneous(2)
+    keys = RoutingTable("s", "kg", workers, ("w0", "w1", "w0"))
+    parts = PartitionAssignment(
+        "s",
+        "mwf",
+        Workers((Worker("w0", 120.0), Worker("w1", 120.0))),
+        {0: "w0", 1: "w1", 2: "w1"},
+        params={"bin_capacity": 100.0, "consumer_capacity": 120.0, "iteration_s": 30.0}
+        | {"rebalance_s": 5.0},
+    )
+    moved, predicted = evaluate(parts, PartitionLoad("s", [60.0, 30.0, 30.0]), keys)
+    assert moved == () and predicted["consumers"] == 2 and predicted["imbalance"] == 0.0
+    before = PartitionAssignment("s", "mwf", parts.consumers, {0: "w1", 1: "w1", 2: "w1"})
+    moved, predicted = evaluate(parts, PartitionLoad("s", [60.0, 30.0, 30.0]), before)
+    assert [m.unit for m in moved] == ["partition:0"] and predicted["rscore"] == 0.6
+    moved, predicted = evaluate(keys, LoadSnapshot("s", [1.0, 2.0, 1.0]), parts)
+    assert moved == () and predicted["imbalance"] == pytest.approx(0.0)
+    with pytest.raises(TypeError, match="PartitionLoad"):
+        evaluate(parts, LoadSnapshot("s", [1.0]))
+    with pytest.raises(TypeError, match="LoadSnapshot"):
+        evaluate(keys, PartitionLoad("s", [1.0]))

@@ -11,58 +11,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from routeplan.cli.main import main
+from routeplan.model.flow import flow_arrays
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.metrics import collocation_factor, load_distance, worker_load
-from routeplan.planning.reassign.albic import balanced_partition, components, flow_arrays
+from routeplan.planning.reassign.albic import balanced_partition, components
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
 from routeplan.planning.solver import cbc_outcome, solve
 from routeplan.publishing.schemas import validate_document
-
-
-def table_of(owner, workers: Workers, stream="s") -> RoutingTable:
-    names = workers.names
-    return RoutingTable(stream, "test", workers, tuple(names[i] for i in owner))
-
-
-def varies_instance(workers=10, per_worker=20, varies=0.4, seed=0):
-    """§5.1: equal key groups ±5 %, then 20 % of the workers' load moved by ±varies/2."""
-    rng = np.random.default_rng(seed)
-    groups = workers * per_worker
-    owner = np.arange(groups) % workers
-    load = 1.0 + rng.uniform(-0.05, 0.05, groups)
-    changed = rng.choice(workers, max(2, workers // 5), replace=False)
-    for k, w in enumerate(changed):
-        load[owner == w] *= 1 + (0.5 if k % 2 else -0.5) * varies
-    ws = Workers.homogeneous(workers)
-    return LoadSnapshot("s", load), table_of(owner, ws), ws
-
-
-def flow_instance(seed=0, workers=8, operators=4, per_operator=24, one_to_one=0.6):
-    """Operators in a chain; a share of the key groups send everything to one partner (1-1),
-    the others spread evenly over the next operator (full partitioning)."""
-    rng = np.random.default_rng(seed)
-    groups = operators * per_operator
-    load = 1.0 + rng.uniform(-0.05, 0.05, groups)
-    edges = []
-    for o in range(operators - 1):
-        partner = rng.permutation(per_operator)
-        for k in range(per_operator):
-            g = o * per_operator + k
-            if rng.random() < one_to_one:
-                edges.append((g, (o + 1) * per_operator + partner[k], 100 * load[g]))
-            else:
-                edges += [
-                    (g, (o + 1) * per_operator + j, 100 * load[g] / per_operator)
-                    for j in range(per_operator)
-                ]
-    flow, anchors = flow_arrays(groups, edges)
-    ws = Workers.homogeneous(workers)
-    owner = rng.permutation(np.arange(groups) % workers)
-    return LoadSnapshot("s", load, key_group_flow=flow, flow_anchors=anchors), owner, ws
-
+from routeplan.simulation.instances import flow_instance, table_of, varies_instance
 
 # ---------------------------------------------------------------- metrics
 
@@ -103,12 +62,12 @@ def test_flow_is_validated():
 
 def test_registered_with_their_parameters():
     assert {"milp", "flux", "albic"} <= set(strategy_names())
-    assert {"w1", "w2", "max_migrations", "migration_cost", "solver"} <= set(
-        strategy_parameters("milp")
-    )
-    assert {"score_factor", "max_load_distance", "max_migrations"} <= set(
-        strategy_parameters("albic")
-    )
+    assert {"w1", "w2", "max_load_distance", "solver"} <= set(strategy_parameters("milp"))
+    assert {"score_factor", "max_load_distance", "solver"} <= set(strategy_parameters("albic"))
+    for name in ("milp", "flux", "albic"):  # every limit is the budget's
+        assert not {"max_migrations", "migration_cost", "max_migration_cost", "bound"} & set(
+            strategy_parameters(name)
+        )
     with pytest.raises(ValueError, match="bad parameters"):
         get_strategy("milp", w3=1)
     with pytest.raises(ValueError, match="w1"):
@@ -165,8 +124,8 @@ def test_draining_workers_empty_run_over_run(strategy):
     )
     before = worker_load(table, snapshot)[4:].sum()
     for _ in range(40):
-        plan = get_strategy(strategy, max_migrations=4).plan(
-            snapshot, table, scaling_in, Budget(time_limit_s=0.5)
+        plan = get_strategy(strategy).plan(
+            snapshot, table, scaling_in, Budget(max_moves=4, time_limit_s=0.5)
         )
         assert plan.predicted["moves"] <= 4
         table = plan.table
@@ -182,9 +141,9 @@ def test_draining_workers_empty_run_over_run(strategy):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_milp_load_distance_at_most_flux_at_equal_budget(seed):
     snapshot, current, workers = varies_instance(seed=seed)
-    budget = Budget(time_limit_s=1.0)
-    flux = get_strategy("flux", max_migrations=10).plan(snapshot, current, workers, budget)
-    milp = get_strategy("milp", max_migrations=10).plan(snapshot, current, workers, budget)
+    budget = Budget(max_moves=10, time_limit_s=1.0)
+    flux = get_strategy("flux").plan(snapshot, current, workers, budget)
+    milp = get_strategy("milp").plan(snapshot, current, workers, budget)
     assert milp.predicted["moves"] <= 10 and flux.predicted["moves"] <= 10
     assert milp.predicted["load_distance"] <= flux.predicted["load_distance"] + 1e-12
     assert milp.predicted["warm_start_load_distance"] <= flux.predicted["load_distance"] + 1e-12
@@ -203,12 +162,10 @@ def test_migration_cost_by_keys_and_resources_are_respected():
     )
     workers = Workers.homogeneous(5)
     current = get_strategy("kg").plan(snapshot, None, workers, Budget()).table
-    plan = get_strategy(
-        "milp",
-        migration_cost="keys",
-        max_migration_cost=120,
-        resource_bounds={"bytes": 1.15},
-    ).plan(snapshot, current, workers, Budget(time_limit_s=1))
+    budget = Budget(max_migration_cost=120, migration_cost_unit="distinct_keys", time_limit_s=1)
+    plan = get_strategy("milp", resource_bounds={"bytes": 1.15}).plan(
+        snapshot, current, workers, budget
+    )
     assert 0 < plan.predicted["migration_cost"] <= 120
     moved = [
         g
@@ -243,11 +200,11 @@ def test_workers_that_left_force_moves_and_say_so():
     assert plan.predicted["moves"] == 4  # nothing voluntary: the forced moves used the budget
 
 
-def test_bound_is_a_hard_constraint():
+def test_max_load_distance_is_a_hard_constraint():
     snapshot, current, workers = varies_instance(workers=5)
     with pytest.raises(ValueError, match="no plan within load distance"):
-        get_strategy("milp", bound=0.001, max_migrations=0).plan(
-            snapshot, current, workers, Budget(time_limit_s=0.5)
+        get_strategy("milp", max_load_distance=0.001).plan(
+            snapshot, current, workers, Budget(max_moves=0, time_limit_s=0.5)
         )
 
 
@@ -256,20 +213,21 @@ def test_bound_is_a_hard_constraint():
 
 def test_solver_status_is_the_solvers_not_pulps():
     snapshot, current, workers = varies_instance(workers=20, varies=0.4)
-    plan = get_strategy("milp", max_migrations=20, max_variables=None).plan(
-        snapshot, current, workers, Budget(time_limit_s=0.5)
+    plan = get_strategy("milp", max_variables=None).plan(
+        snapshot, current, workers, Budget(max_moves=20, time_limit_s=0.5)
     )
     state = plan.table.strategy_state
     assert state["model"] == "full" and state["solver"] == "highs"
-    assert state["solve_status"] == "time_limit"  # PuLP itself would say "Optimal"
-    assert 0 < state["gap"] <= 1
-    small = get_strategy("milp", max_migrations=1).plan(
+    assert state["solver_status"] == "time_limit"  # PuLP itself would say "Optimal"
+    assert 0 < plan.predicted["mip_gap"] <= 1
+    assert plan.predicted["solver_seconds"] > 0
+    small = get_strategy("milp").plan(
         *varies_instance(workers=3, per_worker=3)[:2],
         Workers.homogeneous(3),
-        Budget(time_limit_s=5),
+        Budget(max_moves=1, time_limit_s=5),
     )
-    assert small.table.strategy_state["solve_status"] == "optimal"
-    assert small.predicted["gap"] == 0
+    assert small.table.strategy_state["solver_status"] == "optimal"
+    assert small.predicted["mip_gap"] == 0
 
 
 @pytest.mark.parametrize("solver", ["highs", "cbc"])
@@ -326,9 +284,9 @@ def test_albic_improves_collocation_over_a_static_assignment():
     start = collocation_factor(table.key_group_worker, snapshot)
     factors = []
     for _ in range(6):
-        plan = get_strategy(
-            "albic", max_migrations=6, operator_groups=24, collocations_per_run=2
-        ).plan(snapshot, table, workers, Budget(time_limit_s=0.5))
+        plan = get_strategy("albic", operator_groups=24, collocations_per_run=2).plan(
+            snapshot, table, workers, Budget(max_moves=6, time_limit_s=0.5)
+        )
         assert plan.predicted["moves"] <= 6
         assert plan.predicted["load_distance"] <= 0.10 + 1e-9  # maxLD
         table = plan.table
@@ -337,8 +295,8 @@ def test_albic_improves_collocation_over_a_static_assignment():
     assert all(b >= a - 1e-9 for a, b in zip(factors, factors[1:], strict=False))
     assert plan.predicted["load_index"] <= 1.0 + 1e-9
     # flux balances as well but collocates nothing on purpose
-    flux = get_strategy("flux", max_migrations=6).plan(
-        snapshot, table_of(owner, workers), workers, Budget()
+    flux = get_strategy("flux").plan(
+        snapshot, table_of(owner, workers), workers, Budget(max_moves=6)
     )
     assert flux.predicted["collocation_factor"] <= start + 0.02
 
@@ -362,7 +320,7 @@ def test_albic_follows_an_upstream_stream_anchor():
 
 def test_cli_plan_prints_the_predicted_metrics(tmp_path, capsys):
     loads = tmp_path / "loads.csv"
-    rows = ["key_group,load,worker,keys"] + [
+    rows = ["key_group,load,worker,distinct_keys"] + [
         f"{g},{1 + (g % 7)},w{g % 4},{g + 1}" for g in range(40)
     ]
     loads.write_text("\n".join(rows) + "\n")
@@ -376,7 +334,7 @@ def test_cli_plan_prints_the_predicted_metrics(tmp_path, capsys):
     out = tmp_path / "table.json"
     common = ["plan", "--loads", str(loads), "--workers", "4", "--flow", str(flow)]
     for strategy in ("kg", "flux", "milp", "albic"):
-        params = [] if strategy == "kg" else ["--param", "max_migrations=3"]
+        params = [] if strategy == "kg" else ["--max-moves", "3"]
         code = main(
             [*common, "--strategy", strategy, *params, "--time-limit", "1", "--out", str(out)]
             + ["--json"]
@@ -386,15 +344,15 @@ def test_cli_plan_prints_the_predicted_metrics(tmp_path, capsys):
         for field in (
             "load_distance",
             "imbalance",
-            "migrations",
-            "solve_status",
-            "gap",
-            "solve_seconds",
+            "moves",
+            "solver_status",
+            "mip_gap",
+            "solver_seconds",
         ):
             assert field in doc
         if strategy != "kg":  # the loads file's worker column is the current table
-            assert doc["migrations"] <= 3
-        assert (doc["solve_status"] is None) == (strategy in ("kg", "flux"))
+            assert doc["moves"] <= 3
+        assert (doc["solver_status"] is None) == (strategy in ("kg", "flux"))
         table = RoutingTable.from_document(json.loads(out.read_text()))
         assert table.strategy == strategy and table.num_key_groups == 40
         published = table.published(1, None, "2026-01-01T00:00:00Z").to_document()
@@ -423,3 +381,118 @@ def test_cli_plan_prints_the_predicted_metrics(tmp_path, capsys):
         )
         == 1  # a missing input file is a failure (1), not a usage error (2)
     )
+
+
+# ---------------------------------------------------------------- the budget holds every limit
+
+
+def _moved(current: RoutingTable, table: RoutingTable) -> np.ndarray:
+    return np.array(current.key_group_worker) != np.array(table.key_group_worker)
+
+
+LIMITS = [
+    {"max_moves": 0},
+    {"max_moves": 2},
+    {"max_migrated_load_share": 0.02},
+    {"max_migration_cost": 2, "migration_cost_unit": "moves"},
+    {"max_migration_cost": 25.0, "migration_cost_unit": "distinct_keys"},
+    {"max_migration_cost": 2.5, "migration_cost_unit": "load"},
+]
+
+
+@pytest.mark.parametrize("strategy", ["milp", "flux", "albic"])
+@pytest.mark.parametrize("limit", LIMITS, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
+def test_each_budget_limit_is_honoured(strategy, limit):
+    snapshot, current, workers = varies_instance(workers=6, per_worker=10, varies=1.2, seed=2)
+    keys = np.random.default_rng(2).integers(5, 40, snapshot.num_key_groups).astype(float)
+    snapshot = LoadSnapshot("s", snapshot.key_group_load, distinct_keys=keys)
+    free = get_strategy(strategy).plan(snapshot, current, workers, Budget(time_limit_s=0.5))
+    budget = Budget(**limit, time_limit_s=0.5)
+    plan = get_strategy(strategy).plan(snapshot, current, workers, budget)
+    moved = _moved(current, plan.table)
+    assert plan.predicted["moves"] == moved.sum()
+    unit = limit.get("migration_cost_unit", "moves")
+    cost = {"moves": moved.astype(float), "distinct_keys": keys, "load": snapshot.key_group_load}
+    assert plan.predicted["migration_cost"] == pytest.approx(cost[unit][moved].sum())
+    if "max_moves" in limit:
+        assert moved.sum() <= limit["max_moves"]
+    if "max_migrated_load_share" in limit:
+        share = snapshot.key_group_load[moved].sum() / snapshot.total
+        assert share <= limit["max_migrated_load_share"] + 1e-12
+    if "max_migration_cost" in limit:
+        assert plan.predicted["migration_cost"] <= limit["max_migration_cost"] + 1e-9
+    # the limit binds: without it the strategy moves more than it allows
+    assert _moved(current, free.table).sum() > moved.sum()
+    assert plan.table.params == free.table.params  # the budget is not a strategy parameter
+
+
+def test_distinct_keys_unit_needs_distinct_keys():
+    snapshot, current, workers = varies_instance(workers=3, per_worker=3)
+    budget = Budget(max_migration_cost=3, migration_cost_unit="distinct_keys")
+    with pytest.raises(ValueError, match="distinct_keys"):
+        get_strategy("flux").plan(snapshot, current, workers, budget)
+
+
+def test_milp_bound_is_the_old_name_of_max_load_distance():
+    with pytest.warns(DeprecationWarning, match="bound is now max_load_distance"):
+        old = get_strategy("milp", bound=0.1)
+    assert old == get_strategy("milp", max_load_distance=0.1)
+    assert old.max_load_distance == 0.1
+
+
+@pytest.mark.parametrize("strategy", ["milp", "flux", "albic"])
+def test_budget_limits_as_strategy_parameters_are_refused(strategy):
+    with pytest.raises(ValueError, match=r"Budget\(max_moves=…\)"):
+        get_strategy(strategy, max_migrations=3)
+    with pytest.raises(ValueError, match=r"Budget\(migration_cost_unit=…\)"):
+        get_strategy(strategy, migration_cost="keys")
+    with pytest.raises(ValueError, match=r"Budget\(max_migration_cost=…\)"):
+        get_strategy(strategy, max_migration_cost=3)
+
+
+def test_strategies_are_values_planning_does_not_change():
+    snapshot, current, workers = varies_instance(workers=4, per_worker=5)
+    for name in ("milp", "flux", "albic"):
+        strategy = get_strategy(name)
+        before = repr(strategy)
+        plan = strategy.plan(snapshot, current, workers, Budget(max_moves=2, time_limit_s=0.3))
+        assert repr(strategy) == before
+        if name == "flux":
+            assert plan.table.params == {}  # no parameters: every limit is the budget's
+        else:
+            assert plan.table.params["resource_bounds"] == {}
+            assert json.dumps(plan.table.to_document())  # plain data
+        with pytest.raises(AttributeError):
+            strategy.seed = 1  # frozen
+
+
+def test_cli_plan_reads_the_old_parameters_with_warnings(tmp_path, capsys):
+    loads = tmp_path / "loads.csv"
+    rows = ["key_group,load,worker,keys"] + [
+        f"{g},{1 + 9 * (g % 4 == 0)},w{g % 4},{g + 1}" for g in range(40)
+    ]
+    loads.write_text("\n".join(rows) + "\n")
+    common = ["plan", "--loads", str(loads), "--workers", "4", "--time-limit", "1", "--json"]
+    assert main([*common, "--strategy", "flux"]) == 0
+    free = json.loads(capsys.readouterr().out)
+    assert free["moves"] > 3  # so that a cap of 3 binds
+    args = ["--param", "max_migrations=3", "--param", "migration_cost=keys"]
+    table = tmp_path / "table.json"
+    assert main([*common, "--strategy", "flux", *args, "--out", str(table)]) == 0
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert 0 < doc["moves"] <= 3
+    planned = RoutingTable.from_document(json.loads(table.read_text())).key_group_worker
+    moved = [g for g in range(40) if planned[g] != f"w{g % 4}"]
+    assert len(moved) == doc["moves"]
+    assert doc["migration_cost"] == sum(g + 1 for g in moved)  # in distinct keys
+    err = out.err
+    assert "routeplan plan: warning: max_migrations is deprecated" in err
+    assert "routeplan plan: warning: migration_cost is deprecated" in err
+    assert "column keys is deprecated: call it distinct_keys" in err
+    assert main([*common, "--strategy", "milp", "--param", "bound=5", "--max-moves", "3"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["moves"] <= 3
+    assert out.err.count("routeplan plan: warning: strategy 'milp': parameter bound is now") == 1
+    assert main([*common, "--strategy", "flux", "--max-moves", "3"]) == 0
+    assert json.loads(capsys.readouterr().out)["moves"] == doc["moves"]

@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from routeplan.cli.main import main
-from routeplan.model.hashing import key_hashes
+from routeplan.model.hashing import key_hashes, salted_choice
 from routeplan.planning.metrics import skew
+from routeplan.planning.registry import get_strategy
 from routeplan.simulation.events import (
     Stream,
     events_from_spec,
@@ -18,7 +19,7 @@ from routeplan.simulation.events import (
     zipf_stream,
 )
 from routeplan.simulation.generate import GeneratorConfig, generate
-from routeplan.simulation.online import ONLINE
+from routeplan.simulation.online import ONLINE_SCHEMES, Setup, online_scheme
 from routeplan.simulation.replay import simulate
 
 SKEWED = zipf_stream(200_000, 10_000, 1.0, seed=7)  # p1 ≈ 10 %, like WP's 9.32 %
@@ -119,7 +120,7 @@ def test_ring_rounds_reduce_skew_in_the_stream():
     assert skew(lb.worker_load) < skew(base.worker_load)
 
 
-@pytest.mark.parametrize("name", sorted(ONLINE))
+@pytest.mark.parametrize("name", sorted(ONLINE_SCHEMES))
 def test_every_scheme_routes_every_message_once(name):
     stream = zipf_stream(30_000, 2_000, 1.1, seed=4)
     result = simulate(stream, name, HETERO, sources=3, report_every=3_000)
@@ -242,3 +243,33 @@ def test_bad_inputs_get_clear_errors(capsys):
         events_from_spec("zipf:n=5")
     with pytest.raises(ValueError, match="at least one message"):
         Stream(np.array([], dtype=np.int64), [])
+
+
+@pytest.mark.parametrize("max_salt", [1, 3])
+def test_online_porc_tries_at_most_max_salt_choices(max_salt):
+    """Paper 000 Alg. 1: a key's messages go to its first ``max_salt`` salted choices only."""
+    stream = zipf_stream(20_000, 500, 1.2, seed=6)
+    workers = 8
+    scheme = online_scheme(get_strategy("porc", max_salt=max_salt), Setup(stream.names, workers, 2))
+    routed = scheme.route(stream.keys, 0)
+    for k in np.unique(stream.keys):
+        allowed = {salted_choice(stream.names[k], s, workers) for s in range(1, max_salt + 1)}
+        assert set(routed[stream.keys == k].tolist()) <= allowed
+    if max_salt == 1:  # one choice: PoRC is hashing, heavy keys and all
+        result = simulate(stream, "porc", np.ones(workers), params={"max_salt": 1})
+        first = [salted_choice(n, 1, workers) for n in stream.names]
+        expected = np.bincount(np.asarray(first)[stream.keys], minlength=workers)
+        assert result.worker_load.tolist() == expected.tolist()
+        assert result.imbalance > 0.5
+
+
+def test_online_schemes_are_declared_forms_of_their_strategies():
+    for name, scheme in ONLINE_SCHEMES.items():
+        strategy = get_strategy(name)
+        assert isinstance(strategy, scheme.strategy_class)
+        assert scheme.strategy_class.name == name
+    assert sorted(ONLINE_SCHEMES) == sorted(
+        ["kg", "sg", "potc", "pkg", "dchoices", "porc", "chbl", "cg", "ring"]
+    )
+    with pytest.raises(ValueError, match="no online form of strategy 'flux'"):
+        online_scheme(get_strategy("flux"), Setup(["a"], 2, 1))

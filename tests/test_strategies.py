@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import zipf_snapshot
@@ -5,8 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from routeplan.model.loads import LoadSnapshot
-from routeplan.model.plan import Budget
+from routeplan.model.plan import BUDGET_LIMITS, Budget
 from routeplan.model.workers import Worker, Workers
+from routeplan.planning.contract import UnhonouredLimitError, parameters
 from routeplan.planning.keyrouting.consistent_grouping import proportional_counts
 from routeplan.planning.metrics import table_imbalance, worker_load
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
@@ -117,3 +120,168 @@ def test_proportional_counts_sum_and_follow_capacity(capacities, total):
     # largest remainder: never more than one away from the exact share, once the floor of 1 is met
     exact = total * caps / caps.sum()
     assert np.all((counts <= np.ceil(exact) + 0) | (counts == 1))
+
+
+# --------------------------------------------------------------------------------------------
+# the contract: honest budgets, immutable strategies, renamed parameters
+
+
+def key_routing_strategies():
+    return [n for n in strategy_names() if get_strategy(n).kind == "key_routing"]
+
+
+LIMITS = {"max_moves": 3, "max_migrated_load_share": 0.05, "max_migration_cost": 2.0}
+UNHONOURED = [
+    (name, limit)
+    for name in key_routing_strategies()
+    for limit in BUDGET_LIMITS
+    if limit not in get_strategy(name).honours
+]
+HONOURED = [
+    (name, limit)
+    for name in key_routing_strategies()
+    for limit in BUDGET_LIMITS
+    if limit in get_strategy(name).honours
+]
+
+
+@pytest.mark.parametrize(("name", "limit"), UNHONOURED)
+def test_a_limit_a_strategy_does_not_honour_is_refused_before_planning(skewed, name, limit):
+    budget = Budget(**{limit: LIMITS[limit]})
+    with pytest.raises(UnhonouredLimitError, match=rf"{name!r}.*{limit}"):
+        get_strategy(name).plan(skewed, None, Workers.homogeneous(4), budget)
+
+
+def test_every_budget_limit_is_covered_by_the_parametrisation():
+    assert {"cg", "ring"} <= {n for n, _ in HONOURED}
+    assert len(UNHONOURED) + len(HONOURED) == len(key_routing_strategies()) * len(BUDGET_LIMITS)
+
+
+@pytest.mark.parametrize(("name", "limit"), HONOURED)
+@pytest.mark.parametrize("previous", ["kg", "same"])
+@pytest.mark.parametrize("scale", [0.0, 0.3])
+def test_an_honoured_limit_holds_against_a_current_table(name, limit, previous, scale):
+    small = {"keys": 2_000, "messages": 50_000, "num_key_groups": 64}
+    snapshot, drifted = zipf_snapshot(**small), zipf_snapshot(seed=3, **small)
+    workers = heterogeneous()
+    previous = name if previous == "same" else previous
+    current = get_strategy(previous).plan(snapshot, None, Workers.homogeneous(10), Budget()).table
+    value = {
+        "max_moves": round(10 * scale),
+        "max_migrated_load_share": 0.2 * scale,
+        "max_migration_cost": 10.0 * scale,  # in moves, the default unit
+    }[limit]
+    budget = Budget(**{limit: value}, time_limit_s=2)
+    plan = get_strategy(name).plan(drifted, current, workers, budget)
+    predicted = plan.predicted
+    assert predicted.get("forced_moves", 0) == 0  # every worker is still listed
+    assert predicted["moves"] == len(plan.moves)
+    spent = {
+        "max_moves": predicted["moves"],
+        "max_migrated_load_share": predicted["migrated_load_share"],
+        "max_migration_cost": predicted.get("migration_cost", predicted["moves"]),
+    }[limit]
+    assert spent <= value + 1e-9
+    if scale == 0:  # nothing may move: no move, or (a load-share limit) only moves of no load
+        assert predicted["migrated_load_share"] == 0
+        assert predicted["moves"] == 0 or limit == "max_migrated_load_share"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 1_000),
+    exponent=st.floats(0.5, 1.5),
+    max_moves=st.integers(0, 12),
+    previous=st.sampled_from(["cg", "kg", "ring"]),
+    workers=st.sampled_from(["same", "draining", "grown"]),
+)
+def test_cg_moves_at_most_max_moves(seed, exponent, max_moves, previous, workers):
+    before = heterogeneous(8, 2, 3.0)
+    after = {
+        "same": before,
+        "draining": Workers(before.items[:-1] + (Worker("w7", state="draining"),)),
+        "grown": Workers(before.items + (Worker("w8", 2.0),)),
+    }[workers]
+    small = {"keys": 3_000, "messages": 60_000, "num_key_groups": 128, "exponent": exponent}
+    snapshot = zipf_snapshot(seed=seed, **small)
+    current = get_strategy(previous).plan(snapshot, None, before, Budget()).table
+    drifted = zipf_snapshot(seed=seed + 1, **small)
+    plan = get_strategy("cg").plan(drifted, current, after, Budget(max_moves=max_moves))
+    assert len(plan.moves) == plan.predicted["moves"] <= max_moves
+    if max_moves == 0:
+        assert plan.moves == ()
+        assert plan.table.key_group_worker == current.key_group_worker
+    # the kept groups are recorded so that a later plan can still move them
+    state = plan.table.strategy_state
+    assert len(state["key_group_virtual_worker"]) == drifted.num_key_groups
+    again = get_strategy("cg").plan(drifted, plan.table, after, Budget(max_moves=max_moves))
+    assert len(again.moves) <= max_moves
+
+
+def test_cg_budget_zero_keeps_a_foreign_table_and_a_later_free_plan_balances(skewed):
+    workers = heterogeneous()
+    kg = get_strategy("kg").plan(skewed, None, workers, Budget()).table
+    kept = get_strategy("cg").plan(skewed, kg, workers, Budget(max_moves=0))
+    assert kept.moves == () and kept.predicted["moves"] == 0
+    assert kept.table.key_group_worker == kg.key_group_worker
+    assert -1 in kept.table.strategy_state["key_group_virtual_worker"]
+    free = get_strategy("cg").plan(skewed, kept.table, workers, Budget())
+    assert free.predicted["imbalance"] < 0.1 < kept.predicted["imbalance"]
+
+
+def test_cg_moves_off_removed_workers_whatever_the_budget(skewed):
+    workers = Workers.homogeneous(6)
+    first = get_strategy("cg").plan(skewed, None, workers, Budget()).table
+    plan = get_strategy("cg").plan(skewed, first, Workers(workers.items[:-1]), Budget(max_moves=0))
+    assert "w5" not in plan.table.key_group_worker
+    forced = plan.predicted["forced_moves"]
+    assert forced == sum(w == "w5" for w in first.key_group_worker) + sum(
+        any(w == "w5" for w, _ in t) for t in first.hot_keys.values()
+    )
+    assert plan.predicted["moves"] == forced > 0
+
+
+def test_ring_budget_zero_keeps_a_foreign_table(skewed):
+    workers = Workers.homogeneous(10)
+    cg = get_strategy("cg").plan(skewed, None, workers, Budget()).table
+    plan = get_strategy("ring").plan(skewed, cg, workers, Budget(max_moves=0))
+    assert plan.moves == ()
+    assert plan.table.strategy_state["pinned_key_groups"]
+
+
+@pytest.mark.parametrize(
+    "name", ["kg", "sg", "potc", "pkg", "dchoices", "porc", "chbl", "cg", "ring"]
+)
+def test_strategies_are_immutable_values(skewed, name):
+    strategy = get_strategy(name)
+    workers = heterogeneous()
+    first = strategy.plan(skewed, None, workers, Budget()).table
+    budget = Budget(max_moves=2) if "max_moves" in strategy.honours else Budget()
+    again = strategy.plan(skewed, first, workers, budget).table
+    twice = strategy.plan(skewed, None, workers, Budget()).table
+    assert twice.content() == first.content()
+    assert strategy == get_strategy(name)
+    assert first.params == parameters(strategy) == again.params
+    fields = dataclasses.fields(strategy)
+    if fields:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(strategy, fields[0].name, getattr(strategy, fields[0].name))
+    assert not hasattr(strategy, "params")
+
+
+def test_chbl_tokens_per_worker_keeps_its_old_name_as_a_deprecated_alias(skewed):
+    with pytest.warns(
+        DeprecationWarning, match="virtual_workers_per_worker is now tokens_per_worker"
+    ):
+        old = get_strategy("chbl", virtual_workers_per_worker=5)
+    assert old == get_strategy("chbl", tokens_per_worker=5)
+    assert old.tokens_per_worker == 5
+    workers = Workers.homogeneous(6)
+    assert (
+        old.plan(skewed, None, workers, Budget()).table.content()
+        == get_strategy("chbl", tokens_per_worker=5)
+        .plan(skewed, None, workers, Budget())
+        .table.content()
+    )
+    assert "tokens_per_worker" in strategy_parameters("chbl")
+    assert "virtual_workers_per_worker" in strategy_parameters("cg")  # cg's α keeps its name

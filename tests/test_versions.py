@@ -10,9 +10,9 @@ import pytest
 from conftest import zipf_snapshot
 
 from routeplan.cli.main import main
-from routeplan.model.loads import LoadSnapshot
+from routeplan.model.loads import PartitionLoad
 from routeplan.model.plan import Budget
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import PartitionAssignment, RoutingTable, planning_load
 from routeplan.model.workers import Workers
 from routeplan.planning.registry import get_strategy
 from routeplan.publishing.diff import diff_tables
@@ -174,21 +174,15 @@ def test_diff_without_loads_lists_moves_but_no_load(kg):
 
 def test_diff_of_partition_assignments():
     consumers = Workers.homogeneous(3)
-    loads = LoadSnapshot("p", np.ones(4), partition_load=np.array([5.0, 1.0, 2.0, 3.0]))
+    loads = PartitionLoad("p", np.array([5.0, 1.0, 2.0, 3.0]))
 
     def table(assign):
-        return RoutingTable(
+        return PartitionAssignment(
             stream="p",
             strategy="mwf",
-            workers=consumers,
-            key_group_worker=(),
-            kind="partition_assignment",
+            consumers=consumers,
             partition_consumer=assign,
-            planning_load={
-                "key_group_load": [1.0] * 4,
-                "hot_key_load": {},
-                "partition_load": loads.partition_load.tolist(),
-            },
+            planning_load=planning_load(loads),
         )
 
     old = table({0: "w0", 1: "w0", 2: "w1", 3: "w2"})

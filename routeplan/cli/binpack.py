@@ -1,6 +1,10 @@
 """``routeplan binpack``: partitions onto consumers from measured write rates (paper 002).
 
-    routeplan binpack --rates rates.csv --capacity 2000000 --algorithm mwf,bfd --json
+    routeplan binpack --rates rates.csv --consumer-capacity 2000000 --strategies mwf,bfd --json
+
+Each strategy is the registered one ``routeplan plan`` and the DAG run (``get_strategy``),
+replayed over the measurements (``replay_strategy``), each plan from the last. ``--algorithm``
+and ``--capacity`` are the deprecated spellings of ``--strategies`` and ``--consumer-capacity``.
 
 ``--rates``: CSV (header) or JSON Lines with ``partition`` and ``rate`` (bytes/s) and, for a
 stream of measurements, ``iteration``; a partition missing from an iteration writes 0 there.
@@ -11,6 +15,7 @@ object ``{"partition": "consumer"}`` or a routing-table document.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +24,7 @@ import numpy as np
 from routeplan.errors import InputError, UsageError
 from routeplan.files import Row, json_text, read_json, read_rows, where
 from routeplan.model.names import is_valid_name, name_rule
+from routeplan.model.plan import Budget
 from routeplan.parsing import (
     MAX_PARTITIONS,
     TypeFunction,
@@ -30,7 +36,8 @@ from routeplan.parsing import (
 )
 from routeplan.planning.partitions.consumers import ConsumerNames
 from routeplan.planning.partitions.packing import ALGORITHMS, KAFKA, bin_capacity
-from routeplan.planning.partitions.replay import replay, summarize
+from routeplan.planning.partitions.replay import replay_strategy, summarize
+from routeplan.planning.registry import get_strategy, strategy_parameters
 
 MAX_RATE_CELLS = 2**26  # iterations × partitions of a rates file (512 MiB of float64)
 
@@ -113,19 +120,41 @@ def read_assignment(path: Path) -> dict[int, str]:
     }
 
 
-def algorithm_list(text: str) -> list[str]:
-    """``--algorithm``: one or several known algorithms, comma-separated."""
+def strategy_list(text: str) -> list[str]:
+    """``--strategies``: one or several bin-packing strategies, comma-separated."""
     names = list(dict.fromkeys(comma_list(text)))
     unknown = [n for n in names if n not in ALGORITHMS]
     if unknown:
         raise argparse.ArgumentTypeError(
-            f"unknown algorithm {', '.join(map(repr, unknown))}; known: {', '.join(ALGORITHMS)}"
+            f"unknown bin-packing strategy {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(ALGORITHMS)}"
         )
     return names
 
 
+def _deprecated(args: argparse.Namespace) -> tuple[list[str], float]:
+    """The strategies and C̄, from the flags or their deprecated spellings (warned on stderr)."""
+    for old, new, value in (
+        ("--algorithm", "--strategies", args.algorithm),
+        ("--capacity", "--consumer-capacity", args.capacity),
+    ):
+        if value is not None:
+            print(f"routeplan binpack: {old} is deprecated, use {new}", file=sys.stderr)
+    if args.strategies is not None and args.algorithm is not None:
+        raise UsageError("give --strategies or its old name --algorithm, not both")
+    if args.consumer_capacity is not None and args.capacity is not None:
+        raise UsageError("give --consumer-capacity or its old name --capacity, not both")
+    names = args.strategies if args.strategies is not None else args.algorithm
+    capacity = args.consumer_capacity if args.consumer_capacity is not None else args.capacity
+    if names is None:
+        raise UsageError("the following arguments are required: --strategies")
+    if capacity is None:
+        raise UsageError("the following arguments are required: --consumer-capacity")
+    return list(dict.fromkeys(names)), capacity
+
+
 def cmd_binpack(args: argparse.Namespace) -> int:
-    names = list(dict.fromkeys(args.algorithm))
+    names, consumer_capacity = _deprecated(args)
     if any(n in KAFKA for n in names) and args.consumers is None:
         raise UsageError("Kafka's assignors need --consumers")
     if args.rebalance_s >= args.iteration_s:
@@ -133,47 +162,52 @@ def cmd_binpack(args: argparse.Namespace) -> int:
             f"--rebalance-s {args.rebalance_s:g} must be below --iteration-s {args.iteration_s:g}"
         )
     rates = read_rates(Path(args.rates))
-    capacity = bin_capacity(args.capacity, args.iteration_s, args.rebalance_s)
+    capacity = bin_capacity(consumer_capacity, args.iteration_s, args.rebalance_s)
     current = read_assignment(Path(args.current)) if args.current else {}
     if current:
         partitions = max(max(current) + 1, rates.shape[1])
         rates = np.pad(rates, ((0, 0), (0, partitions - rates.shape[1])))
     consumers = ConsumerNames(sorted(set(current.values()), key=lambda n: (len(n), n)))
     previous = consumers.encode([current.get(p) for p in range(rates.shape[1])])
-    runs = [
-        replay(
-            name,
-            rates,
-            capacity,
-            previous,
-            consumers=args.consumers,
-            time_limit_s=args.time_limit,
+    given = {
+        "consumer_capacity": consumer_capacity,
+        "iteration_s": args.iteration_s,
+        "rebalance_s": args.rebalance_s,
+        "consumers": args.consumers,
+    }
+    runs, tables = [], {}
+    for name in names:
+        accepted = strategy_parameters(name)
+        strategy = get_strategy(name, **{k: v for k, v in given.items() if k in accepted})
+        run, planned = replay_strategy(
+            strategy, rates, consumers, previous, budget=Budget(time_limit_s=args.time_limit)
         )
-        for name in names
-    ]
+        runs.append(run)
+        tables[name] = planned
     out = summarize(
         runs,
         rates,
         capacity,
-        args.capacity,
+        consumer_capacity,
         iteration_s=args.iteration_s,
         rebalance_s=args.rebalance_s,
         previous=previous,
     )
     if rates.shape[0] == 1:
-        for run in runs:
-            out["algorithms"][run.name]["partition_consumer"] = {
-                str(p): c for p, c in enumerate(consumers.decode(run.assignments[0]))
+        for name, planned in tables.items():
+            out["algorithms"][name]["partition_consumer"] = {
+                str(p): c for p, c in planned[0].partition_consumer.items()
             }
     if args.json:
         print(json_text(out))
         return 0
     print(
-        f"{out['partitions']} partitions, {out['iterations']} iterations, C̄ {args.capacity:g}, "
-        f"C {capacity:g}; lower bound {np.mean(out['lower_bound']):.2f} consumers on average"
+        f"{out['partitions']} partitions, {out['iterations']} iterations, "
+        f"C̄ {consumer_capacity:g}, C {capacity:g}; "
+        f"lower bound {np.mean(out['lower_bound']):.2f} consumers on average"
     )
     print(
-        f"{'algorithm':<17} {'consumers':>9} {'rscore':>8} {'cbs':>7} "
+        f"{'strategy':<17} {'consumers':>9} {'rscore':>8} {'cbs':>7} "
         f"{'delayed':>8} {'p90 s':>8} {'p99 s':>8} {'ms':>7}"
     )
     for name, a in out["algorithms"].items():
@@ -193,14 +227,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("binpack", help="assign partitions to consumers by bin packing (paper 002)")
     b.add_argument("--rates", required=True, help="rows of (iteration,) partition, rate")
     b.add_argument(
-        "--capacity", type=positive_float, required=True, help="consumer capacity C̄, bytes/s"
+        "--consumer-capacity", type=positive_float, help="consumer capacity C̄, bytes/s (required)"
     )
     b.add_argument(
-        "--algorithm",
-        required=True,
-        type=algorithm_list,
-        help=f"one or several of {', '.join(ALGORITHMS)} (comma-separated)",
+        "--capacity", type=positive_float, help="deprecated spelling of --consumer-capacity"
     )
+    b.add_argument(
+        "--strategies",
+        type=strategy_list,
+        help=f"one or several of {', '.join(ALGORITHMS)}, comma-separated (required)",
+    )
+    b.add_argument("--algorithm", type=strategy_list, help="deprecated spelling of --strategies")
     b.add_argument("--iteration-s", type=positive_float, default=30.0, help="iteration length T")
     b.add_argument("--rebalance-s", type=nonnegative_float, default=5.0, help="rebalance time R")
     b.add_argument("--current", help="assignment before the first measurement")

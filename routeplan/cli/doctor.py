@@ -13,11 +13,12 @@ import argparse
 import json
 from pathlib import Path
 
-from routeplan.publishing.store import DoctorReport, RoutingStore, default_root, version_runs
+from routeplan import settings
+from routeplan.publishing.store import DoctorReport, RoutingStore, version_runs
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    store = RoutingStore(Path(args.routing) if args.routing else default_root())
+    store = RoutingStore(Path(args.routing) if args.routing else settings.routing_root())
     streams = [args.stream] if args.stream is not None else store.stream_folders()
     reports = [store.doctor(stream, fix=args.fix) for stream in streams]
     if args.json:

@@ -54,8 +54,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = GeneratorConfig(
-        landing=Path(args.landing or settings.home() / "landing"),
-        workers_out=Path(args.workers_out or settings.home() / "config" / "workers.json"),
+        landing=Path(args.landing or settings.landing_root()),
+        workers_out=Path(args.workers_out or settings.workers_file()),
         day=args.date,
         streams=args.streams,
         events=args.events,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from routeplan.cli import binpack, doctor, generate, plan, show, simulate, versions
 from routeplan.errors import InputError, OutputError, UsageError
@@ -17,6 +17,13 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, prog=self.prog)
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # Python 3.11 drops the value of "--flag=--" (it takes "--" for the end of options) and
+        # hands the flag an empty list, unchecked by its type; 3.12 reads "--" as the value.
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            return self._get_value(action, "--")
+        return super()._get_values(action, arg_strings)
 
 
 def package_version() -> str:

@@ -1,12 +1,17 @@
 """``routeplan plan``: plan key groups onto workers from a file of loads, with any strategy.
 
     routeplan plan --loads loads.csv --strategy milp --current v7.json --workers workers.json \\
-        --param max_migrations=13 --out v8.json --json
+        --max-moves 13 --out v8.json --json
 
 ``--loads``: CSV (header row) or JSON Lines, one row per key group: ``key_group``, ``load`` and
-optionally ``worker`` (its current worker, used when there is no ``--current``), ``keys`` or
-``state_size`` (state-size proxy: distinct keys or bytes — ``migration_cost=keys``), and any other
-numeric column as a resource (e.g. ``bytes``, ``cost_ms``, for ``resource_bounds``).
+optionally ``worker`` (its current worker, used when there is no ``--current``),
+``distinct_keys`` (the state-size proxy: ``--migration-cost-unit distinct_keys``; the old column
+names ``keys`` and ``state_size`` are read with a warning), and any other numeric column as a
+resource (e.g. ``bytes``, ``cost_ms``, for ``resource_bounds``).
+The budget: ``--max-moves``, ``--max-migrated-load-share``, ``--max-migration-cost`` in
+``--migration-cost-unit`` (``moves``, ``distinct_keys`` or ``load``) and ``--time-limit``. The old
+``--param max_migrations=N`` / ``migration_cost=U`` / ``max_migration_cost=C`` and a strategy's
+renamed parameters (milp's ``bound``) are still read, each with a warning on stderr.
 ``--flow``: rows ``upstream_key_group``, ``key_group``, ``messages`` (optionally
 ``upstream_worker``: the upstream group belongs to another stream and sits there) for ``albic``.
 ``--workers``: a number of equal workers, or a workers file (``schemas/worker.schema.json``).
@@ -21,18 +26,21 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from routeplan.errors import InputError
-from routeplan.files import Row, json_text, read_json, read_rows, reading, where
+from routeplan.errors import InputError, UsageError
+from routeplan.files import Row, json_text, read_json, read_rows, read_workers_file, reading, where
+from routeplan.model.flow import flow_arrays
 from routeplan.model.hashing import MAX_NUM_KEY_GROUPS
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.names import is_valid_name, name_rule
-from routeplan.model.plan import Budget
+from routeplan.model.plan import MIGRATION_COST_UNITS, Budget
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.parsing import (
@@ -40,6 +48,7 @@ from routeplan.parsing import (
     check_strategy_params,
     checked,
     key_group_count,
+    nonnegative_float,
     nonnegative_int,
     param_pair,
     positive_float,
@@ -48,9 +57,27 @@ from routeplan.parsing import (
     stream_name,
     worker_count,
 )
-from routeplan.publishing.schemas import validate_document
 
-KNOWN_COLUMNS = {"key_group", "load", "worker", "keys", "state_size", "stream"}
+KNOWN_COLUMNS = {"key_group", "load", "worker", "distinct_keys", "keys", "state_size", "stream"}
+DISTINCT_KEYS_ALIASES = ("keys", "state_size")  # old names of the distinct_keys column
+
+
+def warn(message: str) -> None:
+    """A deprecation or other note, on stderr."""
+    print(f"routeplan plan: warning: {message}", file=sys.stderr)
+
+
+def migration_cost_unit(text: str) -> str:
+    """``--migration-cost-unit``: one of ``MIGRATION_COST_UNITS`` (the old value ``keys`` is
+    ``distinct_keys``, with a warning)."""
+    if text == "keys":
+        warn("--migration-cost-unit keys is deprecated: it is distinct_keys now")
+        return "distinct_keys"
+    if text not in MIGRATION_COST_UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not one of {', '.join(MIGRATION_COST_UNITS)}"
+        )
+    return text
 
 
 def _number(row: Row, column: str, path: Path) -> float:
@@ -116,7 +143,12 @@ def read_loads(
     groups = list(first)
     size = num_key_groups or max(groups) + 1
     load = np.zeros(size)
-    state_column = next((c for c in ("keys", "state_size") if rows[0].get(c) not in (None, "")), "")
+    state_column = next(
+        (c for c in ("distinct_keys", *DISTINCT_KEYS_ALIASES) if rows[0].get(c) not in (None, "")),
+        "",
+    )
+    if state_column in DISTINCT_KEYS_ALIASES:
+        warn(f"{path}: column {state_column} is deprecated: call it distinct_keys")
     state = np.zeros(size) if state_column else None
     extra = [c for c in rows[0] if c not in KNOWN_COLUMNS]
     resources = {c: np.zeros(size) for c in extra}
@@ -136,8 +168,6 @@ def read_loads(
 
 def read_flow(path: Path, num_key_groups: int) -> tuple[np.ndarray, tuple[str, ...]]:
     """``key_group_flow`` and ``flow_anchors`` from a flow file (see the module docstring)."""
-    from routeplan.planning.reassign.albic import flow_arrays
-
     edges = []
     ours = f"the loads file has {num_key_groups} key groups"
     for row in read_rows(path):
@@ -164,14 +194,12 @@ def read_workers_arg(text: str, stream: str) -> Workers:
         raise InputError(
             f"--workers: {text!r} is neither a number of workers (1..{MAX_WORKERS}) nor a file"
         )
-    doc = read_json(path)
-    with reading(path):
-        validate_document("worker", doc, where=str(path))
-    streams = sorted({r["stream"] for r in doc["workers"]})
-    chosen = stream if stream in streams else streams[0] if len(streams) == 1 else None
+    by_stream = read_workers_file(path)
+    only = next(iter(by_stream)) if len(by_stream) == 1 else None
+    chosen = stream if stream in by_stream else only
     if chosen is None:
-        raise InputError(f"{path}: no workers for stream {stream!r} (it has {streams})")
-    return Workers.from_records(r for r in doc["workers"] if r["stream"] == chosen)
+        raise InputError(f"{path}: no workers for stream {stream!r} (it has {sorted(by_stream)})")
+    return by_stream[chosen]
 
 
 def read_current(path: Path) -> RoutingTable:
@@ -188,10 +216,37 @@ def read_current(path: Path) -> RoutingTable:
             raise InputError(f"{path}: not a routing-table document ({err!r})") from None
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
-    from routeplan.planning.registry import get_strategy
+def strategy_and_budget(args: argparse.Namespace) -> tuple[Any, Budget]:
+    """The strategy of ``--strategy`` / ``--param`` and the budget of the budget flags; old
+    parameter names (budget limits given as ``--param``, a strategy's renamed parameters) are
+    converted with a warning each."""
+    from routeplan.planning.registry import budget_from_parameters, get_strategy
 
-    params = check_strategy_params(args.strategy, dict(args.param))
+    budget = Budget(
+        max_moves=args.max_moves,
+        max_migrated_load_share=args.max_migrated_load_share,
+        max_migration_cost=args.max_migration_cost,
+        migration_cost_unit=args.migration_cost_unit,
+        time_limit_s=args.time_limit,
+    )
+    try:
+        given, budget, notes = budget_from_parameters(dict(args.param), budget)
+    except ValueError as err:
+        raise UsageError(f"--param: {err}") from None
+    for note in notes:
+        warn(note)
+    with warnings.catch_warnings(record=True) as caught:  # renamed parameters (milp's bound)
+        warnings.simplefilter("always", DeprecationWarning)
+        params = check_strategy_params(args.strategy, given)
+        strategy = get_strategy(args.strategy, **params)
+    said = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
+    for note in dict.fromkeys(said):
+        warn(note)
+    return strategy, budget
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    strategy, budget = strategy_and_budget(args)
     snapshot, owners = read_loads(Path(args.loads), args.stream, args.num_key_groups)
     if args.flow:
         flow, anchors = read_flow(Path(args.flow), snapshot.num_key_groups)
@@ -219,12 +274,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"{snapshot.num_key_groups} key groups only (all or none)"
             )
         current = observed_table(snapshot, owners, workers)
-    budget = Budget(
-        max_moves=args.max_moves,
-        max_migrated_load_share=args.max_migrated_load_share,
-        time_limit_s=args.time_limit,
-    )
-    strategy = get_strategy(args.strategy, **params)
     started = time.perf_counter()
     plan = strategy.plan(snapshot, current, workers, budget)
     seconds = time.perf_counter() - started
@@ -235,13 +284,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(summary))
         return 0
-    status = summary["solve_status"] or "-"
-    gap = "-" if summary["gap"] is None else f"{summary['gap']:.4g}"
+    status = summary["solver_status"] or "-"
+    gap = "-" if summary["mip_gap"] is None else f"{summary['mip_gap']:.4g}"
     print(
         f"{args.strategy}: load distance {summary['load_distance']:.4%}, imbalance "
-        f"{summary['imbalance']:.4f}, {summary['migrations']:.0f} migrations "
-        f"(cost {summary['migration_cost']:.6g}), solver {status}, gap {gap}, "
-        f"{summary['solve_seconds']:.2f} s"
+        f"{summary['imbalance']:.4f}, {summary['moves']:.0f} moves "
+        f"(migration cost {summary['migration_cost']:.6g} {budget.migration_cost_unit}), "
+        f"solver {status}, gap {gap}, {summary['solver_seconds']:.2f} s"
     )
     if summary["collocation_factor"] is not None:
         print(f"  collocation factor {summary['collocation_factor']:.2%}")
@@ -276,13 +325,13 @@ def plan_summary(plan, seconds: float) -> dict[str, Any]:
         "stream": plan.table.stream,
         "load_distance": metrics["load_distance"],
         "imbalance": metrics["imbalance"],
-        "migrations": metrics["moves"],
+        "moves": metrics["moves"],
         "migration_cost": metrics.get("migration_cost", metrics["moves"]),
         "migrated_load_share": metrics["migrated_load_share"],
         "collocation_factor": metrics.get("collocation_factor"),
-        "solve_status": state.get("solve_status"),
-        "gap": state.get("gap"),
-        "solve_seconds": metrics.get("solve_seconds", seconds),
+        "solver_status": state.get("solver_status"),
+        "mip_gap": metrics.get("mip_gap"),
+        "solver_seconds": metrics.get("solver_seconds", seconds),
         "metrics": dict(metrics),
         "strategy_state": {k: v for k, v in state.items() if k != "virtual_worker_worker"},
     }
@@ -309,8 +358,21 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--param", type=param_pair, action="append", default=[], metavar="K=V", help="repeatable"
     )
-    p.add_argument("--max-moves", type=nonnegative_int, help="most key groups a plan may move")
+    p.add_argument(
+        "--max-moves", type=nonnegative_int, help="most key groups and hot keys a plan may move"
+    )
     p.add_argument("--max-migrated-load-share", type=probability, help="0..1")
+    p.add_argument(
+        "--max-migration-cost",
+        type=nonnegative_float,
+        help="most summed migration cost, in --migration-cost-unit",
+    )
+    p.add_argument(
+        "--migration-cost-unit",
+        type=migration_cost_unit,
+        default="moves",
+        help=f"what one move costs: {', '.join(MIGRATION_COST_UNITS)} (default moves)",
+    )
     p.add_argument("--time-limit", type=positive_float, default=30.0, help="solver seconds")
     p.add_argument("--out", help="write the new routing-table document here")
     p.add_argument("--json", action="store_true")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from routeplan import settings
 from routeplan.files import json_text, reading
 from routeplan.parsing import stream_name, version_number
-from routeplan.publishing.store import RoutingStore, default_root
+from routeplan.publishing.store import RoutingStore
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def table_summary(doc: dict) -> dict:
-    """The fields of a routing-table document a person looks at first."""
+    """The fields of a routing-table document a person looks at first (either kind;
+    ``workers`` lists a partition assignment's consumers)."""
     return {
         "stream": doc["stream"],
         "version": doc["version"],
@@ -27,11 +29,12 @@ def table_summary(doc: dict) -> dict:
         "created_at": doc["created_at"],
         "strategy": doc["strategy"],
         "kind": doc["kind"],
-        "num_key_groups": doc["num_key_groups"],
-        "hot_keys": len(doc["hot_keys"]),
+        "num_key_groups": doc.get("num_key_groups", 0),
+        "hot_keys": len(doc.get("hot_keys", [])),
         "partitions": len(doc.get("partition_consumer", {})),
         "consumers": len(set(doc.get("partition_consumer", {}).values())),
-        "workers": doc["workers"],
+        # partition documents list their consumers (as "workers" before they had their shape)
+        "workers": doc["consumers"] if "consumers" in doc else doc["workers"],
         "predicted": doc["predicted"],
         "params": doc["params"],
         "reason": doc.get("reason"),
@@ -40,7 +43,7 @@ def table_summary(doc: dict) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = RoutingStore(args.routing or default_root())
+    store = RoutingStore(args.routing or settings.routing_root())
     try:
         with reading(store.root / args.stream):  # a corrupt stored file: exit code 1
             doc = store.read_document(args.stream, args.version)

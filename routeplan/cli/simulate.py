@@ -78,11 +78,11 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from routeplan.planning.registry import strategy_parameters
-    from routeplan.simulation.online import ONLINE
+    from routeplan.simulation.online import ONLINE_SCHEMES
     from routeplan.simulation.plots import plot
     from routeplan.simulation.replay import compare
 
-    names = args.strategies or tuple(ONLINE)
+    names = args.strategies or tuple(ONLINE_SCHEMES)
     params: dict[str, dict] = {n: {} for n in names}
     for key, value in args.param:
         target, dot, name = key.rpartition(".")

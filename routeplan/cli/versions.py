@@ -10,15 +10,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from routeplan import settings
 from routeplan.files import json_text, reading
 from routeplan.parsing import nonnegative_int, port, stream_name, version_number
 from routeplan.publishing.diff import diff_tables, format_diff
-from routeplan.publishing.store import RoutingStore, default_root
+from routeplan.publishing.store import RoutingStore
 
 
 def routing_root(args: argparse.Namespace) -> Path:
     """``--routing``, else ``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing``."""
-    return Path(args.routing) if args.routing else default_root()
+    return Path(args.routing) if args.routing else settings.routing_root()
 
 
 def _version_or_latest(text: str) -> int | None:

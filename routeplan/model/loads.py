@@ -1,18 +1,19 @@
-"""The load of one stream in one window: what a planner sees, never raw events."""
+"""The load of one stream in one window: what a planner sees, never raw events.
+
+One value per kind of plan: ``LoadSnapshot`` (key groups and hot keys, for ``key_routing``
+strategies) and ``PartitionLoad`` (partitions, for ``partition_assignment`` strategies);
+``Loads`` is either.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from routeplan.model.hashing import DEFAULT_SEED, key_group
-
-if TYPE_CHECKING:
-    pass
 
 
 def _frozen(mapping: Mapping[str, float] | None) -> Mapping[str, float]:
@@ -26,7 +27,6 @@ class LoadSnapshot:
     ``key_group_load[g]`` is the whole load of key group ``g`` (messages, bytes or cost), hot keys
     included; ``hot_key_load`` lists heavy hitters, each already counted inside its key group;
     ``distinct_keys[g]`` (optional) is the number of distinct keys in key group ``g``;
-    ``partition_load[p]`` (optional) is the load (write rate) of partition ``p``;
     ``key_group_resources[r][g]`` (optional) is group ``g``'s use of another resource ``r`` (e.g.
     bytes, cost_ms). ``key_group_flow`` (optional, paper 004 §4.3.2) lists the messages between key
     groups as rows ``(upstream, downstream, messages)``: an index below ``num_key_groups`` is a
@@ -38,7 +38,6 @@ class LoadSnapshot:
     key_group_load: np.ndarray
     hot_key_load: Mapping[str, float] = field(default_factory=dict)
     distinct_keys: np.ndarray | None = None
-    partition_load: np.ndarray | None = None
     hash_seed: int = DEFAULT_SEED
     key_group_resources: Mapping[str, np.ndarray] = field(default_factory=dict)
     key_group_flow: np.ndarray | None = None
@@ -61,15 +60,6 @@ class LoadSnapshot:
             if keys.shape != load.shape:
                 raise ValueError("distinct_keys must have one entry per key group")
             object.__setattr__(self, "distinct_keys", keys)
-        if self.partition_load is not None:
-            partitions = np.asarray(self.partition_load, dtype=float)
-            if (
-                partitions.ndim != 1
-                or np.any(partitions < 0)
-                or not np.all(np.isfinite(partitions))
-            ):
-                raise ValueError("partition_load must be a 1-d array of finite loads >= 0")
-            object.__setattr__(self, "partition_load", partitions)
         resources = {}
         for name, usage in dict(self.key_group_resources).items():
             usage = np.asarray(usage, dtype=float)
@@ -113,3 +103,34 @@ class LoadSnapshot:
         for key in hot_keys:
             residual[self.hot_key_group(key)] -= self.hot_key_load[key]
         return np.clip(residual, 0.0, None)
+
+
+@dataclass(frozen=True)
+class PartitionLoad:
+    """The write rate of each partition of one stream in one window: what a partition
+    (``partition_assignment``) strategy plans from (paper 002's ``s_j(t_k)``, bytes/s).
+
+    ``partition_load[p]`` is partition ``p``'s rate; partitions are numbered from 0.
+    """
+
+    stream: str
+    partition_load: np.ndarray
+
+    def __post_init__(self) -> None:
+        rates = np.asarray(self.partition_load, dtype=float)
+        if rates.ndim != 1 or not np.all(np.isfinite(rates)) or np.any(rates < 0):
+            raise ValueError("partition_load must be a 1-d array of finite loads >= 0")
+        object.__setattr__(self, "partition_load", rates)
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.partition_load.size)
+
+    @property
+    def total(self) -> float:
+        return float(self.partition_load.sum())
+
+
+# What a strategy plans from: key-group loads (key_routing) or partition loads
+# (partition_assignment).
+Loads = LoadSnapshot | PartitionLoad

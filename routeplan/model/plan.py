@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from routeplan.model.table import RoutingTable
+    from routeplan.model.table import Table
 
 
 # The limits a budget may set; each strategy declares which of them it honours (``honours``) and
@@ -69,7 +69,7 @@ class Move:
 class Plan:
     """A strategy's answer: the new table, the moves against the current one, predicted metrics."""
 
-    table: RoutingTable
+    table: Table  # a RoutingTable or a PartitionAssignment
     moves: tuple[Move, ...]
 
     @property

@@ -1,12 +1,28 @@
-"""The routing table: the document producers route by (DESIGN.md "Data contracts").
+"""The published tables: what producers route by and consumers read (docs/architecture.md).
 
-A producer needs nothing but this document and Murmur3: ``key_group(key)`` picks
-``key_group_worker[group]`` unless the key has a ``hot_keys`` entry (a split key), in which case
-each message goes to the listed worker the producer has loaded least relative to its capacity
-(paper 003 §3.2, see ``routeplan.producers.client.Router``); the weights are the planner's intended
-shares and break ties. A ``partition_assignment`` table instead maps each
-partition to the consumer that reads it (``partition_consumer``; its key groups may be empty).
-The JSON form is ``schemas/routing_table.schema.json``.
+Two kinds, one proposal shape (as Cruise Control has one proposal object for every goal), each
+with its own routing:
+
+* ``RoutingTable`` (``kind = "key_routing"``): a producer needs nothing but this document and
+  Murmur3: ``key_group(key)`` picks ``key_group_worker[group]`` unless the key has a
+  ``hot_keys`` entry (a split key), in which case each message goes to the listed worker the
+  producer has loaded least relative to its capacity (paper 003 §3.2, see
+  ``routeplan.producers.client.Router``); the weights are the planner's intended shares and
+  break ties.
+* ``PartitionAssignment`` (``kind = "partition_assignment"``): which consumer of the group
+  (``consumers``) reads each partition (``partition_consumer``), as Kafka's assignors answer
+  (paper 002; ``routeplan.producers.client.Assignment``).
+
+What both share is ``Table``: the stream, the strategy and its parameters and state, the
+predicted metrics and planning loads, the version fields set when it is published, the
+canonical ``content`` (what the table routes), the JSON document with its checksum and the way
+back (``table_from_document``, which picks the kind from the document). The JSON form is
+``schemas/routing_table.schema.json``.
+
+Partition documents published before the kinds had their own shapes carry the key-routing fields
+empty (``hash``, ``num_key_groups`` 0, ``key_group_worker`` and ``hot_keys`` []) and list their
+consumers as ``workers``; they are still read, their checksum verified over the document as
+stored.
 """
 
 from __future__ import annotations
@@ -16,89 +32,49 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
 from routeplan.model.hashing import DEFAULT_SEED, HASH_FUNCTION
-from routeplan.model.loads import LoadSnapshot
+from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.model.workers import Workers
 
 KINDS = ("key_routing", "partition_assignment")
 
 
 @dataclass(frozen=True)
-class RoutingTable:
-    """One routing table; ``version`` and friends are set when it is published."""
+class Table:
+    """What a table of either kind has; ``version`` and friends are set when it is published.
+
+    A subclass declares its ``kind`` and what it routes (``routing``: the kind's document
+    fields); ``content``, ``same_routing``, ``to_document``, ``published`` and
+    ``from_document`` are the same for both kinds."""
+
+    kind: ClassVar[str] = ""
 
     stream: str
     strategy: str
-    workers: Workers
-    key_group_worker: tuple[str, ...]
-    hot_keys: Mapping[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)
-    params: Mapping[str, Any] = field(default_factory=dict)
-    strategy_state: Mapping[str, Any] = field(default_factory=dict)
-    hash_seed: int = DEFAULT_SEED
-    kind: str = "key_routing"
-    partition_consumer: Mapping[int, str] = field(default_factory=dict)
-    predicted: Mapping[str, float] = field(default_factory=dict)
-    planning_load: Mapping[str, Any] = field(default_factory=dict)
-    version: int | None = None
-    parent_version: int | None = None
-    created_at: str | None = None
-    reason: str | None = None
-    restored_version: int | None = None
+    params: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
+    strategy_state: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
+    predicted: Mapping[str, float] = field(default_factory=dict, kw_only=True)
+    planning_load: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
+    version: int | None = field(default=None, kw_only=True)
+    parent_version: int | None = field(default=None, kw_only=True)
+    created_at: str | None = field(default=None, kw_only=True)
+    reason: str | None = field(default=None, kw_only=True)
+    restored_version: int | None = field(default=None, kw_only=True)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key_group_worker", tuple(self.key_group_worker))
-        hot = {k: tuple((str(w), float(x)) for w, x in v) for k, v in dict(self.hot_keys).items()}
-        object.__setattr__(self, "hot_keys", MappingProxyType(hot))
-        partitions = {int(p): str(c) for p, c in sorted(dict(self.partition_consumer).items())}
-        object.__setattr__(self, "partition_consumer", MappingProxyType(partitions))
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
-        if self.kind == "key_routing" and not self.key_group_worker:
-            raise ValueError("a routing table needs at least one key group")
-        if self.kind == "key_routing" and partitions:
-            raise ValueError("partition_consumer belongs to partition_assignment tables")
-        if self.kind == "partition_assignment" and not partitions:
-            raise ValueError("a partition_assignment table needs at least one partition")
-        if any(p < 0 for p in partitions):
-            raise ValueError("partitions must be >= 0")
-        known = set(self.workers.names)
-        unknown = (set(self.key_group_worker) | set(partitions.values())) - known
-        for key, targets in hot.items():
-            if not targets:
-                raise ValueError(f"hot key {key!r} has no workers")
-            if any(weight <= 0 for _, weight in targets):
-                raise ValueError(f"hot key {key!r}: weights must be > 0")
-            unknown |= {w for w, _ in targets} - known
-        if unknown:
-            raise ValueError(f"table routes to workers it does not list: {sorted(unknown)[:5]}")
-
-    @property
-    def num_key_groups(self) -> int:
-        return len(self.key_group_worker)
+    def routing(self) -> dict[str, Any]:
+        """The kind's own document fields: what it routes."""
+        raise NotImplementedError
 
     def content(self) -> dict[str, Any]:
-        """What the routing *does*: two tables with equal content route every key (and assign
-        every partition) alike."""
-        content = {
-            "kind": self.kind,
-            "hash": {"function": HASH_FUNCTION, "seed": self.hash_seed},
-            "num_key_groups": self.num_key_groups,
-            "workers": self.workers.to_records(),
-            "key_group_worker": list(self.key_group_worker),
-            "hot_keys": [
-                {"key": k, "workers": [{"worker": w, "weight": x} for w, x in v]}
-                for k, v in sorted(self.hot_keys.items())
-            ],
-        }
-        if self.kind == "partition_assignment":
-            content["partition_consumer"] = {str(p): c for p, c in self.partition_consumer.items()}
-        return content
+        """What the table *does*: two tables with equal content route every key (or assign every
+        partition) alike."""
+        return {"kind": self.kind, **self.routing()}
 
-    def same_routing(self, other: RoutingTable | None) -> bool:
+    def same_routing(self, other: Table | None) -> bool:
         return other is not None and self.content() == other.content()
 
     def to_document(self) -> dict[str, Any]:
@@ -124,8 +100,10 @@ class RoutingTable:
         return doc
 
     @classmethod
-    def from_document(cls, doc: Mapping[str, Any], verify: bool = True) -> RoutingTable:
-        """Parse a document; with ``verify`` the checksum must match its content."""
+    def from_document(cls, doc: Mapping[str, Any], verify: bool = True) -> Self:
+        """Parse a document of the kind it names (``Table.from_document``: either kind; a
+        subclass: its own kind only); with ``verify`` the checksum must match the document as
+        stored."""
         if verify:
             expected = checksum(doc)
             if doc.get("checksum") != expected:
@@ -133,32 +111,33 @@ class RoutingTable:
                     f"routing table {doc.get('stream')} v{doc.get('version')}: checksum mismatch "
                     f"({doc.get('checksum')} != {expected})"
                 )
-        if doc["hash"]["function"] != HASH_FUNCTION:
-            raise ValueError(f"unsupported hash function {doc['hash']['function']!r}")
-        if len(doc["key_group_worker"]) != doc["num_key_groups"]:
-            raise ValueError("key_group_worker must have num_key_groups entries")
-        return cls(
-            stream=doc["stream"],
-            strategy=doc["strategy"],
-            workers=Workers.from_records(doc["workers"]),
-            key_group_worker=tuple(doc["key_group_worker"]),
-            hot_keys={
-                h["key"]: tuple((t["worker"], t["weight"]) for t in h["workers"])
-                for h in doc.get("hot_keys", [])
-            },
-            params=doc.get("params", {}),
-            strategy_state=doc.get("strategy_state", {}),
-            hash_seed=int(doc["hash"]["seed"]),
-            kind=doc["kind"],
-            partition_consumer={int(p): c for p, c in doc.get("partition_consumer", {}).items()},
-            predicted=doc.get("predicted", {}),
-            planning_load=doc.get("planning_load", {}),
-            version=doc.get("version"),
-            parent_version=doc.get("parent_version"),
-            created_at=doc.get("created_at"),
-            reason=doc.get("reason"),
-            restored_version=doc.get("restored_version"),
-        )
+        kind = doc.get("kind")
+        if kind not in _BY_KIND:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        table_class = _BY_KIND[kind]
+        if cls is not Table and table_class is not cls:
+            raise ValueError(
+                f"{doc.get('stream')} v{doc.get('version')} is a {kind} table, not a {cls.kind} "
+                "one (routeplan.model.table.table_from_document reads either kind)"
+            )
+        common = {
+            "stream": doc["stream"],
+            "strategy": doc["strategy"],
+            "params": doc.get("params", {}),
+            "strategy_state": doc.get("strategy_state", {}),
+            "predicted": doc.get("predicted", {}),
+            "planning_load": doc.get("planning_load", {}),
+            "version": doc.get("version"),
+            "parent_version": doc.get("parent_version"),
+            "created_at": doc.get("created_at"),
+            "reason": doc.get("reason"),
+            "restored_version": doc.get("restored_version"),
+        }
+        return table_class._parse(doc, common)  # type: ignore[return-value]
+
+    @classmethod
+    def _parse(cls, doc: Mapping[str, Any], common: dict[str, Any]) -> Table:
+        raise NotImplementedError
 
     def published(
         self,
@@ -167,7 +146,7 @@ class RoutingTable:
         created_at: str,
         reason: str | None = None,
         restored_version: int | None = None,
-    ) -> RoutingTable:
+    ) -> Self:
         return replace(
             self,
             version=version,
@@ -177,29 +156,160 @@ class RoutingTable:
             restored_version=restored_version,
         )
 
-    def planning_snapshot(self) -> LoadSnapshot | None:
+    def planning_snapshot(self) -> Loads | None:
         """The loads this table was planned on (``planning_load``), or None if it has none."""
-        if not self.planning_load:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class RoutingTable(Table):
+    """Key groups and hot keys onto workers (``key_routing``)."""
+
+    kind: ClassVar[str] = "key_routing"
+
+    workers: Workers
+    key_group_worker: tuple[str, ...]
+    hot_keys: Mapping[str, tuple[tuple[str, float], ...]] = field(default_factory=dict)
+    hash_seed: int = field(default=DEFAULT_SEED, kw_only=True)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key_group_worker", tuple(self.key_group_worker))
+        hot = {k: tuple((str(w), float(x)) for w, x in v) for k, v in dict(self.hot_keys).items()}
+        object.__setattr__(self, "hot_keys", MappingProxyType(hot))
+        if not self.key_group_worker:
+            raise ValueError("a routing table needs at least one key group")
+        known = set(self.workers.names)
+        unknown = set(self.key_group_worker) - known
+        for key, targets in hot.items():
+            if not targets:
+                raise ValueError(f"hot key {key!r} has no workers")
+            if any(weight <= 0 for _, weight in targets):
+                raise ValueError(f"hot key {key!r}: weights must be > 0")
+            unknown |= {w for w, _ in targets} - known
+        if unknown:
+            raise ValueError(f"table routes to workers it does not list: {sorted(unknown)[:5]}")
+
+    @property
+    def num_key_groups(self) -> int:
+        return len(self.key_group_worker)
+
+    def routing(self) -> dict[str, Any]:
+        return {
+            "hash": {"function": HASH_FUNCTION, "seed": self.hash_seed},
+            "num_key_groups": self.num_key_groups,
+            "workers": self.workers.to_records(),
+            "key_group_worker": list(self.key_group_worker),
+            "hot_keys": [
+                {"key": k, "workers": [{"worker": w, "weight": x} for w, x in v]}
+                for k, v in sorted(self.hot_keys.items())
+            ],
+        }
+
+    @classmethod
+    def _parse(cls, doc: Mapping[str, Any], common: dict[str, Any]) -> RoutingTable:
+        if doc["hash"]["function"] != HASH_FUNCTION:
+            raise ValueError(f"unsupported hash function {doc['hash']['function']!r}")
+        if len(doc["key_group_worker"]) != doc["num_key_groups"]:
+            raise ValueError("key_group_worker must have num_key_groups entries")
+        if doc.get("partition_consumer"):
+            raise ValueError("partition_consumer belongs to partition_assignment tables")
+        return cls(
+            workers=Workers.from_records(doc["workers"]),
+            key_group_worker=tuple(doc["key_group_worker"]),
+            hot_keys={
+                h["key"]: tuple((t["worker"], t["weight"]) for t in h["workers"])
+                for h in doc.get("hot_keys", [])
+            },
+            hash_seed=int(doc["hash"]["seed"]),
+            **common,
+        )
+
+    def planning_snapshot(self) -> LoadSnapshot | None:
+        if not self.planning_load or "key_group_load" not in self.planning_load:
             return None
-        partitions = self.planning_load.get("partition_load")
         return LoadSnapshot(
             stream=self.stream,
             key_group_load=np.asarray(self.planning_load["key_group_load"], dtype=float),
             hot_key_load=self.planning_load.get("hot_key_load", {}),
-            partition_load=None if partitions is None else np.asarray(partitions, dtype=float),
             hash_seed=self.hash_seed,
         )
 
 
-def planning_load(snapshot: LoadSnapshot) -> dict[str, Any]:
-    """The part of a snapshot a table keeps so that diffs and audits can weigh its moves."""
-    doc: dict[str, Any] = {
-        "key_group_load": snapshot.key_group_load.tolist(),
-        "hot_key_load": dict(sorted(snapshot.hot_key_load.items())),
+@dataclass(frozen=True)
+class PartitionAssignment(Table):
+    """Partitions onto the consumers of a group (``partition_assignment``, paper 002).
+
+    ``consumers``: the consumers the assignment uses (name, capacity C̄); ``partition_consumer``:
+    partition → the consumer that reads it, for every partition the plan covers."""
+
+    kind: ClassVar[str] = "partition_assignment"
+
+    consumers: Workers
+    partition_consumer: Mapping[int, str]
+
+    def __post_init__(self) -> None:
+        if set(self.planning_load) - {"partition_load"}:  # an old document's dummy key groups
+            kept = {k: v for k, v in self.planning_load.items() if k == "partition_load"}
+            object.__setattr__(self, "planning_load", kept)
+        partitions = {int(p): str(c) for p, c in sorted(dict(self.partition_consumer).items())}
+        object.__setattr__(self, "partition_consumer", MappingProxyType(partitions))
+        if not partitions:
+            raise ValueError("a partition_assignment table needs at least one partition")
+        if any(p < 0 for p in partitions):
+            raise ValueError("partitions must be >= 0")
+        unknown = set(partitions.values()) - set(self.consumers.names)
+        if unknown:
+            raise ValueError(
+                f"table assigns partitions to consumers it does not list: {sorted(unknown)[:5]}"
+            )
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.partition_consumer)
+
+    def routing(self) -> dict[str, Any]:
+        return {
+            "consumers": self.consumers.to_records(),
+            "partition_consumer": {str(p): c for p, c in self.partition_consumer.items()},
+        }
+
+    @classmethod
+    def _parse(cls, doc: Mapping[str, Any], common: dict[str, Any]) -> PartitionAssignment:
+        # documents published before the kinds had their own shapes name the consumers "workers"
+        consumers = doc["consumers"] if "consumers" in doc else doc["workers"]
+        return cls(
+            consumers=Workers.from_records(consumers),
+            partition_consumer={int(p): c for p, c in doc["partition_consumer"].items()},
+            **common,
+        )
+
+    def planning_snapshot(self) -> PartitionLoad | None:
+        if not self.planning_load or "partition_load" not in self.planning_load:
+            return None
+        return PartitionLoad(
+            self.stream, np.asarray(self.planning_load["partition_load"], dtype=float)
+        )
+
+
+_BY_KIND: dict[str, type[Table]] = {
+    RoutingTable.kind: RoutingTable,
+    PartitionAssignment.kind: PartitionAssignment,
+}
+
+
+def table_from_document(doc: Mapping[str, Any], verify: bool = True) -> Table:
+    """The table of either kind in ``doc`` (``Table.from_document``)."""
+    return Table.from_document(doc, verify)
+
+
+def planning_load(loads: Loads) -> dict[str, Any]:
+    """The part of the loads a table keeps so that diffs and audits can weigh its moves."""
+    if isinstance(loads, PartitionLoad):
+        return {"partition_load": loads.partition_load.tolist()}
+    return {
+        "key_group_load": loads.key_group_load.tolist(),
+        "hot_key_load": dict(sorted(loads.hot_key_load.items())),
     }
-    if snapshot.partition_load is not None:
-        doc["partition_load"] = snapshot.partition_load.tolist()
-    return doc
 
 
 def checksum(doc: Mapping[str, Any]) -> str:

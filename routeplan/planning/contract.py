@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol
 
-from routeplan.model.loads import LoadSnapshot
+from routeplan.model.loads import Loads
 from routeplan.model.plan import Budget, Plan
-from routeplan.model.table import RoutingTable, planning_load
+from routeplan.model.table import Table, planning_load
 from routeplan.model.workers import Workers
 
 KINDS = ("key_routing", "partition_assignment")
@@ -40,11 +40,15 @@ class Strategy(Protocol):
 
     def plan(
         self,
-        loads: LoadSnapshot,
-        current: RoutingTable | None,
+        loads: Loads,
+        current: Table | None,
         workers: Workers,
         budget: Budget,
-    ) -> Plan: ...
+    ) -> Plan:
+        """``loads`` and ``current`` are of the strategy's kind: a ``LoadSnapshot`` and a
+        ``RoutingTable`` (key_routing), a ``PartitionLoad`` and a ``PartitionAssignment``
+        (partition_assignment); ``current`` is None for a first plan."""
+        ...
 
 
 class UnhonouredLimitError(ValueError):
@@ -69,9 +73,9 @@ def parameters(strategy: Strategy) -> dict[str, Any]:
 
 
 def finish_plan(
-    table: RoutingTable,
-    loads: LoadSnapshot,
-    current: RoutingTable | None,
+    table: Table,
+    loads: Loads,
+    current: Table | None,
     extra: Mapping[str, float] | None = None,
 ) -> Plan:
     """Every strategy ends here: moves against ``current`` and predicted metrics, one way

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from routeplan.model.loads import LoadSnapshot
+from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.model.plan import Move
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 
 
@@ -158,13 +158,21 @@ def memory(table: RoutingTable, snapshot: LoadSnapshot) -> float | None:
 
 
 def evaluate(
-    table: RoutingTable, snapshot: LoadSnapshot, current: RoutingTable | None = None
+    table: Table, snapshot: Loads, current: Table | None = None
 ) -> tuple[tuple[Move, ...], dict[str, float]]:
-    """Moves against ``current`` and the predicted metrics of ``table`` on ``snapshot``."""
-    if table.kind == "partition_assignment":
-        return evaluate_partitions(table, snapshot, current)
+    """Moves against ``current`` and the predicted metrics of ``table`` on ``snapshot`` (loads
+    of the table's kind). A ``current`` table of the other kind has nothing to move from: it
+    counts as none."""
+    if current is not None and current.kind != table.kind:
+        current = None
+    if isinstance(table, PartitionAssignment):
+        if not isinstance(snapshot, PartitionLoad):
+            raise TypeError("a partition_assignment table is evaluated on a PartitionLoad")
+        return evaluate_partitions(table, snapshot, current)  # type: ignore[arg-type]
+    if not isinstance(table, RoutingTable) or not isinstance(snapshot, LoadSnapshot):
+        raise TypeError("a key_routing table is evaluated on a LoadSnapshot")
     load = worker_load(table, snapshot)
-    found = moves(current, table, snapshot)
+    found = moves(current, table, snapshot)  # type: ignore[arg-type]
     migrated = float(sum(m.load for m in found))
     total = snapshot.total
     metrics: dict[str, float] = {
@@ -188,9 +196,9 @@ def evaluate(
     return found, metrics
 
 
-def partition_rates(snapshot: LoadSnapshot, partitions: Sequence[int]) -> np.ndarray:
-    """The snapshot's write rate of each partition (0 for partitions it has no load for)."""
-    known = np.zeros(0) if snapshot.partition_load is None else snapshot.partition_load
+def partition_rates(loads: PartitionLoad, partitions: Sequence[int]) -> np.ndarray:
+    """The write rate of each of ``partitions`` (0 for partitions ``loads`` has no rate for)."""
+    known = loads.partition_load
     index = np.asarray(partitions, dtype=np.int64)
     rates = np.zeros(index.size)
     inside = index < known.size
@@ -199,23 +207,27 @@ def partition_rates(snapshot: LoadSnapshot, partitions: Sequence[int]) -> np.nda
 
 
 def evaluate_partitions(
-    table: RoutingTable, snapshot: LoadSnapshot, current: RoutingTable | None = None
+    table: PartitionAssignment, loads: PartitionLoad, current: PartitionAssignment | None = None
 ) -> tuple[tuple[Move, ...], dict[str, float]]:
     """Moves and predicted metrics of a ``partition_assignment`` table (paper 002): consumers
     against the lower bound, Rscore (Eq. 11), consumers over the bin capacity C (``overloaded``:
     with more than one partition; ``oversized_partitions``: alone but above C) and the §VI-C
-    latency of one iteration. ``table.params`` carries C (``capacity``), C̄
-    (``consumer_capacity``), ``iteration_s`` and ``rebalance_s``."""
+    latency of one iteration. ``table.params`` carries C (``bin_capacity``; ``capacity`` in
+    tables published before the name changed), C̄ (``consumer_capacity``), ``iteration_s`` and
+    ``rebalance_s``."""
     from routeplan.planning.partitions import latency
     from routeplan.planning.partitions import scores as bm
 
-    needed = ("capacity", "consumer_capacity", "iteration_s", "rebalance_s")
-    if any(k not in table.params for k in needed):
+    params = dict(table.params)
+    if "bin_capacity" not in params and "capacity" in params:
+        params["bin_capacity"] = params["capacity"]
+    needed = ("bin_capacity", "consumer_capacity", "iteration_s", "rebalance_s")
+    if any(k not in params for k in needed):
         raise ValueError(f"a partition_assignment table needs params {', '.join(needed)}")
-    capacity = float(table.params["capacity"])
+    capacity = float(params["bin_capacity"])
     partitions = list(table.partition_consumer)
-    rates = partition_rates(snapshot, partitions)
-    names = {n: i for i, n in enumerate(dict.fromkeys(table.workers.names))}
+    rates = partition_rates(loads, partitions)
+    names = {n: i for i, n in enumerate(dict.fromkeys(table.consumers.names))}
     before = dict(current.partition_consumer) if current is not None else {}
     for name in before.values():
         names.setdefault(name, len(names))
@@ -233,9 +245,9 @@ def evaluate_partitions(
     segments = latency.queue_segments(
         rates,
         now,
-        float(table.params["consumer_capacity"]),
-        iteration_s=float(table.params["iteration_s"]),
-        rebalance_s=float(table.params["rebalance_s"]),
+        float(params["consumer_capacity"]),
+        iteration_s=float(params["iteration_s"]),
+        rebalance_s=float(params["rebalance_s"]),
         previous=previous,
     )
     delay = latency.latency_summary(segments)
@@ -245,7 +257,7 @@ def evaluate_partitions(
         "rscore": bm.rscore(rates, capacity, previous, now),
         "imbalance": imbalance(loads),
         "max_consumer_load": float(loads.max(initial=0.0)),
-        "capacity": capacity,
+        "bin_capacity": capacity,
         "overloaded": float(bm.overloaded(now, rates, capacity)),
         "oversized_partitions": float(np.sum(rates > capacity)),
         "total_load": total,

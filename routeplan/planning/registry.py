@@ -113,15 +113,25 @@ def strategy_parameters(name: str) -> list[str]:
 
 
 def strategy_parameter_types(name: str) -> dict[str, Any]:
-    """Each parameter of strategy ``name`` and its annotation (None where it has none)."""
+    """Each parameter of strategy ``name`` and its annotation (None where it has none), and each
+    renamed parameter's old name with its new name's annotation (still accepted, deprecated).
+
+    A strategy that is a dataclass is typed by its fields (resolved in its module), any other by
+    its constructor's annotations."""
+    import dataclasses
     import typing
 
     names = strategy_parameters(name)
+    cls = _REGISTRY[name]
     try:
-        hints = typing.get_type_hints(_REGISTRY[name].__init__)
+        hints = typing.get_type_hints(cls if dataclasses.is_dataclass(cls) else cls.__init__)
     except (NameError, TypeError):  # an annotation that does not resolve: no type checks
         hints = {}
-    return {p: hints.get(p) for p in names}
+    types = {p: hints.get(p) for p in names}
+    for old, new in getattr(cls, "renamed", {}).items():
+        if new in types:
+            types.setdefault(old, types[new])
+    return types
 
 
 def get_strategy(name: str, **params: Any) -> Strategy:

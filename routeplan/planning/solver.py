@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 SOLVERS = ("highs", "cbc")
+EXACT_GAP = 1e-9  # absolute gap of ``solve(..., exact=True)``
 FEASIBLE = ("optimal", "time_limit", "interrupt", "iteration_limit", "solution_limit")
 
 
@@ -53,12 +54,22 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
 
 
 def solve(
-    prob: Any, solver: str = "highs", time_limit_s: float = 30.0, threads: int | None = None
+    prob: Any,
+    solver: str = "highs",
+    time_limit_s: float = 30.0,
+    threads: int | None = None,
+    feasibility_tolerance: float | None = None,
+    exact: bool = False,
 ) -> SolveResult:
     """Solve ``prob`` (a ``pulp.LpProblem`` with initial values set) within ``time_limit_s``.
 
     ``solver="highs"`` falls back to CBC when highspy is missing (``SolveResult.solver`` says which
-    one ran). Variable values are left in the model as PuLP leaves them.
+    one ran). ``feasibility_tolerance``: how far a row may be violated (the solvers' defaults,
+    up to 1e-6, when None). ``exact``: no relative gap (the solvers stop at 10⁻⁴ by default) and
+    an absolute one of 1e-9, and no presolve — for small models whose objective breaks ties by
+    amounts far below its own size, and whose rows hold coefficients many orders of magnitude
+    apart, on which HiGHS's MIP presolve has reported a suboptimal point as "optimal"
+    (``partitions.exact``). Variable values are left in the model as PuLP leaves them.
     """
     import pulp
 
@@ -68,18 +79,25 @@ def solve(
         raise ValueError("a solver needs a time limit > 0")
     started = time.perf_counter()
     if solver == "highs" and pulp.HiGHS().available():
-        result = _solve_highs(prob, time_limit_s, threads)
+        result = _solve_highs(prob, time_limit_s, threads, feasibility_tolerance, exact)
     else:
-        result = _solve_cbc(prob, time_limit_s, threads)
+        result = _solve_cbc(prob, time_limit_s, threads, feasibility_tolerance, exact)
     return SolveResult(*result, seconds=time.perf_counter() - started)
 
 
-def _solve_highs(prob: Any, time_limit_s: float, threads: int | None) -> tuple:
+def _solve_highs(
+    prob: Any, time_limit_s: float, threads: int | None, tolerance: float | None, exact: bool
+) -> tuple:
     import highspy
 
     options: dict[str, Any] = {"msg": False, "timeLimit": time_limit_s}
     if threads:
         options["threads"] = threads
+    if tolerance is not None:
+        options["mip_feasibility_tolerance"] = tolerance
+        options["primal_feasibility_tolerance"] = tolerance
+    if exact:
+        options.update(gapRel=0.0, gapAbs=EXACT_GAP, presolve="off")
     prob.solve(_warm_highs()(**options))
     model = prob.solverModel
     status = model.getModelStatus()
@@ -110,16 +128,26 @@ _CBC_RESULTS = {
 }
 
 
-def _solve_cbc(prob: Any, time_limit_s: float, threads: int | None) -> tuple:
+def _solve_cbc(
+    prob: Any, time_limit_s: float, threads: int | None, tolerance: float | None, exact: bool
+) -> tuple:
     import pulp
 
+    options = [] if tolerance is None else [f"primalTolerance {tolerance}"]
+    gaps = {"gapRel": 0.0, "gapAbs": EXACT_GAP, "presolve": False} if exact else {}
     with tempfile.TemporaryDirectory(prefix="routeplan-cbc-") as folder, warnings.catch_warnings():
         # PuLP 3 warns that its bundled CBC goes away in PuLP 4; pyproject pins PuLP < 4
         warnings.simplefilter("ignore", DeprecationWarning)
         log = Path(folder, "cbc.log")
         prob.solve(
             pulp.PULP_CBC_CMD(
-                msg=False, timeLimit=time_limit_s, warmStart=True, logPath=str(log), threads=threads
+                msg=False,
+                timeLimit=time_limit_s,
+                warmStart=True,
+                logPath=str(log),
+                threads=threads,
+                options=options,
+                **gaps,
             )
         )
         text = log.read_text(errors="replace") if log.is_file() else ""

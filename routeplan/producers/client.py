@@ -36,7 +36,7 @@ import numpy as np
 
 from routeplan.model.hashing import key_group
 from routeplan.model.names import check_name
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import PartitionAssignment, RoutingTable, Table, table_from_document
 from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document, read_limited
 from routeplan.publishing.schemas import validate_document
 from routeplan.publishing.store import LATEST_MAX_BYTES, RoutingStore, parse_latest
@@ -245,12 +245,12 @@ def _open_source(
     return _FsspecSource(text, stream, version, max_bytes, storage_options or {})
 
 
-def _verified(fetched: _Fetched, stream: str, max_bytes: int) -> RoutingTable:
+def _verified(fetched: _Fetched, stream: str, max_bytes: int) -> Table:
     """The table in ``fetched``: bounded JSON, schema, checksum, and that it is what was asked
     for."""
     doc = parse_document(fetched.body, fetched.where, max_bytes)
     validate_document("routing_table", doc, where=fetched.where)
-    table = RoutingTable.from_document(doc)
+    table = table_from_document(doc)
     if table.stream != stream or fetched.version not in (None, table.version):
         raise ValueError(
             f"{fetched.where} holds {table.stream!r} v{table.version}, "
@@ -270,7 +270,7 @@ class _Published:
 
     _snapshot: Any  # set by _install; has a .table
 
-    def __init__(self, table: RoutingTable) -> None:
+    def __init__(self, table: Table) -> None:
         self._install(table)
         self._source: _Source | None = None
         self._max_bytes = DEFAULT_MAX_BYTES
@@ -282,7 +282,7 @@ class _Published:
         self._unreachable = False  # an outage has been logged
         self._rejected: str | None = None  # the bad version (or LATEST) last logged
 
-    def _install(self, table: RoutingTable) -> None:
+    def _install(self, table: Table) -> None:
         """Compile ``table`` (ValueError if it is the wrong kind) and swap it in."""
         raise NotImplementedError
 
@@ -341,7 +341,7 @@ class _Published:
         return cls.open(root, stream, version, max_bytes=max_bytes)
 
     @property
-    def table(self) -> RoutingTable:
+    def table(self) -> Table:
         return self._snapshot.table
 
     @property
@@ -483,15 +483,15 @@ class Router(_Published):
     holds the lock for its batch.
     """
 
-    def __init__(self, table: RoutingTable) -> None:
+    def __init__(self, table: Table) -> None:
         self._lock = threading.Lock()  # local loads of split-key decisions
         self._slot: dict[str, int] = {}  # worker -> slot, for every worker ever routed to
         self._names: list[str] = []  # slot -> worker
         self._counts: list[int] = []  # slot -> messages sent (the local load)
         super().__init__(table)
 
-    def _install(self, table: RoutingTable) -> None:
-        if table.kind != "key_routing":
+    def _install(self, table: Table) -> None:
+        if not isinstance(table, RoutingTable):
             raise ValueError(
                 f"{table.stream} v{table.version} is a {table.kind} table: "
                 "read it with routeplan.producers.client.Assignment"
@@ -656,15 +656,15 @@ def _split_to(slots: tuple[int, ...], capacities: tuple[float, ...], loads: list
 
 @dataclass(frozen=True, eq=False)
 class _Assigned:
-    table: RoutingTable
+    table: PartitionAssignment
     partitions: Mapping[str, list[int]]  # consumer -> its partitions, ascending
 
 
 class Assignment(_Published):
     """Which consumer reads which partition, as a ``partition_assignment`` table says."""
 
-    def _install(self, table: RoutingTable) -> None:
-        if table.kind != "partition_assignment":
+    def _install(self, table: Table) -> None:
+        if not isinstance(table, PartitionAssignment):
             raise ValueError(
                 f"{table.stream} v{table.version} is a {table.kind} table, not a "
                 "partition_assignment one"

@@ -38,7 +38,7 @@ from fastapi.responses import JSONResponse
 
 from routeplan import __version__
 from routeplan.model.names import InvalidNameError, check_name
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.diff import diff_tables
 from routeplan.publishing.documents import DEFAULT_MAX_BYTES
 from routeplan.publishing.schemas import load_schema
@@ -65,7 +65,7 @@ Pinned versions never change and may be cached forever.
 class _Published:
     """One version as served: the verified table, its JSON body and its file's identity."""
 
-    table: RoutingTable
+    table: Table
     body: bytes
     checksum: str
     file_id: tuple[int, ...]
@@ -196,7 +196,7 @@ class _Tables:
     def _read(self, stream: str, version: int, path: Path, file_id: tuple[int, ...]) -> _Published:
         try:
             doc = self.store.read_document(stream, version)  # JSON + schema
-            table = RoutingTable.from_document(doc)  # checksum and consistency
+            table = table_from_document(doc)  # checksum and consistency
             if (doc["stream"], doc["version"]) != (stream, version):
                 raise ValueError(f"holds {doc['stream']!r} v{doc['version']}")
         except FileNotFoundError:

@@ -13,36 +13,45 @@ from typing import Any
 
 import numpy as np
 
-from routeplan.model.loads import LoadSnapshot
+from routeplan.model.loads import LoadSnapshot, PartitionLoad
 from routeplan.model.plan import Move
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.planning.metrics import moves as key_moves
 
 
-def diff_tables(old: RoutingTable, new: RoutingTable) -> dict[str, Any]:
-    """The moves from ``old`` to ``new`` (same stream) and the load they carry."""
+def diff_tables(old: Table, new: Table) -> dict[str, Any]:
+    """The moves from ``old`` to ``new`` (same stream, same kind) and the load they carry.
+
+    For a ``partition_assignment`` the workers added and removed are its consumers."""
     if old.stream != new.stream:
         raise ValueError(f"cannot diff tables of two streams ({old.stream!r}, {new.stream!r})")
     if old.kind != new.kind:
         raise ValueError(f"cannot diff a {old.kind} table with a {new.kind} one")
-    basis, snapshot = _load_basis(old, new)
-    rehashed = old.kind == "key_routing" and (
-        old.num_key_groups != new.num_key_groups or old.hash_seed != new.hash_seed
-    )
-    if old.kind == "partition_assignment":
-        moved = _partition_moves(old, new, snapshot)
-        total = None if snapshot is None else snapshot.partition_load
-    elif rehashed:
-        moved = ()  # key groups of two hash spaces do not correspond: every key may move
-        total = None
-    else:
-        moved = key_moves(old, new, snapshot or _no_loads(new))
-        total = None if snapshot is None else snapshot.key_group_load
+    rehashed = False
+    total: np.ndarray | None
+    if isinstance(old, PartitionAssignment) and isinstance(new, PartitionAssignment):
+        basis, rates = _partition_basis(old, new)
+        moved = _partition_moves(old, new, rates)
+        total = rates
+        old_names, new_names = set(old.consumers.names), set(new.consumers.names)
+        key_space_share = 0.0
+    elif isinstance(old, RoutingTable) and isinstance(new, RoutingTable):
+        basis, snapshot = _key_basis(old, new)
+        rehashed = old.num_key_groups != new.num_key_groups or old.hash_seed != new.hash_seed
+        if rehashed:
+            moved = ()  # key groups of two hash spaces do not correspond: every key may move
+            total = None
+        else:
+            moved = key_moves(old, new, snapshot or _no_loads(new))
+            total = None if snapshot is None else snapshot.key_group_load
+        old_names, new_names = set(old.workers.names), set(new.workers.names)
+        groups = sum(m.unit.startswith("key_group:") for m in moved)
+        key_space_share = 1.0 if rehashed else groups / new.num_key_groups
+    else:  # pragma: no cover - a third kind
+        raise ValueError(f"cannot diff {old.kind} tables")
     weighed = total is not None
     moved_load = sum(m.load for m in moved) if weighed else None
     total_load = float(np.sum(total)) if weighed else None
-    groups = sum(m.unit.startswith("key_group:") for m in moved)
-    old_names, new_names = set(old.workers.names), set(new.workers.names)
     return {
         "stream": new.stream,
         "kind": new.kind,
@@ -52,10 +61,10 @@ def diff_tables(old: RoutingTable, new: RoutingTable) -> dict[str, Any]:
         "rehashed": rehashed,
         "workers_added": sorted(new_names - old_names),
         "workers_removed": sorted(old_names - new_names),
-        "moved_key_groups": groups,
+        "moved_key_groups": sum(m.unit.startswith("key_group:") for m in moved),
         "moved_hot_keys": sum(m.unit.startswith("key:") for m in moved),
         "moved_partitions": sum(m.unit.startswith("partition:") for m in moved),
-        "key_space_share": 1.0 if rehashed else groups / max(new.num_key_groups, 1),
+        "key_space_share": key_space_share,
         "moved_load": moved_load,
         "total_load": total_load,
         "moved_load_share": (moved_load / total_load) if weighed and total_load else None,
@@ -71,15 +80,25 @@ def diff_tables(old: RoutingTable, new: RoutingTable) -> dict[str, Any]:
     }
 
 
-def _load_basis(old: RoutingTable, new: RoutingTable) -> tuple[str | None, LoadSnapshot | None]:
+def _key_basis(old: RoutingTable, new: RoutingTable) -> tuple[str | None, LoadSnapshot | None]:
     """The newer table's planning loads if they fit both tables, else the older one's."""
     for table in (new, old):
         snapshot = table.planning_snapshot()
         if snapshot is not None and (
-            table.kind == "partition_assignment"
-            or snapshot.num_key_groups == new.num_key_groups == old.num_key_groups
+            snapshot.num_key_groups == new.num_key_groups == old.num_key_groups
         ):
             return f"planning_load of v{table.version}", snapshot
+    return None, None
+
+
+def _partition_basis(
+    old: PartitionAssignment, new: PartitionAssignment
+) -> tuple[str | None, np.ndarray | None]:
+    """The newer assignment's planning partition loads, else the older one's."""
+    for table in (new, old):
+        loads: PartitionLoad | None = table.planning_snapshot()
+        if loads is not None:
+            return f"planning_load of v{table.version}", loads.partition_load
     return None, None
 
 
@@ -92,9 +111,8 @@ def _no_loads(table: RoutingTable) -> LoadSnapshot:
 
 
 def _partition_moves(
-    old: RoutingTable, new: RoutingTable, snapshot: LoadSnapshot | None
+    old: PartitionAssignment, new: PartitionAssignment, rates: np.ndarray | None
 ) -> tuple[Move, ...]:
-    rates = None if snapshot is None else snapshot.partition_load
     before, after = old.partition_consumer, new.partition_consumer
     return tuple(
         Move(

@@ -30,10 +30,9 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any, Literal
 
-from routeplan import settings
 from routeplan.errors import one_line
 from routeplan.model.names import check_name, is_valid_name
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document, read_limited
 from routeplan.publishing.schemas import validate_document
 
@@ -42,11 +41,6 @@ TEMP_PREFIX = ".tmp-"
 LATEST_MAX_BYTES = 256  # "v<N>.json\n" needs < 30; more is garbage, never read whole
 
 LatestState = Literal["ok", "missing", "garbage", "missing_version", "invalid_version"]
-
-
-def default_root() -> Path:
-    """The routing store: ``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing`` (``./var``)."""
-    return settings.routing_root()
 
 
 class RoutingStore:
@@ -123,20 +117,20 @@ class RoutingStore:
         validate_document("routing_table", doc, where=str(path))
         return doc
 
-    def load(self, stream: str, version: int | None = None) -> RoutingTable | None:
-        """The table (checksum verified), or None when the stream has none yet."""
+    def load(self, stream: str, version: int | None = None) -> Table | None:
+        """The table of either kind (checksum verified), or None when the stream has none yet."""
         if version is None and self.latest_version(stream) is None:
             return None
-        return RoutingTable.from_document(self.read_document(stream, version))
+        return table_from_document(self.read_document(stream, version))
 
     def publish(
         self,
-        table: RoutingTable,
+        table: Table,
         now: datetime | None = None,
         reason: str | None = None,
         restored_version: int | None = None,
         expected_latest: int | None | EllipsisType = ...,
-    ) -> RoutingTable:
+    ) -> Table:
         """Write ``table`` as the next version, move LATEST to it, return the published table.
 
         With ``expected_latest`` the publish is refused (``StaleLatestError``) unless LATEST
@@ -163,7 +157,7 @@ class RoutingStore:
 
     def rollback(
         self, stream: str, version: int, reason: str, now: datetime | None = None
-    ) -> tuple[RoutingTable, bool]:
+    ) -> tuple[Table, bool]:
         """Publish a new version that routes as ``version`` did; ``(table, published?)``.
 
         Nothing is published when LATEST already routes as ``version`` (then LATEST is
@@ -179,8 +173,8 @@ class RoutingStore:
         return self.restore(target, reason, now)
 
     def restore(
-        self, target: RoutingTable, reason: str, now: datetime | None = None
-    ) -> tuple[RoutingTable, bool]:
+        self, target: Table, reason: str, now: datetime | None = None
+    ) -> tuple[Table, bool]:
         """``rollback`` to a table read elsewhere (e.g. from Delta when its JSON was pruned)."""
         self.checked_latest(target.stream)  # a broken LATEST: say how to repair it
         latest = self.load(target.stream)
@@ -285,7 +279,7 @@ class RoutingStore:
         where = f"{stream}/{path.name}"
         doc = parse_document(read_limited(path, self.max_bytes), where, self.max_bytes)
         validate_document("routing_table", doc, where=where)
-        RoutingTable.from_document(doc)
+        table_from_document(doc)
         if (doc["stream"], doc["version"]) != (stream, version):
             raise ValueError(f"{where} holds {doc['stream']!r} v{doc['version']}")
 

@@ -1,11 +1,30 @@
 """Online key-routing schemes: each routes one message at a time, as sources do (papers 000,
-001, 003)."""
+001, 003).
+
+The interface between the simulator and the strategies is declared, not read off attributes:
+
+* every online scheme is a subclass of ``OnlineScheme`` decorated with ``@online_form``, which
+  reads its ``strategy_class: ClassVar[type]`` — the registered key-routing strategy class whose
+  online form it is (``KeyGrouping``, ``ConsistentGrouping``, …) — and files the scheme in
+  ``ONLINE_SCHEMES`` under that strategy's registered name;
+* a scheme is built by ``from_strategy(strategy, setup)`` from the typed, immutable strategy
+  value (``get_strategy(name, **params)``) and the ``Setup`` every scheme may know; it takes the
+  strategy's fields it needs (``ConsistentGrouping.virtual_workers_per_worker`` …) as typed
+  constructor arguments, so a renamed or retyped field breaks here, at build time, not mid-run;
+* ``route(keys, start)`` routes a block of messages, ``end_slot(capacity, queue)`` is the feedback
+  at the end of a time slot, ``moves`` counts reconfigurations.
+
+``ONLINE_SCHEMES`` holds exactly the key-routing strategies with an online form in the papers:
+``kg``, ``sg``, ``potc``, ``pkg``, ``dchoices`` (paper 003 §3, §6.2 Q4; paper 000 §III-D),
+``porc``, ``chbl``, ``cg`` (paper 000 Alg. 1, §III-C, §V) and ``ring`` (paper 001 §4). The
+``reassign`` strategies (``flux``, ``milp``, ``albic``) and the bin packers have none.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import ClassVar, TypeVar
 
 import numpy as np
 
@@ -16,10 +35,25 @@ from routeplan.model.hashing import (
     key_hashes,
     salted_choice,
 )
-from routeplan.model.plan import Budget
-from routeplan.planning.keyrouting.consistent_grouping import proportional_counts
-from routeplan.planning.keyrouting.partial_key_grouping import head_choices
-from routeplan.planning.keyrouting.ring import HashRing, redistribute, triggered
+from routeplan.planning.keyrouting.bounded_loads import (
+    ConsistentHashingBoundedLoads,
+    PowerOfRandomChoices,
+)
+from routeplan.planning.keyrouting.consistent_grouping import (
+    ConsistentGrouping,
+    CountedHandovers,
+    dealt_owners,
+    pair_busy_idle,
+    proportional_counts,
+)
+from routeplan.planning.keyrouting.key_grouping import KeyGrouping
+from routeplan.planning.keyrouting.partial_key_grouping import (
+    DChoices,
+    PartialKeyGrouping,
+    head_choices,
+)
+from routeplan.planning.keyrouting.ring import HashRing, TokenRing, redistribute, triggered
+from routeplan.planning.keyrouting.shuffle import PowerOfTwoChoices, ShuffleGrouping
 
 # --------------------------------------------------------------------------------------------
 # online schemes
@@ -42,14 +76,20 @@ class OnlineScheme:
 
     ``route(keys, start)`` returns the worker of messages ``start … start + len(keys) − 1``
     (source ``i mod S`` routes message ``i``); ``end_slot`` is the feedback at the end of a time
-    slot (busy/idle signals, queue lengths). ``moves`` counts reconfigurations.
+    slot (busy/idle signals, queue lengths). ``moves`` counts reconfigurations. Subclasses
+    declare ``strategy_class`` and build themselves in ``from_strategy``.
     """
 
+    strategy_class: ClassVar[type]
     moves = 0
 
-    def __init__(self, strategy: Any, setup: Setup) -> None:
-        self.strategy = strategy
+    def __init__(self, setup: Setup) -> None:
         self.setup = setup
+
+    @classmethod
+    def from_strategy(cls, strategy: object, setup: Setup) -> OnlineScheme:
+        """The scheme of ``strategy`` (an instance of ``strategy_class``) on ``setup``."""
+        return cls(setup)
 
     def route(self, keys: np.ndarray, start: int) -> np.ndarray:
         raise NotImplementedError
@@ -58,12 +98,38 @@ class OnlineScheme:
         """Default: the scheme ignores feedback."""
 
 
+# the online scheme of each key-routing strategy name (filled by ``online_form``)
+ONLINE_SCHEMES: dict[str, type[OnlineScheme]] = {}
+
+_Scheme = TypeVar("_Scheme", bound=type[OnlineScheme])
+
+
+def online_form(cls: _Scheme) -> _Scheme:
+    """Class decorator: file ``cls`` in ``ONLINE_SCHEMES`` as the online form of its
+    ``strategy_class`` (under the name that class is registered as)."""
+    name = cls.strategy_class.name
+    if name in ONLINE_SCHEMES:
+        raise ValueError(f"two online forms of strategy {name!r}")
+    ONLINE_SCHEMES[name] = cls
+    return cls
+
+
+def online_scheme(strategy: object, setup: Setup) -> OnlineScheme:
+    """The online scheme of a key-routing ``strategy`` value; ValueError when it has none."""
+    name = getattr(type(strategy), "name", type(strategy).__name__)
+    scheme = ONLINE_SCHEMES.get(name)
+    if scheme is None or not isinstance(strategy, scheme.strategy_class):
+        known = ", ".join(ONLINE_SCHEMES)
+        raise ValueError(f"no online form of strategy {name!r}; known: {known}")
+    return scheme.from_strategy(strategy, setup)
+
+
 class PerSource(OnlineScheme):
     """A scheme whose sources decide independently on local state: each source's messages of a
     block go through ``route_source`` in one tight loop."""
 
-    def __init__(self, strategy: Any, setup: Setup, bins: int | None = None) -> None:
-        super().__init__(strategy, setup)
+    def __init__(self, setup: Setup, bins: int | None = None) -> None:
+        super().__init__(setup)
         bins = setup.workers if bins is None else bins
         self.load = [[0] * bins for _ in range(setup.sources)]
         self.sent = [0] * setup.sources
@@ -83,21 +149,35 @@ class PerSource(OnlineScheme):
         raise NotImplementedError
 
 
+@online_form
 class KeyGroupingOnline(OnlineScheme):
     """``murmur3(key) mod W`` (paper 003 §3 "single choice")."""
 
-    def __init__(self, strategy: Any, setup: Setup) -> None:
-        super().__init__(strategy, setup)
+    strategy_class = KeyGrouping
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__(setup)
         self.worker = (key_hashes(setup.names, setup.seed) % np.uint64(setup.workers)).astype(
             np.int64
         )
+
+    @classmethod
+    def from_strategy(cls, strategy: KeyGrouping, setup: Setup) -> KeyGroupingOnline:
+        return cls(setup)
 
     def route(self, keys: np.ndarray, start: int) -> np.ndarray:
         return self.worker[keys]
 
 
+@online_form
 class ShuffleGroupingOnline(OnlineScheme):
     """Round robin per source, source ``s`` starting at worker ``s`` (paper 003 §2.1)."""
+
+    strategy_class = ShuffleGrouping
+
+    @classmethod
+    def from_strategy(cls, strategy: ShuffleGrouping, setup: Setup) -> ShuffleGroupingOnline:
+        return cls(setup)
 
     def route(self, keys: np.ndarray, start: int) -> np.ndarray:
         i = start + np.arange(keys.size)
@@ -105,17 +185,24 @@ class ShuffleGroupingOnline(OnlineScheme):
         return (i % s + i // s) % self.setup.workers
 
 
+@online_form
 class PartialKeyGroupingOnline(PerSource):
     """Greedy-d over the key's hash choices by local load (paper 003 §3, §5)."""
 
-    def __init__(self, strategy: Any, setup: Setup) -> None:
-        super().__init__(strategy, setup, setup.workers)
-        d = min(getattr(strategy, "d", 2), setup.workers)
+    strategy_class = PartialKeyGrouping
+
+    def __init__(self, setup: Setup, d: int = 2) -> None:
+        super().__init__(setup, setup.workers)
+        d = min(d, setup.workers)
         choices = hash_choices_many(list(setup.names), d, setup.workers, setup.seed)
         self.d = d
         self.c0 = choices[:, 0].tolist()
         self.c1 = choices[:, min(1, d - 1)].tolist()
         self.all = [tuple(row) for row in choices.tolist()] if d > 2 else None
+
+    @classmethod
+    def from_strategy(cls, strategy: PartialKeyGrouping, setup: Setup) -> PartialKeyGroupingOnline:
+        return cls(setup, strategy.d)
 
     def route_source(self, source: int, keys: list[int]) -> list[int]:
         load = self.load[source]
@@ -137,27 +224,38 @@ class PartialKeyGroupingOnline(PerSource):
         return out
 
 
-class DChoicesOnline(PartialKeyGroupingOnline):
+@online_form
+class DChoicesOnline(PerSource):
     """PKG whose head keys get ``d_i`` choices (paper 003 Q4, ``head_choices``).
 
     The sources refresh their view of the head from the key counts seen so far — an exact
     stand-in for the heavy-hitter sketch each would keep — after 1k, 2k, 4k, … messages, then
     every ``HEAD_REFRESH``; between refreshes a key outside the head keeps its two choices."""
 
+    strategy_class = DChoices
     HEAD_REFRESH = 10_000
 
-    def __init__(self, strategy: Any, setup: Setup) -> None:
-        super().__init__(strategy, setup)
+    def __init__(self, setup: Setup, head_threshold: float | None, fill: float) -> None:
+        super().__init__(setup, setup.workers)
+        d = min(2, setup.workers)
+        choices = hash_choices_many(list(setup.names), d, setup.workers, setup.seed)
+        self.c0 = choices[:, 0].tolist()
+        self.c1 = choices[:, min(1, d - 1)].tolist()
+        self.head_threshold = head_threshold
+        self.fill = fill
         self.count = np.zeros(len(setup.names), dtype=np.int64)
         self.head: dict[int, list[int]] = {}  # key id → its first d_i hash choices
         self.order: dict[int, list[int]] = {}  # key id → all W hash choices, once in the head
 
+    @classmethod
+    def from_strategy(cls, strategy: DChoices, setup: Setup) -> DChoicesOnline:
+        return cls(setup, strategy.head_threshold, strategy.fill)
+
     def _refresh(self) -> None:
         n, seen = self.setup.workers, self.count.sum()
-        s = self.strategy
-        threshold = 1 / (5 * n) if s.head_threshold is None else s.head_threshold
+        threshold = 1 / (5 * n) if self.head_threshold is None else self.head_threshold
         head = np.flatnonzero(self.count >= threshold * seen).tolist()
-        d = head_choices((self.count[head] / seen).tolist(), n, threshold, s.fill)
+        d = head_choices((self.count[head] / seen).tolist(), n, threshold, self.fill)
         self.head = {}
         for k, dk in zip(head, d, strict=True):
             if k not in self.order:
@@ -194,12 +292,23 @@ class DChoicesOnline(PartialKeyGroupingOnline):
         return out
 
 
+@online_form
 class PowerOfTwoChoicesOnline(PerSource):
     """The less loaded of ``d`` workers drawn at random per message (paper 000 §III-D)."""
 
+    strategy_class = PowerOfTwoChoices
+
+    def __init__(self, setup: Setup, d: int = 2) -> None:
+        super().__init__(setup)
+        self.d = d
+
+    @classmethod
+    def from_strategy(cls, strategy: PowerOfTwoChoices, setup: Setup) -> PowerOfTwoChoicesOnline:
+        return cls(setup, strategy.d)
+
     def route_source(self, source: int, keys: list[int]) -> list[int]:
         load = self.load[source]
-        d, n = self.strategy.d, len(keys)
+        d, n = self.d, len(keys)
         draws = self.setup.rng.integers(0, self.setup.workers, size=(d, n))
         out = [0] * n
         if d == 2:
@@ -219,20 +328,37 @@ class PowerOfTwoChoicesOnline(PerSource):
         return out
 
 
+@online_form
 class PowerOfRandomChoicesOnline(PerSource):
-    """Paper 000 Alg. 1 over ``bins`` bins: the first salted choice below ``(1+ε)·m_t/bins``."""
+    """Paper 000 Alg. 1 over ``bins`` bins: the first of the key's salted choices
+    ``H(k + 1), …, H(k + max_salt)`` below ``(1+ε)·m_t/bins``; when none is, the least loaded
+    of them (as the batch ``porc_place``)."""
 
-    def __init__(self, strategy: Any, setup: Setup, bins: int | None = None) -> None:
+    strategy_class = PowerOfRandomChoices
+
+    def __init__(
+        self, setup: Setup, epsilon: float, max_salt: int, bins: int | None = None
+    ) -> None:
         bins = setup.workers if bins is None else bins
-        super().__init__(strategy, setup, bins)
+        super().__init__(setup, bins)
+        if max_salt < 1:
+            raise ValueError("max_salt must be >= 1")
         self.bins = bins
+        self.epsilon = epsilon
+        self.max_salt = max_salt
         labels = (f"{name}#1" for name in setup.names)
         self.first = (key_hashes(labels, setup.seed) % np.uint64(bins)).astype(np.int64).tolist()
         self.later: dict[int, list[int]] = {}
-        self.max_salt = max(64, 4 * bins)
+
+    @classmethod
+    def from_strategy(
+        cls, strategy: PowerOfRandomChoices, setup: Setup
+    ) -> PowerOfRandomChoicesOnline:
+        return cls(setup, strategy.epsilon, strategy.max_salt)
 
     def _probe(self, k: int, load: list[int], cap: float) -> int:
-        """Alg. 1's loop past the principal choice: salts 2, 3, … (cached per key)."""
+        """Alg. 1's loop past the principal choice: salts 2 … ``max_salt`` (cached per key),
+        else the least loaded of the key's choices."""
         seq = self.later.get(k)
         if seq is None:
             seq = self.later[k] = []
@@ -240,16 +366,16 @@ class PowerOfRandomChoicesOnline(PerSource):
             if load[v] < cap:
                 return v
         name, seed = self.setup.names[k], self.setup.seed
-        for salt in range(len(seq) + 2, self.max_salt + 2):
+        for salt in range(len(seq) + 2, self.max_salt + 1):
             v = salted_choice(name, salt, self.bins, seed)
             seq.append(v)
             if load[v] < cap:
                 return v
-        return min(range(self.bins), key=load.__getitem__)
+        return min([self.first[k], *seq], key=load.__getitem__)
 
     def route_source(self, source: int, keys: list[int]) -> list[int]:
         load, first, probe = self.load[source], self.first, self._probe
-        factor = (1 + self.strategy.epsilon) / self.bins
+        factor = (1 + self.epsilon) / self.bins
         t = self.sent[source]
         out = [0] * len(keys)
         for i, k in enumerate(keys):
@@ -263,19 +389,30 @@ class PowerOfRandomChoicesOnline(PerSource):
         return out
 
 
+@online_form
 class BoundedRingOnline(PerSource):
     """Consistent hashing with bounded loads: clockwise to the first worker below the bound."""
 
-    def __init__(self, strategy: Any, setup: Setup) -> None:
-        super().__init__(strategy, setup, setup.workers)
-        ring = HashRing.build({str(w): strategy.tokens for w in range(setup.workers)}, setup.seed)
+    strategy_class = ConsistentHashingBoundedLoads
+
+    def __init__(self, setup: Setup, epsilon: float, tokens_per_worker: int) -> None:
+        super().__init__(setup, setup.workers)
+        self.epsilon = epsilon
+        tokens = dict.fromkeys((str(w) for w in range(setup.workers)), tokens_per_worker)
+        ring = HashRing.build(tokens, setup.seed)
         self.owner = ring.owners.tolist()  # ring names are "0" … "W-1" in order
         self.start = ring.first_token(key_hashes(setup.names, setup.seed)).tolist()
+
+    @classmethod
+    def from_strategy(
+        cls, strategy: ConsistentHashingBoundedLoads, setup: Setup
+    ) -> BoundedRingOnline:
+        return cls(setup, strategy.epsilon, strategy.tokens_per_worker)
 
     def route_source(self, source: int, keys: list[int]) -> list[int]:
         load, owner, start = self.load[source], self.owner, self.start
         tokens = len(owner)
-        factor = (1 + self.strategy.epsilon) / self.setup.workers
+        factor = (1 + self.epsilon) / self.setup.workers
         t = self.sent[source]
         out = [0] * len(keys)
         for i, k in enumerate(keys):
@@ -291,24 +428,31 @@ class BoundedRingOnline(PerSource):
         return out
 
 
+@online_form
 class ConsistentGroupingOnline(OnlineScheme):
     """PoRC onto ``α·W`` virtual workers; busy/idle pairing at every slot end (paper 000 §V-B).
 
     Virtual workers start evenly dealt (§V-B: "CG initializes with the same number of virtual
     workers for each worker"); at a slot end each worker compares the load it received in the
     slot with its fair share (θ_b, θ_i) and the sources move virtual workers from busy to idle
-    workers, at most one per busy worker (``ConsistentGrouping.pair_busy_idle``)."""
+    workers, at most one per busy worker (``consistent_grouping.pair_busy_idle``)."""
 
-    def __init__(self, strategy: Any, setup: Setup) -> None:
-        super().__init__(strategy, setup)
-        self.virtual = strategy.alpha * setup.workers
-        self.porc = PowerOfRandomChoicesOnline(strategy, setup, self.virtual)
-        counts = proportional_counts(np.ones(setup.workers), self.virtual)
-        self.owner = np.array(
-            [w for r in range(counts.max()) for w in range(setup.workers) if counts[w] > r],
-            dtype=np.int64,
+    strategy_class = ConsistentGrouping
+
+    def __init__(self, setup: Setup, strategy: ConsistentGrouping) -> None:
+        super().__init__(setup)
+        self.virtual = strategy.virtual_workers_per_worker * setup.workers
+        self.theta_busy = strategy.theta_busy
+        self.theta_idle = strategy.theta_idle
+        self.porc = PowerOfRandomChoicesOnline(
+            setup, strategy.epsilon, strategy.max_salt, self.virtual
         )
+        self.owner = dealt_owners(proportional_counts(np.ones(setup.workers), self.virtual))
         self.slot = np.zeros(self.virtual)
+
+    @classmethod
+    def from_strategy(cls, strategy: ConsistentGrouping, setup: Setup) -> ConsistentGroupingOnline:
+        return cls(setup, strategy)
 
     def route(self, keys: np.ndarray, start: int) -> np.ndarray:
         vw = self.porc.route(keys, start)
@@ -318,32 +462,43 @@ class ConsistentGroupingOnline(OnlineScheme):
     def end_slot(self, capacity: np.ndarray, queue: np.ndarray) -> None:
         load = np.bincount(self.owner, weights=self.slot, minlength=self.setup.workers)
         share = load.sum() * capacity / capacity.sum()
-        busy = int(np.sum(load >= self.strategy.theta_busy * share)) if load.sum() else 0
+        busy = int(np.sum(load >= self.theta_busy * share)) if load.sum() else 0
         if busy:
             before = self.owner.copy()
-            self.strategy.pair_busy_idle(
+            pair_busy_idle(
                 self.owner,
                 load,
                 self.slot,
-                np.ones(self.virtual, dtype=np.int64),
                 capacity,
-                Budget(max_moves=busy),
+                self.theta_busy,
+                self.theta_idle,
+                CountedHandovers(busy),
             )
             self.moves += int(np.sum(before != self.owner))
         self.slot[:] = 0
 
 
+@online_form
 class TokenRingOnline(OnlineScheme):
     """Paper 001: keys on the token ring; at a slot end the trigger on queue lengths and one
     round of halving or doubling for the longest queue (each worker at most ``max_rounds``)."""
 
-    def __init__(self, strategy: Any, setup: Setup) -> None:
-        super().__init__(strategy, setup)
+    strategy_class = TokenRing
+
+    def __init__(self, setup: Setup, strategy: TokenRing) -> None:
+        super().__init__(setup)
+        self.method = strategy.method
+        self.tau = strategy.tau
+        self.max_rounds = strategy.max_rounds
         self.names = [str(w) for w in range(setup.workers)]
         self.tokens = strategy.initial(self.names)
         self.hashes = key_hashes(setup.names, setup.seed)
         self.rounds = [0] * setup.workers
         self._remap()
+
+    @classmethod
+    def from_strategy(cls, strategy: TokenRing, setup: Setup) -> TokenRingOnline:
+        return cls(setup, strategy)
 
     def _remap(self) -> None:
         ring = HashRing.build(self.tokens, self.setup.seed)  # names "0" … "W-1" in order
@@ -353,23 +508,10 @@ class TokenRingOnline(OnlineScheme):
         return self.worker[keys]
 
     def end_slot(self, capacity: np.ndarray, queue: np.ndarray) -> None:
-        x = triggered(queue, self.strategy.tau)
-        if x is None or self.rounds[x] >= self.strategy.max_rounds:
+        x = triggered(queue, self.tau)
+        if x is None or self.rounds[x] >= self.max_rounds:
             return
-        if redistribute(self.tokens, self.names[x], self.strategy.method):
+        if redistribute(self.tokens, self.names[x], self.method):
             self.rounds[x] += 1
             self.moves += 1
             self._remap()
-
-
-ONLINE: dict[str, Callable[[Any, Setup], OnlineScheme]] = {
-    "kg": KeyGroupingOnline,
-    "sg": ShuffleGroupingOnline,
-    "potc": PowerOfTwoChoicesOnline,
-    "pkg": PartialKeyGroupingOnline,
-    "dchoices": DChoicesOnline,
-    "porc": PowerOfRandomChoicesOnline,
-    "chbl": BoundedRingOnline,
-    "cg": ConsistentGroupingOnline,
-    "ring": TokenRingOnline,
-}

@@ -42,7 +42,7 @@ from routeplan.model.hashing import (
 from routeplan.planning import metrics
 from routeplan.planning.registry import get_strategy
 from routeplan.simulation.events import Stream
-from routeplan.simulation.online import ONLINE, Setup
+from routeplan.simulation.online import ONLINE_SCHEMES, Setup, online_scheme
 
 # --------------------------------------------------------------------------------------------
 # the replay
@@ -131,11 +131,12 @@ def simulate(
     if not 0 < utilisation < np.inf:
         raise ValueError(f"utilisation must be a finite number > 0, got {utilisation}")
     params = dict(params or {})
-    if strategy not in ONLINE:
-        raise ValueError(f"no online form of strategy {strategy!r}; known: {', '.join(ONLINE)}")
+    if strategy not in ONLINE_SCHEMES:
+        known = ", ".join(ONLINE_SCHEMES)
+        raise ValueError(f"no online form of strategy {strategy!r}; known: {known}")
     started = time.perf_counter()
     setup = Setup(stream.names, workers, sources, hash_seed, np.random.default_rng(seed))
-    scheme = ONLINE[strategy](get_strategy(strategy, **params), setup)
+    scheme = online_scheme(get_strategy(strategy, **params), setup)
 
     m = stream.messages
     step = max(1, report_every or m // 100)

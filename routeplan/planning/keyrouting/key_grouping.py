@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
-from routeplan.planning.contract import finish_plan
+from routeplan.planning.contract import finish_plan, parameters
 from routeplan.planning.registry import register
 
 
@@ -19,13 +20,12 @@ def key_grouping_workers(num_key_groups: int, workers: Workers) -> tuple[str, ..
 
 
 @register("kg")
+@dataclass(frozen=True)
 class KeyGrouping:
-    """Hash partitioning, blind to load: what most streams run today."""
+    """Hash partitioning, blind to load: what most streams run today (no parameters)."""
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset()
-
-    name = "kg"
 
     def plan(
         self,
@@ -39,6 +39,7 @@ class KeyGrouping:
             strategy=self.name,
             workers=workers,
             key_group_worker=key_grouping_workers(loads.num_key_groups, workers),
+            params=parameters(self),
             hash_seed=loads.hash_seed,
         )
         return finish_plan(table, loads, current)

@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 from routeplan.model.hashing import hash_choices
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
+from routeplan.planning.contract import parameters
 from routeplan.planning.keyrouting.placement import choices_plan
 from routeplan.planning.registry import register
 
@@ -56,13 +58,9 @@ class _ChoicePlanner:
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset()
-
-    name = ""
+    name: ClassVar[str]
 
     def choices(self, shares: list[float], n: int) -> list[int]:
-        raise NotImplementedError
-
-    def params(self) -> dict[str, Any]:
         raise NotImplementedError
 
     def plan(
@@ -86,43 +84,41 @@ class _ChoicePlanner:
         def group(g: int, n: int) -> list[int]:
             return hash_choices(f"g{g}", group_d, n, seed)
 
-        return choices_plan(self.name, self.params(), loads, current, workers, hot, group)
+        return choices_plan(self.name, parameters(self), loads, current, workers, hot, group)
 
 
 @register("pkg")
+@dataclass(frozen=True)
 class PartialKeyGrouping(_ChoicePlanner):
     """Key splitting over ``d`` hash choices (paper 003 §3; ``d = 2`` as in the paper)."""
 
-    name = "pkg"
+    d: int = 2
 
-    def __init__(self, d: int = 2) -> None:
-        if d < 1:
+    def __post_init__(self) -> None:
+        if self.d < 1:
             raise ValueError("d must be >= 1")
-        self.d = int(d)
+        object.__setattr__(self, "d", int(self.d))
 
     def choices(self, shares: list[float], n: int) -> list[int]:
         return [min(self.d, n)] * len(shares)
 
-    def params(self) -> dict[str, Any]:
-        return {"d": self.d}
-
 
 @register("dchoices")
+@dataclass(frozen=True)
 class DChoices(_ChoicePlanner):
     """PKG whose head keys get ``⌈C_i·W/fill⌉`` choices, up to all workers (paper 003 Q4)."""
 
-    name = "dchoices"
+    head_threshold: float | None = None
+    fill: float = 0.5
 
-    def __init__(self, head_threshold: float | None = None, fill: float = 0.5) -> None:
-        if head_threshold is not None and not 0 < head_threshold <= 1:
+    def __post_init__(self) -> None:
+        if self.head_threshold is not None and not 0 < self.head_threshold <= 1:
             raise ValueError("head_threshold must be a share in (0, 1]")
-        if not 0 < fill <= 1:
+        if not 0 < self.fill <= 1:
             raise ValueError("fill must be in (0, 1]")
-        self.head_threshold = None if head_threshold is None else float(head_threshold)
-        self.fill = float(fill)
+        if self.head_threshold is not None:
+            object.__setattr__(self, "head_threshold", float(self.head_threshold))
+        object.__setattr__(self, "fill", float(self.fill))
 
     def choices(self, shares: list[float], n: int) -> list[int]:
         return head_choices(shares, n, self.head_threshold, self.fill)
-
-    def params(self) -> dict[str, Any]:
-        return {"head_threshold": self.head_threshold, "fill": self.fill}

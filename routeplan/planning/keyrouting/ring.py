@@ -14,13 +14,21 @@ as for any table (``key → group → worker``); the tokens per worker live in `
 the next plan starts from them. ``Q`` is the worker's predicted load over its capacity. Rounds
 that would break the budget (moves, migrated load) are not applied. No key is split (the ring
 cannot help a single hot key: §4.2 "in the worst case the skew is related to a single key").
+
+Budget (``moves.MoveLedger``): the starting ring itself may move key groups away from the current
+table (a newcomer's tokens, a draining worker's groups, a current table of another strategy). When
+it does more than the budget allows, the heaviest of those moves are made while the budget allows
+and the other key groups stay on their current worker — listed in ``strategy_state`` as
+``pinned_key_groups`` until a later plan can afford their move — and no round is applied; hot keys
+the current table routes on their own stay so unless their return to their group is affordable.
+Groups of workers no longer listed move whatever the budget (forced moves, reported).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -29,7 +37,8 @@ from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
-from routeplan.planning.contract import finish_plan
+from routeplan.planning.contract import finish_plan, parameters
+from routeplan.planning.keyrouting.moves import MoveLedger
 from routeplan.planning.registry import register
 
 METHODS = ("halving", "doubling")
@@ -97,41 +106,30 @@ def group_positions(num_key_groups: int, seed: int = DEFAULT_SEED) -> np.ndarray
 
 
 @register("ring")
+@dataclass(frozen=True)
 class TokenRing:
     """Consistent hashing with token halving or doubling (paper 001)."""
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset({"max_moves", "max_migrated_load_share"})
 
-    name = "ring"
+    method: str = "halving"
+    tau: float = 0.2
+    initial_tokens: int = 8
+    max_rounds: int = 3
 
-    def __init__(
-        self,
-        method: str = "halving",
-        tau: float = 0.2,
-        initial_tokens: int = 8,
-        max_rounds: int = 3,
-    ) -> None:
-        if method not in METHODS:
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}")
-        if tau < 0:
+        if self.tau < 0:
             raise ValueError("tau must be >= 0")
-        if initial_tokens < 1 or initial_tokens & (initial_tokens - 1):
+        if self.initial_tokens < 1 or self.initial_tokens & (self.initial_tokens - 1):
             raise ValueError("initial_tokens must be a power of 2 (halving, §4.2)")
-        if max_rounds < 0:
+        if self.max_rounds < 0:
             raise ValueError("max_rounds must be >= 0")
-        self.method = method
-        self.tau = float(tau)
-        self.initial_tokens = int(initial_tokens)
-        self.max_rounds = int(max_rounds)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "tau": self.tau,
-            "initial_tokens": self.initial_tokens,
-            "max_rounds": self.max_rounds,
-        }
+        object.__setattr__(self, "tau", float(self.tau))
+        object.__setattr__(self, "initial_tokens", int(self.initial_tokens))
+        object.__setattr__(self, "max_rounds", int(self.max_rounds))
 
     def start_tokens(self) -> int:
         """Tokens per worker on a fresh ring: ``N`` for halving, one for doubling."""
@@ -160,15 +158,23 @@ class TokenRing:
         same = state.get("method") == self.method
         tokens = self.initial(names, state.get("tokens") if same else None)
         positions = group_positions(loads.num_key_groups, loads.hash_seed)
-        before = (
-            np.asarray(current.key_group_worker, dtype=object)
-            if current is not None and current.num_key_groups == loads.num_key_groups
-            else None
-        )
-        rounds = dict.fromkeys(names, 0)
+
+        def ledger_for(owner: np.ndarray) -> MoveLedger:
+            """The moves of the table routing every group by the ring ``owner`` against current."""
+            ledger = MoveLedger.build(loads, current, workers, budget)
+            for w, name in enumerate(names):
+                ledger.set_groups(np.flatnonzero(owner == w), name)
+            for key in ledger.before_key:
+                ledger.set_key(key, (name_of[owner[loads.hot_key_group(key)]],))
+            return ledger
+
+        name_of = np.asarray(names, dtype=object)
         owner = HashRing.build(tokens, loads.hash_seed).lookup(positions)
+        ledger = ledger_for(owner)
+        fits = ledger.fits_spent()
+        rounds = dict.fromkeys(names, 0)
         applied = []
-        for _ in range(self.max_rounds * len(names)):
+        for _ in range(self.max_rounds * len(names) if fits else 0):
             worker_load = np.bincount(owner, weights=loads.key_group_load, minlength=len(names))
             x = triggered(worker_load / capacity, self.tau)
             if x is None or rounds[names[x]] >= self.max_rounds:
@@ -177,35 +183,63 @@ class TokenRing:
             if not redistribute(trial, names[x], self.method):
                 break
             trial_owner = HashRing.build(trial, loads.hash_seed).lookup(positions)
-            if not self._within_budget(trial_owner, names, before, loads, budget):
+            if not ledger_for(trial_owner).fits_spent():
                 break
             tokens, owner = trial, trial_owner
             rounds[names[x]] += 1
             applied.append(names[x])
+        group_worker = name_of[owner]
+        pinned: list[int] = []
+        hot_keys: dict[str, tuple[tuple[str, float], ...]] = {}
+        if not fits:
+            group_worker, pinned, hot_keys = self._settle(
+                group_worker, loads, current, workers, budget
+            )
         table = RoutingTable(
             stream=loads.stream,
             strategy=self.name,
             workers=workers,
-            key_group_worker=tuple(names[o] for o in owner),
-            params=self.params(),
-            strategy_state={"method": self.method, "tokens": tokens, "relieved": applied},
+            key_group_worker=tuple(group_worker),
+            hot_keys=hot_keys,
+            params=parameters(self),
+            strategy_state={
+                "method": self.method,
+                "tokens": tokens,
+                "relieved": applied,
+                **({"pinned_key_groups": pinned} if pinned else {}),
+            },
             hash_seed=loads.hash_seed,
         )
-        return finish_plan(table, loads, current)
+        return finish_plan(table, loads, current, ledger.extra())
 
     @staticmethod
-    def _within_budget(
-        owner: np.ndarray,
-        names: Sequence[str],
-        before: np.ndarray | None,
+    def _settle(
+        ring_worker: np.ndarray,
         loads: LoadSnapshot,
+        current: RoutingTable | None,
+        workers: Workers,
         budget: Budget,
-    ) -> bool:
-        if before is None:
-            return True
-        moved = np.asarray(names, dtype=object)[owner] != before
-        if budget.max_moves is not None and moved.sum() > budget.max_moves:
-            return False
-        share = loads.key_group_load[moved].sum() / loads.total if loads.total > 0 else 0.0
-        limit = budget.max_migrated_load_share
-        return limit is None or share <= limit + 1e-12
+    ) -> tuple[np.ndarray, list[int], dict[str, tuple[tuple[str, float], ...]]]:
+        """The ring's routing within the budget: forced moves, then the heaviest voluntary moves
+        while the budget allows; every other group stays on its current worker (pinned), and a
+        hot key of the current table stays routed on its own unless its return is affordable."""
+        ledger = MoveLedger.build(loads, current, workers, budget)
+        final = ledger.before_group.copy()
+        for g in np.flatnonzero(ledger.forced_group):
+            ledger.set_groups([g], ring_worker[g])
+            final[g] = ring_worker[g]
+        pinned = []
+        for g in np.argsort(-ledger.group_load, kind="stable"):
+            if ledger.forced_group[g] or ring_worker[g] == final[g]:
+                continue
+            if ledger.try_groups([g], ring_worker[g]):
+                final[g] = ring_worker[g]
+            else:
+                pinned.append(int(g))
+        hot_keys = {}
+        for key in sorted(ledger.before_key, key=lambda k: (-ledger.key_load[k], k)):
+            if not ledger.try_key(key, (final[loads.hot_key_group(key)],)):
+                kept = ledger.kept_targets(key, current)
+                if kept is not None:
+                    hot_keys[key] = kept
+        return final, sorted(pinned), hot_keys

@@ -15,6 +15,7 @@ schemes of the papers (``routeplan.simulation``) count messages only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from routeplan.model.hashing import salted_choice
@@ -22,6 +23,7 @@ from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
+from routeplan.planning.contract import parameters
 from routeplan.planning.keyrouting.placement import choices_plan
 from routeplan.planning.registry import register
 
@@ -35,13 +37,12 @@ def _every_worker_for_groups(_group: int, n: int) -> range:
 
 
 @register("sg")
+@dataclass(frozen=True)
 class ShuffleGrouping:
-    """Shuffle grouping: near-perfect balance, every hot key on every worker."""
+    """Shuffle grouping: near-perfect balance, every hot key on every worker (no parameters)."""
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset()
-
-    name = "sg"
 
     def plan(
         self,
@@ -52,7 +53,7 @@ class ShuffleGrouping:
     ) -> Plan:
         return choices_plan(
             self.name,
-            {},
+            parameters(self),
             loads,
             current,
             workers,
@@ -62,18 +63,19 @@ class ShuffleGrouping:
 
 
 @register("potc")
+@dataclass(frozen=True)
 class PowerOfTwoChoices:
     """Power of ``d`` random choices per message (Azar et al.; paper 000 §III-D, d = 2)."""
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset()
 
-    name = "potc"
+    d: int = 2
 
-    def __init__(self, d: int = 2) -> None:
-        if d < 1:
+    def __post_init__(self) -> None:
+        if self.d < 1:
             raise ValueError("d must be >= 1")
-        self.d = int(d)
+        object.__setattr__(self, "d", int(self.d))
 
     def plan(
         self,
@@ -88,5 +90,11 @@ class PowerOfTwoChoices:
             return [salted_choice(f"g{g}", salt, n, seed) for salt in range(1, self.d + 1)]
 
         return choices_plan(
-            self.name, {"d": self.d}, loads, current, workers, _every_worker_for_keys, group_choices
+            self.name,
+            parameters(self),
+            loads,
+            current,
+            workers,
+            _every_worker_for_keys,
+            group_choices,
         )

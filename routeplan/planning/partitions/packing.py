@@ -15,17 +15,21 @@ The algorithms are in ``heuristics`` (Any Fit §II-B/§VI-A, Algorithm 1, Kafka)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from routeplan.planning.partitions import heuristics
+
+if TYPE_CHECKING:
+    from routeplan.planning.partitions.exact import MilpResult
 
 ADAPTED = ("nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd")  # §II-B + Eq. 12–14
 MODIFIED = ("mwf", "mbf", "mwfp", "mbfp")  # Algorithm 1, Table II
 KAFKA = ("kafka_range", "kafka_roundrobin")  # equal partition counts, fixed group size
 EXACT = ("binpack_milp",)
 ALGORITHMS = ADAPTED + MODIFIED + KAFKA + EXACT
-ONLINE = ("nf", "ff", "bf", "wf")  # take partitions in arrival order
+ARRIVAL_ORDER = ("nf", "ff", "bf", "wf")  # take partitions in arrival order (``order``)
 
 _FITS = {"n": "next", "f": "first", "b": "best", "w": "worst"}
 
@@ -44,7 +48,8 @@ def bin_capacity(
 
 @dataclass(frozen=True)
 class Packing:
-    """An assignment and, for ``binpack_milp``, what the solver said (status, gap, seconds)."""
+    """An assignment and, for ``binpack_milp``, what the solver said: ``solver_status`` (str),
+    ``mip_gap`` (float or None) and ``solver_seconds``."""
 
     assignment: np.ndarray
     solver: dict[str, float | str | None] = field(default_factory=dict)
@@ -65,9 +70,9 @@ def pack(
     """Run algorithm ``name`` (one of :data:`ALGORITHMS`).
 
     ``consumers``: the group size of the Kafka assignors (required for them); ``order``: the
-    arrival order of the online algorithms and of ``kafka_roundrobin``; ``time_limit_s`` and
-    ``max_moves``: ``binpack_milp`` only; ``reopen_previous=False``: the plain Any Fit
-    algorithms (new bins get the lowest free id, Eq. 12, instead of Eq. 14).
+    arrival order of the :data:`ARRIVAL_ORDER` algorithms and of ``kafka_roundrobin``;
+    ``time_limit_s`` and ``max_moves``: ``binpack_milp`` only; ``reopen_previous=False``: the
+    plain Any Fit algorithms (new bins get the lowest free id, Eq. 12, instead of Eq. 14).
     """
     rates = np.asarray(rates, dtype=float)
     if name in ADAPTED:
@@ -98,8 +103,16 @@ def pack(
         result = binpack_milp(
             rates, capacity, previous, time_limit_s=time_limit_s, max_moves=max_moves
         )
-        solver = {"status": result.status, "mip_gap": result.mip_gap, "seconds": result.seconds}
-        return Packing(result.assignment, solver)
+        return Packing(result.assignment, _solver_outcome(result))
     else:
         raise ValueError(f"unknown bin-packing algorithm {name!r}; known: {', '.join(ALGORITHMS)}")
     return Packing(assignment)
+
+
+def _solver_outcome(result: MilpResult) -> dict[str, float | str | None]:
+    """``binpack_milp``'s result in the solver vocabulary."""
+    return {
+        "solver_status": result.solver_status,
+        "mip_gap": result.mip_gap,
+        "solver_seconds": result.solver_seconds,
+    }

@@ -1,4 +1,10 @@
-"""Run algorithms over a stream of measurements and summarise them as paper 002 §VI does."""
+"""Run algorithms over a stream of measurements and summarise them as paper 002 §VI does.
+
+``replay_strategy`` plans each measurement with a registered strategy, from its previous plan
+(what ``routeplan binpack`` runs); ``replay`` does the same on arrays with
+:func:`~routeplan.planning.partitions.packing.pack` and also takes the arrival orders the paper
+shuffles (what the benchmark runs). Both give a ``Run``; ``summarize`` compares runs.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from routeplan.model.loads import PartitionLoad
+from routeplan.model.plan import Budget
+from routeplan.model.table import PartitionAssignment
+from routeplan.model.workers import Worker, Workers
+from routeplan.planning.contract import Strategy
 from routeplan.planning.partitions import scores as bm
+from routeplan.planning.partitions.consumers import ConsumerNames
 from routeplan.planning.partitions.latency import latency_summary, queue_segments
-from routeplan.planning.partitions.packing import ONLINE, pack
+from routeplan.planning.partitions.packing import ARRIVAL_ORDER, pack
 
 
 @dataclass(frozen=True)
@@ -24,7 +36,8 @@ class Run:
     moves: np.ndarray  # N, partitions rebalanced
     overloaded: np.ndarray  # N, consumers over C with more than one partition
     seconds: np.ndarray  # N, planning time
-    solver: list[dict] = field(default_factory=list)  # binpack_milp: per iteration
+    # binpack_milp, per iteration: solver_status, mip_gap, solver_seconds
+    solver: list[dict] = field(default_factory=list)
 
 
 def replay(
@@ -48,7 +61,7 @@ def replay(
     plans, solver, seconds = [], [], []
     for k, rate in enumerate(rates):
         order = None
-        if orders is not None and name in ONLINE:
+        if orders is not None and name in ARRIVAL_ORDER:
             order = orders[k]
         elif orders is not None and name == "kafka_roundrobin":
             order = orders[0]
@@ -67,6 +80,78 @@ def replay(
         if packing.solver:
             solver.append(packing.solver)
         before = packing.assignment
+    return _run(name, rates, capacity, previous, plans, seconds, solver)
+
+
+def replay_strategy(
+    strategy: Strategy,
+    rates: np.ndarray,
+    consumers: ConsumerNames,
+    previous: np.ndarray | None = None,
+    *,
+    budget: Budget | None = None,
+    stream: str = "replay",
+) -> tuple[Run, list[PartitionAssignment]]:
+    """Plan every measurement (row of ``rates``) with a ``partition_assignment`` ``strategy``,
+    each from its last plan (the first from ``previous``: consumer ids, −1 for none), as a
+    consumer group that may grow: ``consumers`` names consumer ids (the known ones first, then
+    ``c<id>``, as the strategy names them).
+
+    The strategy sees the group as its workers: every consumer a plan may use, up to one per
+    partition beyond those ``previous`` names, so that a consumer keeps its id from one plan to
+    the next and each plan sees what ``replay`` would (the same numbers). Returns the ``Run``
+    (the bin capacity is the first plan's ``bin_capacity``) and the plans' tables."""
+    if getattr(strategy, "consumer_capacity", None) is None:
+        raise ValueError(f"{strategy.name}: replaying needs the strategy's consumer_capacity")
+    rates = np.atleast_2d(np.asarray(rates, dtype=float))
+    budget = budget or Budget()
+    prior = None if previous is None else np.asarray(previous, dtype=np.int64)
+    pool = max(len(consumers.known), 1 + int(prior.max(initial=-1)) if prior is not None else 0)
+    group = consumers.decode(range(pool + rates.shape[1]))
+    ids = {name: i for i, name in enumerate(group)}
+    workers = Workers(tuple(Worker(name) for name in group))
+    current = None
+    if prior is not None and np.any(prior >= 0):
+        held = {p: group[int(c)] for p, c in enumerate(prior.tolist()) if c >= 0}
+        current = PartitionAssignment(stream, "current", workers, held)
+    tables: list[PartitionAssignment] = []
+    plans, solver, seconds = [], [], []
+    capacity = None
+    for rate in rates:
+        started = time.perf_counter()
+        plan = strategy.plan(PartitionLoad(stream, rate), current, workers, budget)
+        seconds.append(time.perf_counter() - started)
+        table = plan.table
+        if not isinstance(table, PartitionAssignment):
+            raise TypeError(f"{strategy.name} does not assign partitions")
+        capacity = float(table.params["bin_capacity"]) if capacity is None else capacity
+        for name in table.consumers.names:  # beyond the group: a consumer the plan created
+            ids.setdefault(name, len(ids))
+        owner = table.partition_consumer
+        plans.append(np.array([ids[owner[p]] for p in range(rate.size)], dtype=np.int64))
+        if "solver_status" in table.strategy_state:
+            solver.append(
+                {
+                    "solver_status": table.strategy_state["solver_status"],
+                    "mip_gap": plan.predicted.get("mip_gap"),
+                    "solver_seconds": plan.predicted["solver_seconds"],
+                }
+            )
+        tables.append(table)
+        current = table
+    name = strategy.name
+    return _run(name, rates, capacity, prior, plans, seconds, solver), tables
+
+
+def _run(
+    name: str,
+    rates: np.ndarray,
+    capacity: float,
+    previous: np.ndarray | None,
+    plans: list[np.ndarray],
+    seconds: list[float],
+    solver: list[dict],
+) -> Run:
     assignments = np.array(plans, dtype=np.int64).reshape(rates.shape)
     priors = [previous] + list(assignments[:-1])
     moved = [bm.moved(p, a) for p, a in zip(priors, assignments, strict=True)]
@@ -109,7 +194,7 @@ def summarize(
         "partitions": int(rates.shape[1]),
         "iterations": int(rates.shape[0]),
         "consumer_capacity": float(consumer_capacity),
-        "capacity": float(capacity),
+        "bin_capacity": float(capacity),
         "iteration_s": float(iteration_s),
         "rebalance_s": float(rebalance_s),
         "lower_bound": bound.tolist(),

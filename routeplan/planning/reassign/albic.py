@@ -33,16 +33,17 @@ paper's "current average system load divided by" a reference one (§5).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 import numpy as np
 
 from routeplan.model.loads import LoadSnapshot
-from routeplan.model.plan import Budget, Plan
+from routeplan.model.plan import BUDGET_LIMITS, Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
+from routeplan.planning.contract import parameters
 from routeplan.planning.metrics import collocation_factor
 from routeplan.planning.reassign.milp import Milp, distance
 from routeplan.planning.reassign.reassignment import Reassignment, Units
@@ -109,37 +110,6 @@ class FlowGraph:
         else:
             downstream = np.full(up.size, float(self.groups))
         return self.messages > out[up] / downstream * score_factor
-
-
-Anchor = tuple[str, str]  # (name, worker): a key group of another stream and where it sits
-
-
-def flow_arrays(
-    num_key_groups: int, edges: Iterable[tuple[int | Anchor, int | Anchor, float]]
-) -> tuple[np.ndarray, tuple[str, ...]]:
-    """``(LoadSnapshot.key_group_flow, LoadSnapshot.flow_anchors)`` from edges ``(upstream,
-    downstream, messages)`` whose ends are key groups of the stream (``int``) or anchors
-    ``(name, worker)``; repeated edges add up, an anchor named twice is one node."""
-    anchors: dict[str, int] = {}
-    workers: list[str] = []
-    total: dict[tuple[int, int], float] = {}
-
-    def node(end: int | Anchor) -> int:
-        if isinstance(end, tuple):
-            name, worker = end
-            if name not in anchors:
-                anchors[name] = num_key_groups + len(workers)
-                workers.append(str(worker))
-            return anchors[name]
-        if not 0 <= int(end) < num_key_groups:
-            raise ValueError(f"flow names key group {end}, outside 0..{num_key_groups - 1}")
-        return int(end)
-
-    for up, down, messages in edges:
-        key = (node(up), node(down))
-        total[key] = total.get(key, 0.0) + float(messages)
-    rows = [(a, b, m) for (a, b), m in sorted(total.items())]
-    return np.array(rows, dtype=float).reshape(-1, 3), tuple(workers)
 
 
 def components(nodes: int, ends: np.ndarray) -> list[np.ndarray]:
@@ -233,70 +203,61 @@ def _bisect(weight: np.ndarray, adj: np.ndarray, share: float, tolerance: float)
 
 
 @register("albic")
-class Albic(Milp):
-    """ALBIC (paper 004 §4.3.2, Algorithm 2) on top of the ``milp`` strategy."""
+@dataclass(frozen=True)
+class Albic:
+    """ALBIC (paper 004 §4.3.2, Algorithm 2) on top of the ``milp`` strategy.
 
-    name = "albic"
+    Its own parameters (module docstring): ``max_load_distance`` (maxLD), ``max_partition_load``
+    (maxPL), ``step_partition_load`` (stepPL), ``score_factor`` (sF), ``collocations_per_run``,
+    ``operator_groups``, ``remote_cost``; the others are the :class:`Milp` it solves with
+    (:attr:`milp`). Every limit is the ``Budget``'s."""
 
-    def __init__(
-        self,
-        max_load_distance: float = 0.10,
-        max_partition_load: float = 0.25,
-        step_partition_load: float = 0.05,
-        score_factor: float = 1.5,
-        collocations_per_run: int = 1,
-        operator_groups: int | None = None,
-        remote_cost: float = 1.0,
-        w1: float = 1000.0,
-        w2: float = 1.0,
-        w_drain: float = 10.0,
-        w_migration: float = 1.0,
-        max_migrations: int | None = None,
-        migration_cost: str = "moves",
-        max_migration_cost: float | None = None,
-        resource_bounds: Mapping[str, float] | None = None,
-        solver: str = "highs",
-        max_variables: int | None = 800,
-        seed: int = 0,
-    ) -> None:
-        super().__init__(
-            w1=w1,
-            w2=w2,
-            w_drain=w_drain,
-            w_migration=w_migration,
-            max_migrations=max_migrations,
-            migration_cost=migration_cost,
-            max_migration_cost=max_migration_cost,
-            resource_bounds=resource_bounds,
-            solver=solver,
-            max_variables=max_variables,
-            seed=seed,
-        )
-        if not (max_load_distance >= 0 and max_partition_load > 0 and step_partition_load > 0):
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset(BUDGET_LIMITS)
+
+    max_load_distance: float = 0.10
+    max_partition_load: float = 0.25
+    step_partition_load: float = 0.05
+    score_factor: float = 1.5
+    collocations_per_run: int = 1
+    operator_groups: int | None = None
+    remote_cost: float = 1.0
+    w1: float = 1000.0
+    w2: float = 1.0
+    w_drain: float = 10.0
+    w_migration: float = 1.0
+    resource_bounds: Mapping[str, float] | None = None
+    solver: str = "highs"
+    max_variables: int | None = 800
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (
+            self.max_load_distance >= 0
+            and self.max_partition_load > 0
+            and self.step_partition_load > 0
+        ):
             raise ValueError("need max_load_distance >= 0, max/step_partition_load > 0")
-        if score_factor <= 0 or collocations_per_run < 0 or remote_cost < 0:
+        if self.score_factor <= 0 or self.collocations_per_run < 0 or self.remote_cost < 0:
             raise ValueError("need score_factor > 0, collocations_per_run >= 0, remote_cost >= 0")
-        if operator_groups is not None and operator_groups < 1:
+        if self.operator_groups is not None and self.operator_groups < 1:
             raise ValueError("operator_groups must be >= 1")
-        self.max_load_distance = float(max_load_distance)
-        self.max_partition_load = float(max_partition_load)
-        self.step_partition_load = float(step_partition_load)
-        self.score_factor = float(score_factor)
-        self.collocations_per_run = int(collocations_per_run)
-        self.operator_groups = operator_groups
-        self.remote_cost = float(remote_cost)
+        object.__setattr__(self, "resource_bounds", self.milp.resource_bounds)  # checks the rest
 
-    def params(self) -> dict[str, Any]:
-        return {
-            **super().params(),
-            "max_load_distance": self.max_load_distance,
-            "max_partition_load": self.max_partition_load,
-            "step_partition_load": self.step_partition_load,
-            "score_factor": self.score_factor,
-            "collocations_per_run": self.collocations_per_run,
-            "operator_groups": self.operator_groups,
-            "remote_cost": self.remote_cost,
-        }
+    @property
+    def milp(self) -> Milp:
+        """The MILP of Algorithm 2's step 4 (no hard cap on the load distance: maxLD only
+        decides whether to try again with smaller partitions)."""
+        return Milp(
+            w1=self.w1,
+            w2=self.w2,
+            w_drain=self.w_drain,
+            w_migration=self.w_migration,
+            resource_bounds=self.resource_bounds,
+            solver=self.solver,
+            max_variables=self.max_variables,
+            seed=self.seed,
+        )
 
     def plan(
         self,
@@ -305,7 +266,8 @@ class Albic(Milp):
         workers: Workers,
         budget: Budget,
     ) -> Plan:
-        problem = self.instance(loads, current, workers, budget)
+        milp = self.milp
+        problem = milp.instance(loads, current, workers, budget)
         graph = FlowGraph.of(loads, workers)
         rng = np.random.default_rng(self.seed)
         candidates = graph.candidates(self.score_factor, self.operator_groups)
@@ -326,7 +288,7 @@ class Albic(Milp):
             else:
                 units, pins = self._units(problem, graph, col_sets, to_collocate, max_pl)
             remaining = max(deadline - time.perf_counter(), 0.1)
-            outcome = self.optimise(problem, units, remaining if last else remaining / 2)
+            outcome = milp.optimise(problem, units, remaining if last else remaining / 2)
             if last or distance(problem, units, outcome.assign) <= self.max_load_distance:
                 break
             max_pl -= self.step_partition_load  # Algorithm 2 line 36
@@ -339,7 +301,8 @@ class Albic(Milp):
             "max_partition_load": max(max_pl, 0.0),
             "albic_attempts": float(attempts),
         }
-        return problem.finish(self.name, group_worker, self.params(), outcome.state(), extra)
+        params = {**parameters(self), "resource_bounds": dict(self.resource_bounds or {})}
+        return problem.finish(self.name, group_worker, params, outcome.state(), extra)
 
     @staticmethod
     def _pair_order(ends: np.ndarray, messages: np.ndarray, rng: np.random.Generator):

@@ -1,4 +1,4 @@
-"""``flux``: the Flux baseline of paper 004 (§2.2, after Shah et al.), bounded by max migrations.
+"""``flux``: the Flux baseline of paper 004 (§2.2, after Shah et al.), within a migration budget.
 
 "At the end of each period, nodes are sorted in descending order of their workloads, and then it
 moves the biggest suitable data partition at the first node to the last one in the list, so that
@@ -6,7 +6,8 @@ load-variance is decreased. If necessary, it also moves a partition at the secon
 second last one in the list, and so on." Here: rounds of that pairing on normalised load
 (load / capacity, so unequal workers compare), each pair moving the key group that best evens the
 pair (the smallest resulting peak deviation — "best fitting"), until a round moves nothing or the
-budget (``max_migrations``, ``Budget``) is spent; a group moves at most once per plan.
+budget (``Budget``: moves, moved load, migration cost) is spent; a group moves at most once
+per plan.
 
 Flux knows nothing of scale-in: draining workers are emptied first, each group to the least loaded
 active worker, and the pairing balances with what is left of the budget — the "scale-in, then
@@ -16,7 +17,8 @@ shared with ``milp`` and ``albic``: :mod:`routeplan.planning.reassign`.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -24,6 +26,7 @@ from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import BUDGET_LIMITS, Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
+from routeplan.planning.contract import parameters
 from routeplan.planning.reassign.reassignment import Reassignment, Units
 from routeplan.planning.registry import register
 
@@ -134,32 +137,14 @@ def flux(
 
 
 @register("flux")
+@dataclass(frozen=True)
 class Flux:
-    """Flux (paper 004 §2.2, §5 baseline): pairwise most/least loaded moves within a budget."""
+    """Flux (paper 004 §2.2, §5 baseline): pairwise most/least loaded moves within the budget.
+
+    It has no parameters: every limit is the ``Budget``'s."""
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset(BUDGET_LIMITS)
-
-    name = "flux"
-
-    def __init__(
-        self,
-        max_migrations: int | None = None,
-        migration_cost: str = "moves",
-        max_migration_cost: float | None = None,
-    ) -> None:
-        if max_migrations is not None and max_migrations < 0:
-            raise ValueError("max_migrations must be >= 0")
-        self.max_migrations = max_migrations
-        self.migration_cost = migration_cost
-        self.max_migration_cost = max_migration_cost
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "max_migrations": self.max_migrations,
-            "migration_cost": self.migration_cost,
-            "max_migration_cost": self.max_migration_cost,
-        }
 
     def plan(
         self,
@@ -168,15 +153,7 @@ class Flux:
         workers: Workers,
         budget: Budget,
     ) -> Plan:
-        problem = Reassignment.build(
-            loads,
-            current,
-            workers,
-            budget,
-            max_migrations=self.max_migrations,
-            migration_cost=self.migration_cost,
-            max_migration_cost=self.max_migration_cost,
-        )
+        problem = Reassignment.build(loads, current, workers, budget)
         units = Units.build(problem)
         assign = flux(problem, units, units.initial(problem))
-        return problem.finish(self.name, units.group_worker(assign), self.params(), {}, {})
+        return problem.finish(self.name, units.group_worker(assign), parameters(self), {}, {})

@@ -10,8 +10,11 @@ Heterogeneous Nodes"; ``mean`` = total load / active capacity) and ``B`` the dra
     (3)  u_i ≤ 1 + (d − d_u)                              every worker
     (4)  u_i ≥ 1 − (d − d_l)                              active workers only (scale-in)
          Σ_i x_{i,k}·r_k ≤ bound_r·c_i·Σr/Σc               optional resources ("Multi-Dimensional")
-         d ≤ bound                                        optional hard bound on the load distance
+         d ≤ maxLD                                        optional cap (``max_load_distance``)
 
+``mc_k`` is in the budget's ``migration_cost_unit`` (one move, the group's distinct keys or its
+load) — in (2), where maxMigrCost is ``Budget.max_migration_cost`` (the moves and the moved load
+are capped by ``max_moves`` and ``max_migrated_load_share``), and in the objective's last term.
 ``d`` is the load distance (``metrics.load_distance``); ``w1 ≫ w2`` minimises it first, then
 tightens both sides. The objective term on ``B`` is the paper's stated second objective
 ("minimize … and Σ_{n_i∈B} load_i"), which its MILP leaves implicit (Lemmas 1–2); with a budget,
@@ -25,13 +28,14 @@ the model infeasible. New groups cannot go to draining workers (Lemma 1: the MIL
 Solving: HiGHS through PuLP (CBC with ``solver="cbc"``), always with ``Budget.time_limit_s`` and a
 greedy warm start (LPT for new groups, then Flux, ``routeplan.planning.reassign.flux``); the plan
 is the better of the two, so it is never worse than Flux. The solver's own status and gap are
-reported (``routeplan.planning.solver``). The LP relaxation of this model has ``d = 0`` whatever
+reported (``routeplan.planning.solver``): ``strategy_state.solver_status``, and the predicted
+``mip_gap`` and ``solver_seconds``. The LP relaxation of this model has ``d = 0`` whatever
 the loads, so solvers rarely prove optimality and HiGHS spends seconds on root cuts of a 30
 000-binary model without improving its start. Above ``max_variables`` binaries the same MILP is
 therefore solved over neighbourhoods — the most over- and under-loaded workers (and draining ones),
 every other worker's load fixed, each sub-model warm-started from the incumbent — until the time
 limit or ``STALL_ROUNDS`` neighbourhoods without improvement (``strategy_state.model``: ``full`` or
-``neighbourhood``; ``gap`` only for ``full``). On §5.1's instances small neighbourhoods beat the
+``neighbourhood``; ``mip_gap`` only for ``full``). On §5.1's instances small neighbourhoods beat the
 whole model within 1–3 s (``bench/paper004_milp.py``). Conventions shared with ``flux``
 and ``albic`` (whole key groups, budget, forced moves): :mod:`routeplan.planning.reassign`.
 """
@@ -42,6 +46,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -50,6 +55,7 @@ from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import BUDGET_LIMITS, Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
+from routeplan.planning.contract import parameters
 from routeplan.planning.metrics import load_distance
 from routeplan.planning.reassign.flux import flux
 from routeplan.planning.reassign.reassignment import Reassignment, Units
@@ -85,36 +91,36 @@ class Weights:
 
 @dataclass
 class Outcome:
-    """An assignment (unit → worker) and how it was found."""
+    """An assignment (unit → worker) and how it was found: the solver's own status
+    (``solver_status``), its relative gap (``mip_gap``, the whole model only) and the time."""
 
     assign: np.ndarray
-    status: str
+    solver_status: str
     solver: str
     model: str
-    gap: float | None = None
-    seconds: float = 0.0
+    mip_gap: float | None = None
+    solver_seconds: float = 0.0
     warm_start_load_distance: float = 0.0
     subproblems: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
 
     def extra(self) -> dict[str, float]:
-        """The numeric part, for the plan's metrics."""
+        """The numeric part, for the plan's predicted metrics."""
         numbers = {
-            "solve_seconds": self.seconds,
+            "solver_seconds": self.solver_seconds,
             "warm_start_load_distance": self.warm_start_load_distance,
             "subproblems": float(self.subproblems),
         }
-        if self.gap is not None:
-            numbers["gap"] = self.gap
+        if self.mip_gap is not None:
+            numbers["mip_gap"] = self.mip_gap
         return numbers
 
     def state(self) -> dict[str, Any]:
         """The rest, for the table's ``strategy_state``."""
         return {
-            "solve_status": self.status,
+            "solver_status": self.solver_status,
             "solver": self.solver,
             "model": self.model,
-            "gap": self.gap,
             "subproblem_status": dict(self.statuses),
         }
 
@@ -169,7 +175,11 @@ def drain_progress(
 
 class _Model:
     """One MILP over the ``free`` units and the ``selected`` workers; everything else is fixed at
-    the incumbent and enters as constants (the whole §4.3.1 model when all are free)."""
+    the incumbent and enters as constants (the whole §4.3.1 model when all are free).
+
+    Built one part of the paper's model per method, in this order: the variables, the load of
+    each worker, constraints (3) and (4), the objective, constraints (1) and (2), the resources,
+    the drain progress, then the incumbent as the warm start."""
 
     def __init__(
         self,
@@ -180,104 +190,195 @@ class _Model:
         selected: np.ndarray,
         allowed: list[np.ndarray],
         weights: Weights,
-        bound: float | None,
+        max_load_distance: float | None,
         require_drain: bool,
     ) -> None:
         import pulp
 
-        self.free = free
+        self.problem, self.units, self.incumbent = problem, units, incumbent
+        self.free, self.selected, self.allowed = free, selected, allowed
+        self.weights, self.max_load_distance = weights, max_load_distance
         n = len(problem.workers)
-        in_model = np.zeros(n, dtype=bool)
-        in_model[selected] = True
-        scale = problem.capacity * problem.fair
-        fixed = np.ones(len(units), dtype=bool)
-        fixed[free] = False
+        self.in_model = np.zeros(n, dtype=bool)
+        self.in_model[selected] = True
+        self.fixed = np.ones(len(units), dtype=bool)
+        self.fixed[free] = False
         fixed_load = problem.base + np.bincount(
-            incumbent[fixed], weights=units.load[fixed], minlength=n
+            incumbent[self.fixed], weights=units.load[self.fixed], minlength=n
         )
-        u_fixed = fixed_load / scale
-        active = problem.active
-        prob = pulp.LpProblem("key_group_allocation", pulp.LpMinimize)
+        self.scale = problem.capacity * problem.fair
+        self.u_fixed = fixed_load / self.scale
+        rest = ~self.in_model
+        self.over_fixed = (self.u_fixed[rest] - 1.0).max(initial=-np.inf)
+        self.under_fixed = (1.0 - self.u_fixed[rest & problem.active]).max(initial=-np.inf)
+        self.prob = pulp.LpProblem("key_group_allocation", pulp.LpMinimize)
+        self.variables()
+        self.load = self.worker_load()
+        self.upper_load()
+        self.lower_load()
+        self.objective()
+        self.one_worker_per_group()
+        self.migration_budget()
+        self.resources()
+        if require_drain:
+            self.drain_progress()
+        self.warm_start()
+
+    def variables(self) -> None:
+        """``x_{i,k}`` ∈ {0, 1} for each free unit ``k`` and each allowed worker ``i`` in the
+        model; ``d`` ∈ [d_fixed, maxLD] (``d_fixed``: the distance the fixed workers already
+        impose; ``maxLD`` = ``max_load_distance``, optional), ``d_u``, ``d_l`` ≥ 0."""
+        import pulp
+
+        prob = self.prob
         self.x: dict[tuple[int, int], Any] = {}
-        for u in free:
-            for i in allowed[u]:
-                if in_model[i]:
+        for u in self.free:
+            for i in self.allowed[u]:
+                if self.in_model[i]:
                     self.x[i, u] = prob.add_variable(f"x_{i}_{u}", 0, 1, cat=pulp.LpBinary)
-        rest = ~in_model
-        over_fixed = (u_fixed[rest] - 1.0).max(initial=-np.inf)
-        under_fixed = (1.0 - u_fixed[rest & active]).max(initial=-np.inf)
-        d = prob.add_variable("d", max(over_fixed, under_fixed, 0.0), bound)
-        du = prob.add_variable("d_u", 0)
-        dl = prob.add_variable("d_l", 0)
-        self.d = d
-        by_worker: dict[int, list[tuple[Any, int]]] = {int(i): [] for i in selected}
+        lowest = max(self.over_fixed, self.under_fixed, 0.0)
+        self.d = prob.add_variable("d", lowest, self.max_load_distance)
+        self.du = prob.add_variable("d_u", 0)
+        self.dl = prob.add_variable("d_l", 0)
+        self.by_worker: dict[int, list[tuple[Any, int]]] = {int(i): [] for i in self.selected}
         for (i, u), var in self.x.items():
-            by_worker[i].append((var, u))
-        drain_terms = []
-        for i, terms in by_worker.items():
-            expr = pulp.LpAffineExpression(
-                [(var, units.load[u] / scale[i]) for var, u in terms], constant=u_fixed[i]
+            self.by_worker[i].append((var, u))
+        self.moving = [
+            (var, u) for (i, u), var in self.x.items() if self.units.owner[u] not in (-1, i)
+        ]
+
+    def worker_load(self) -> dict[int, Any]:
+        """``u_i = Σ_k x_{i,k}·gLoad_k / (c_i·mean)`` for each worker in the model (fixed units
+        as a constant): its load over its fair share ("Extending to Heterogeneous Nodes")."""
+        import pulp
+
+        units, scale = self.units, self.scale
+        return {
+            i: pulp.LpAffineExpression(
+                [(var, units.load[u] / scale[i]) for var, u in terms], constant=self.u_fixed[i]
             )
-            prob += expr <= 1.0 + d - du, f"upper_{i}"  # (3)
+            for i, terms in self.by_worker.items()
+        }
+
+    def upper_load(self) -> None:
+        """(3) ``u_i ≤ 1 + (d − d_u)`` for every worker; for the workers outside the model, their
+        fixed largest ``u_i − 1 ≤ d − d_u``."""
+        prob, d, du = self.prob, self.d, self.du
+        for i, expr in self.load.items():
+            prob += expr <= 1.0 + d - du, f"upper_{i}"
+        if np.isfinite(self.over_fixed):
+            prob += du - d <= -self.over_fixed, "upper_fixed"
+
+    def lower_load(self) -> None:
+        """(4) ``u_i ≥ 1 − (d − d_l)`` for the active workers only (draining ones may empty:
+        "Supporting Horizontal Scale-In"); outside the model, ``1 − u_i ≤ d − d_l``."""
+        prob, d, dl = self.prob, self.d, self.dl
+        active = self.problem.active
+        for i, expr in self.load.items():
             if active[i]:
-                prob += expr >= 1.0 - d + dl, f"lower_{i}"  # (4)
-            else:
-                drain_terms.append(expr)
-        if np.isfinite(over_fixed):
-            prob += du - d <= -over_fixed, "upper_fixed"
-        if np.isfinite(under_fixed):
-            prob += dl - d <= -under_fixed, "lower_fixed"
-        moving = [(var, u) for (i, u), var in self.x.items() if units.owner[u] not in (-1, i)]
-        per_cost = weights.per_cost(problem)
-        prob += (
-            weights.w1 * d
-            - weights.w2 * (du + dl)
-            + weights.w_drain * pulp.lpSum(drain_terms)
-            + pulp.LpAffineExpression([(var, per_cost * units.spend[u, 2]) for var, u in moving])
+                prob += expr >= 1.0 - d + dl, f"lower_{i}"
+        if np.isfinite(self.under_fixed):
+            prob += dl - d <= -self.under_fixed, "lower_fixed"
+
+    def objective(self) -> None:
+        """``min w1·d − w2·(d_u + d_l) + w_drain·Σ_{i∈B} u_i
+        + w_migration·Σ_{i,k} (1 − q_{i,k})·x_{i,k}·mc_k / Σ_k mc_k`` (:class:`Weights`)."""
+        import pulp
+
+        weights, units = self.weights, self.units
+        drained = [expr for i, expr in self.load.items() if not self.problem.active[i]]
+        per_cost = weights.per_cost(self.problem)
+        self.prob += (
+            weights.w1 * self.d
+            - weights.w2 * (self.du + self.dl)
+            + weights.w_drain * pulp.lpSum(drained)
+            + pulp.LpAffineExpression(
+                [(var, per_cost * units.spend[u, 2]) for var, u in self.moving]
+            )
         )
-        for u in free:  # (1)
-            prob += pulp.lpSum(self.x[i, u] for i in allowed[u] if in_model[i]) == 1, f"one_{u}"
-        leaving_fixed = units.leaving(incumbent) & fixed
+
+    def one_worker_per_group(self) -> None:
+        """(1) ``Σ_i x_{i,k} = 1``: every free unit on exactly one worker."""
+        import pulp
+
+        for u in self.free:
+            self.prob += (
+                pulp.lpSum(self.x[i, u] for i in self.allowed[u] if self.in_model[i]) == 1,
+                f"one_{u}",
+            )
+
+    def migration_budget(self) -> None:
+        """(2) ``Σ_{i,k} (1 − q_{i,k})·x_{i,k}·mc_k ≤ maxMigrCost``, and the same for the moves
+        and the moved load: one row per budget dimension that has a limit, less what the fixed
+        units spend (and a hair, so that a solver's tolerance cannot overspend)."""
+        import pulp
+
+        units, incumbent = self.units, self.incumbent
+        if not self.moving:
+            return
+        leaving_fixed = units.leaving(incumbent) & self.fixed
         spent_fixed = units.pin_spend.sum(axis=0) + units.spend[leaving_fixed].sum(axis=0)
-        for j, limit in enumerate(problem.budget_left):  # (2), per budget dimension
-            if np.isfinite(limit) and moving:
+        for j, limit in enumerate(self.problem.budget_left):
+            if np.isfinite(limit):
                 rhs = limit - spent_fixed[j] - _EPS * max(1.0, abs(limit))
-                prob += (
-                    pulp.LpAffineExpression([(var, units.spend[u, j]) for var, u in moving]) <= rhs,
+                self.prob += (
+                    pulp.LpAffineExpression([(var, units.spend[u, j]) for var, u in self.moving])
+                    <= rhs,
                     f"budget_{j}",
                 )
+
+    def resources(self) -> None:
+        """§4.3.1 "Extending to Multi-Dimensional Load":
+        ``Σ_k x_{i,k}·r_k ≤ bound_r·c_i·Σ_k r_k / Σ c`` for every resource ``r``
+        (``Reassignment.add_resource``) and worker in the model."""
+        import pulp
+
+        problem, units, n = self.problem, self.units, len(self.problem.workers)
         for r, (use, cap) in enumerate(
             zip(problem.resource_use.values(), problem.resource_cap.values(), strict=True)
         ):
             unit_use = units.resource(use)
-            used_fixed = np.bincount(incumbent[fixed], weights=unit_use[fixed], minlength=n)
-            for i, terms in by_worker.items():
+            used_fixed = np.bincount(
+                self.incumbent[self.fixed], weights=unit_use[self.fixed], minlength=n
+            )
+            for i, terms in self.by_worker.items():
                 if terms:
-                    prob += (
+                    self.prob += (
                         pulp.LpAffineExpression([(var, unit_use[u]) for var, u in terms])
                         <= cap[i] - used_fixed[i],
                         f"resource_{r}_{i}",
                     )
-        if require_drain:  # at least one loaded unit leaves a draining worker
-            candidates = _drain_candidates(problem, units, ~fixed)
-            done = _drain_candidates(problem, units, fixed)
-            satisfied = np.any(incumbent[done] != units.owner[done]) or not np.all(
-                in_model[units.owner[candidates]]
-            )
-            if candidates.size and not satisfied:
-                stays = [self.x[units.owner[u], u] for u in candidates]
-                prob += pulp.lpSum(stays) <= len(stays) - 1, "drain_progress"
-        self.prob = prob
-        # warm start: the incumbent
+
+    def drain_progress(self) -> None:
+        """``Σ_{k on B} x_{q(k),k} ≤ |{k on B}| − 1``: at least one loaded unit leaves a draining
+        worker (unless a fixed unit already does, or one of their workers is outside the
+        model)."""
+        import pulp
+
+        problem, units = self.problem, self.units
+        candidates = _drain_candidates(problem, units, ~self.fixed)
+        done = _drain_candidates(problem, units, self.fixed)
+        satisfied = np.any(self.incumbent[done] != units.owner[done]) or not np.all(
+            self.in_model[units.owner[candidates]]
+        )
+        if candidates.size and not satisfied:
+            stays = [self.x[units.owner[u], u] for u in candidates]
+            self.prob += pulp.lpSum(stays) <= len(stays) - 1, "drain_progress"
+
+    def warm_start(self) -> None:
+        """The incumbent as every variable's initial value (``d`` clipped to ``maxLD``: an
+        infeasible start HiGHS would refuse)."""
+        problem, units, incumbent = self.problem, self.units, self.incumbent
         for (i, u), var in self.x.items():
             var.setInitialValue(int(incumbent[u] == i))
         uu = problem.normalised(units, incumbent)
-        over, under = uu.max() - 1.0, 1.0 - uu[active].min()
-        d0 = max(over, under, d.lowBound)
-        d0 = d0 if bound is None else min(d0, bound)  # an infeasible start HiGHS will refuse
-        d.setInitialValue(d0)
-        du.setInitialValue(max(d0 - over, 0.0))
-        dl.setInitialValue(max(d0 - under, 0.0))
+        over, under = uu.max() - 1.0, 1.0 - uu[problem.active].min()
+        d0 = max(over, under, self.d.lowBound)
+        if self.max_load_distance is not None:
+            d0 = min(d0, self.max_load_distance)
+        self.d.setInitialValue(d0)
+        self.du.setInitialValue(max(d0 - over, 0.0))
+        self.dl.setInitialValue(max(d0 - under, 0.0))
 
     def solution(self, incumbent: np.ndarray) -> np.ndarray:
         assign = incumbent.copy()
@@ -298,7 +399,7 @@ def optimise(
     weights: Weights,
     time_limit_s: float,
     solver: str = "highs",
-    bound: float | None = None,
+    max_load_distance: float | None = None,
     scale_in: str = "integrated",
     max_variables: int | None = 800,
     seed: int = 0,
@@ -326,8 +427,8 @@ def optimise(
     free = np.flatnonzero(movable)
     allowed = units.allowed(problem)
     if free.size == 0:
-        outcome.status = "trivial"
-        return _checked(outcome, problem, units, bound, started)
+        outcome.solver_status = "trivial"
+        return _checked(outcome, problem, units, max_load_distance, started)
     size = sum(len(allowed[u]) for u in free)
     statuses: Counter[str] = Counter()
     full = max_variables is None or size <= max_variables
@@ -346,7 +447,15 @@ def optimise(
             )
             sub_free = free[np.isin(best[free], selected)]
         model = _Model(
-            problem, units, best, sub_free, selected, allowed, weights, bound, require_drain
+            problem,
+            units,
+            best,
+            sub_free,
+            selected,
+            allowed,
+            weights,
+            max_load_distance,
+            require_drain,
         )
         limit = remaining if full else min(remaining, max(SUB_LIMIT_S, time_limit_s / 8))
         last = solve(model.prob, solver, limit)
@@ -370,23 +479,30 @@ def optimise(
     outcome.subproblems = sum(statuses.values())
     if full and last is not None:
         outcome.model = "full"
-        outcome.status = last.status
-        outcome.gap = last.gap
+        outcome.solver_status = last.status
+        outcome.mip_gap = last.gap
     elif last is not None:
         outcome.model = "neighbourhood"
         ran_out = deadline - time.perf_counter() <= 0.05 or statuses.get("time_limit", 0) > 0
-        outcome.status = "time_limit" if ran_out else "local_optimum"
-    return _checked(outcome, problem, units, bound, started)
+        outcome.solver_status = "time_limit" if ran_out else "local_optimum"
+    return _checked(outcome, problem, units, max_load_distance, started)
 
 
 def _checked(
-    outcome: Outcome, problem: Reassignment, units: Units, bound: float | None, started: float
+    outcome: Outcome,
+    problem: Reassignment,
+    units: Units,
+    max_load_distance: float | None,
+    started: float,
 ) -> Outcome:
-    outcome.seconds = time.perf_counter() - started
-    if bound is not None and distance(problem, units, outcome.assign) > bound + 1e-9:
+    outcome.solver_seconds = time.perf_counter() - started
+    if (
+        max_load_distance is not None
+        and distance(problem, units, outcome.assign) > max_load_distance + 1e-9
+    ):
         raise ValueError(
-            f"no plan within load distance {bound} and the budget "
-            f"(solver status {outcome.status} after {outcome.seconds:.1f} s)"
+            f"no plan within load distance {max_load_distance} and the budget "
+            f"(solver status {outcome.solver_status} after {outcome.solver_seconds:.1f} s)"
         )
     return outcome
 
@@ -425,79 +541,57 @@ def _neighbourhood(
 
 
 @register("milp")
+@dataclass(frozen=True)
 class Milp:
-    """Paper 004's MILP (§4.3.1): load distance first, within a migration budget, with scale-in."""
+    """Paper 004's MILP (§4.3.1): load distance first, within a migration budget, with scale-in.
+
+    Parameters: the objective's weights (:class:`Weights`), ``max_load_distance`` (maxLD: a hard
+    cap on ``d``, optional; it was called ``bound``), ``resource_bounds`` (resource name →
+    ``bound_r``), ``scale_in`` (``integrated`` or ``first``: §5.1's two approaches), ``solver``,
+    ``max_variables`` (the whole model up to that many binaries, neighbourhoods above) and
+    ``seed`` (of the neighbourhoods' random picks). Every limit is the ``Budget``'s."""
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset(BUDGET_LIMITS)
+    renamed: ClassVar[Mapping[str, str]] = {"bound": "max_load_distance"}
 
-    name = "milp"
+    w1: float = 1000.0
+    w2: float = 1.0
+    w_drain: float = 10.0
+    w_migration: float = 1.0
+    max_load_distance: float | None = None
+    resource_bounds: Mapping[str, float] | None = None
+    scale_in: str = "integrated"
+    solver: str = "highs"
+    max_variables: int | None = 800
+    seed: int = 0
 
-    def __init__(
-        self,
-        w1: float = 1000.0,
-        w2: float = 1.0,
-        w_drain: float = 10.0,
-        w_migration: float = 1.0,
-        bound: float | None = None,
-        max_migrations: int | None = None,
-        migration_cost: str = "moves",
-        max_migration_cost: float | None = None,
-        resource_bounds: Mapping[str, float] | None = None,
-        scale_in: str = "integrated",
-        solver: str = "highs",
-        max_variables: int | None = 800,
-        seed: int = 0,
-    ) -> None:
-        if scale_in not in SCALE_IN:
+    def __post_init__(self) -> None:
+        if self.scale_in not in SCALE_IN:
             raise ValueError(f"scale_in must be one of {SCALE_IN}")
-        if solver not in SOLVERS:
+        if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS}")
-        if bound is not None and bound < 0:
-            raise ValueError("bound must be >= 0")
-        if max_migrations is not None and max_migrations < 0:
-            raise ValueError("max_migrations must be >= 0")
-        if max_variables is not None and max_variables < 1:
+        if self.max_load_distance is not None and not self.max_load_distance >= 0:
+            raise ValueError("max_load_distance must be >= 0")
+        if self.max_variables is not None and self.max_variables < 1:
             raise ValueError("max_variables must be >= 1")
-        self.weights = Weights(float(w1), float(w2), float(w_drain), float(w_migration))
-        self.bound = bound
-        self.max_migrations = max_migrations
-        self.migration_cost = migration_cost
-        self.max_migration_cost = max_migration_cost
-        self.resource_bounds = dict(resource_bounds or {})
-        self.scale_in = scale_in
-        self.solver = solver
-        self.max_variables = max_variables
-        self.seed = int(seed)
+        Weights(*map(float, (self.w1, self.w2, self.w_drain, self.w_migration)))  # checks
+        bounds = {str(k): float(v) for k, v in (self.resource_bounds or {}).items()}
+        object.__setattr__(self, "resource_bounds", MappingProxyType(bounds))
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "w1": self.weights.w1,
-            "w2": self.weights.w2,
-            "w_drain": self.weights.w_drain,
-            "w_migration": self.weights.w_migration,
-            "bound": self.bound,
-            "max_migrations": self.max_migrations,
-            "migration_cost": self.migration_cost,
-            "max_migration_cost": self.max_migration_cost,
-            "resource_bounds": self.resource_bounds,
-            "scale_in": self.scale_in,
-            "solver": self.solver,
-            "max_variables": self.max_variables,
-        }
+    @property
+    def weights(self) -> Weights:
+        return Weights(float(self.w1), float(self.w2), float(self.w_drain), float(self.w_migration))
+
+    def recorded(self) -> dict[str, Any]:
+        """What a table records in ``params``: the parameters, as plain data."""
+        return {**parameters(self), "resource_bounds": dict(self.resource_bounds or {})}
 
     def instance(
         self, loads: LoadSnapshot, current: RoutingTable | None, workers: Workers, budget: Budget
     ) -> Reassignment:
         return Reassignment.build(
-            loads,
-            current,
-            workers,
-            budget,
-            max_migrations=self.max_migrations,
-            migration_cost=self.migration_cost,
-            max_migration_cost=self.max_migration_cost,
-            resource_bounds=self.resource_bounds,
+            loads, current, workers, budget, resource_bounds=self.resource_bounds
         )
 
     def optimise(self, problem: Reassignment, units: Units, time_limit_s: float) -> Outcome:
@@ -507,7 +601,7 @@ class Milp:
             weights=self.weights,
             time_limit_s=time_limit_s,
             solver=self.solver,
-            bound=self.bound,
+            max_load_distance=self.max_load_distance,
             scale_in=self.scale_in,
             max_variables=self.max_variables,
             seed=self.seed,
@@ -526,7 +620,7 @@ class Milp:
         return problem.finish(
             self.name,
             units.group_worker(outcome.assign),
-            self.params(),
+            self.recorded(),
             outcome.state(),
             outcome.extra(),
         )

@@ -15,11 +15,13 @@ Conventions of the three strategies, documented once:
   on a draining worker is dropped while the budget allows (heaviest first) and kept otherwise.
 * **no current table** (or one of another size): every key group is new and free to place —
   nothing counts as a migration.
-* **budget**: ``Budget.max_moves`` and the strategy's ``max_migrations`` cap the moves (key groups
-  and hot keys, as ``metrics.moves`` counts them), ``Budget.max_migrated_load_share`` the moved
-  load, ``max_migration_cost`` the summed ``mc_k`` (§4.3.1 constraint (2)). Only moves no table
-  can avoid — groups whose worker left the workers list — may exceed it; they are reported as
-  ``forced_moves``.
+* **budget**: the ``Budget`` holds every limit. ``max_moves`` caps the moves (key groups and hot
+  keys, as ``metrics.moves`` counts them), ``max_migrated_load_share`` the moved load,
+  ``max_migration_cost`` the summed ``mc_k`` (§4.3.1 constraint (2)) in ``migration_cost_unit``:
+  ``moves`` (one per move), ``distinct_keys`` (a state-size proxy: ``LoadSnapshot.distinct_keys``;
+  a hot key counts one) or ``load``. Only moves no table can avoid — groups whose worker left the
+  workers list — may exceed it; they are reported as ``forced_moves``. The predicted
+  ``migration_cost`` is in the same unit.
 * **draining workers** receive nothing new; what they hold leaves as the budget allows (§4.3.1
   "Supporting Horizontal Scale-In").
 """
@@ -38,7 +40,6 @@ from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
 
-MIGRATION_COSTS = ("moves", "keys", "load")
 SPEND = ("moves", "migrated_load", "migration_cost")  # the three budget dimensions, in order
 
 
@@ -72,92 +73,38 @@ class Reassignment:
         workers: Workers,
         budget: Budget,
         *,
-        max_migrations: int | None = None,
-        migration_cost: str = "moves",
-        max_migration_cost: float | None = None,
         resource_bounds: Mapping[str, float] | None = None,
     ) -> Reassignment:
         """The instance for ``loads`` against ``current`` (ignored unless a key-routing table of
-        as many key groups) on ``workers`` within ``budget``."""
-        if migration_cost not in MIGRATION_COSTS:
-            raise ValueError(f"migration_cost must be one of {MIGRATION_COSTS}")
-        if migration_cost == "keys" and loads.distinct_keys is None:
-            raise ValueError("migration_cost='keys' needs distinct keys per key group")
-        if current is not None and (
-            current.kind != "key_routing" or current.num_key_groups != loads.num_key_groups
-        ):
-            current = None
-        index = workers.index()
-        active = workers.is_active
-        moves_cap = min(_limit(budget.max_moves), _limit(max_migrations))
-        share = budget.max_migrated_load_share
-        limits = np.array(
-            [
-                moves_cap,
-                np.inf if share is None else share * loads.total,
-                _limit(max_migration_cost),
-            ]
-        )
-        if np.any(limits < 0):
-            raise ValueError("budgets must be >= 0")
-
+        as many key groups) on ``workers`` within ``budget`` (every limit, in its
+        ``migration_cost_unit``), in four steps: the limits, the forced moves of key groups, the
+        hot-key overrides, the resources."""
+        unit = budget.migration_cost_unit
+        if unit == "distinct_keys" and loads.distinct_keys is None:
+            raise ValueError(
+                "migration_cost_unit='distinct_keys' needs distinct keys per key group "
+                "(LoadSnapshot.distinct_keys, the loads file's distinct_keys column)"
+            )
+        current = comparable_table(loads, current)
+        limits = budget_limits(loads, budget)
         hot = dict(current.hot_keys) if current is not None else {}
-        known_hot = [k for k in hot if k in loads.hot_key_load]
-        moved_load = loads.residual_key_group_load(known_hot)
-        unit_cost = {
-            "moves": np.ones(loads.num_key_groups),
-            "keys": loads.distinct_keys,
-            "load": moved_load,
-        }[migration_cost]
-        group_spend = np.column_stack([np.ones(loads.num_key_groups), moved_load, unit_cost])
-        reserved = np.zeros(3)
-        owner = np.full(loads.num_key_groups, -1, dtype=np.int64)
-        forced = 0
-        if current is not None:
-            owner = np.array([index.get(w, -1) for w in current.key_group_worker], dtype=np.int64)
-            gone = np.flatnonzero(owner < 0)
-            reserved += group_spend[gone].sum(axis=0)
-            forced += gone.size
-
-        def key_spend(key: str) -> np.ndarray:
-            load = loads.hot_key_load.get(key, 0.0)
-            return np.array([1.0, load, load if migration_cost == "load" else 1.0])
-
-        kept: dict[str, tuple[tuple[str, float], ...]] = {}
-        draining_targets = []
-        for key, targets in sorted(hot.items()):
-            names = [w for w, _ in targets]
-            if any(n not in index for n in names):
-                reserved += key_spend(key)
-                forced += 1
-            elif all(active[index[n]] for n in names):
-                kept[key] = targets
-            else:
-                draining_targets.append(key)
-        for key in sorted(draining_targets, key=lambda k: -loads.hot_key_load.get(k, 0.0)):
-            if np.all(reserved + key_spend(key) <= limits):
-                reserved += key_spend(key)
-            else:
-                kept[key] = hot[key]
-        base = np.zeros(len(workers))
-        split = {k: v for k, v in kept.items() if k in loads.hot_key_load}
-        for key, targets in split.items():
-            total_weight = sum(w for _, w in targets)
-            for name, weight in targets:
-                base[index[name]] += loads.hot_key_load[key] * weight / total_weight
-
+        moved_load = loads.residual_key_group_load([k for k in hot if k in loads.hot_key_load])
+        group_spend = group_spending(loads, unit, moved_load)
+        owner, gone = current_owners(loads, current, workers)
+        reserved = group_spend[gone].sum(axis=0)
+        overrides = HotKeyOverrides.of(loads, hot, workers, unit, limits, reserved)
         problem = cls(
             loads=loads,
             current=current,
             workers=workers,
-            group_load=loads.residual_key_group_load(list(split)),
+            group_load=loads.residual_key_group_load(list(overrides.split)),
             group_owner=owner,
             group_spend=group_spend,
-            base=base,
+            base=overrides.base,
             limits=limits,
-            reserved=reserved,
-            forced_moves=forced,
-            hot_keys=kept,
+            reserved=overrides.reserved,
+            forced_moves=int(gone.size) + overrides.forced,
+            hot_keys=overrides.kept,
         )
         for name, bound in (resource_bounds or {}).items():
             problem.add_resource(name, float(bound))
@@ -165,13 +112,14 @@ class Reassignment:
 
     def add_resource(self, name: str, bound: float) -> None:
         """§4.3.1 "Extending to Multi-Dimensional Load": no worker uses more than ``bound`` times
-        its capacity's share of resource ``name`` (``keys`` = distinct keys, or any
-        ``LoadSnapshot.key_group_resources`` entry). Hot keys kept on their own are not counted."""
+        its capacity's share of resource ``name`` (``distinct_keys``, also called ``keys``, or
+        any ``LoadSnapshot.key_group_resources`` entry). Hot keys kept on their own are not
+        counted."""
         use = self.loads.key_group_resources.get(name)
-        if use is None and name == "keys":
+        if use is None and name in ("distinct_keys", "keys"):
             use = self.loads.distinct_keys
         if use is None:
-            known = sorted(self.loads.key_group_resources) + ["keys"]
+            known = sorted(self.loads.key_group_resources) + ["distinct_keys"]
             raise ValueError(f"unknown resource {name!r} for the snapshot; known: {known}")
         if not bound > 0:
             raise ValueError(f"resource bound for {name!r} must be > 0")
@@ -244,6 +192,109 @@ class Reassignment:
         return finish_plan(
             table, self.loads, self.current, {**extra, "migration_cost": float(cost)}
         )
+
+
+def comparable_table(loads: LoadSnapshot, current: RoutingTable | None) -> RoutingTable | None:
+    """``current`` when it is a key-routing table of as many key groups as ``loads``; else None
+    (every key group is new: nothing counts as a migration)."""
+    if current is None or current.kind != "key_routing":
+        return None
+    return current if current.num_key_groups == loads.num_key_groups else None
+
+
+def budget_limits(loads: LoadSnapshot, budget: Budget) -> np.ndarray:
+    """Step 1, the limits per budget dimension (:data:`SPEND`; inf when unset): ``max_moves``,
+    ``max_migrated_load_share`` × the total load, ``max_migration_cost`` (§4.3.1 maxMigrCost,
+    constraint (2))."""
+    share = budget.max_migrated_load_share
+    return np.array(
+        [
+            _limit(budget.max_moves),
+            np.inf if share is None else share * loads.total,
+            _limit(budget.max_migration_cost),
+        ]
+    )
+
+
+def group_spending(loads: LoadSnapshot, unit: str, moved_load: np.ndarray) -> np.ndarray:
+    """``(G, 3)``: what moving each key group spends per dimension — one move, its load (the
+    residual ``moved_load`` once the current table's hot keys are set apart) and its migration
+    cost ``mc_k`` in ``unit`` (one, its distinct keys, or its load)."""
+    ones = np.ones(loads.num_key_groups)
+    cost = {"moves": ones, "distinct_keys": loads.distinct_keys, "load": moved_load}[unit]
+    return np.column_stack([ones, moved_load, cost])
+
+
+def current_owners(
+    loads: LoadSnapshot, current: RoutingTable | None, workers: Workers
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 2, forced moves: each key group's current worker index (−1 when new) and the groups
+    whose worker is no longer listed — they must move, whatever the budget."""
+    if current is None:
+        return np.full(loads.num_key_groups, -1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    index = workers.index()
+    owner = np.array([index.get(w, -1) for w in current.key_group_worker], dtype=np.int64)
+    return owner, np.flatnonzero(owner < 0)
+
+
+@dataclass(frozen=True)
+class HotKeyOverrides:
+    """Step 3, the current table's hot-key overrides: those kept (``kept``; ``split`` those of
+    them the snapshot still sees, whose load ``base`` adds to their workers), the budget reserved
+    once the others are dropped (``reserved``: the forced moves so far plus the dropped
+    overrides) and how many overrides were forced (their worker left)."""
+
+    kept: dict[str, tuple[tuple[str, float], ...]]
+    split: dict[str, tuple[tuple[str, float], ...]]
+    base: np.ndarray
+    reserved: np.ndarray
+    forced: int
+
+    @classmethod
+    def of(
+        cls,
+        loads: LoadSnapshot,
+        hot: Mapping[str, tuple[tuple[str, float], ...]],
+        workers: Workers,
+        unit: str,
+        limits: np.ndarray,
+        reserved: np.ndarray,
+    ) -> HotKeyOverrides:
+        """An override on a worker no longer listed is dropped (a forced move); one on a
+        draining worker is dropped while the budget (``limits``, ``reserved`` so far) allows,
+        heaviest first, and kept otherwise; the others are kept."""
+        index = workers.index()
+        active = workers.is_active
+
+        def key_spend(key: str) -> np.ndarray:
+            load = loads.hot_key_load.get(key, 0.0)
+            return np.array([1.0, load, load if unit == "load" else 1.0])
+
+        reserved = np.array(reserved, dtype=float)
+        forced = 0
+        kept: dict[str, tuple[tuple[str, float], ...]] = {}
+        draining_targets = []
+        for key, targets in sorted(hot.items()):
+            names = [w for w, _ in targets]
+            if any(n not in index for n in names):
+                reserved += key_spend(key)
+                forced += 1
+            elif all(active[index[n]] for n in names):
+                kept[key] = targets
+            else:
+                draining_targets.append(key)
+        for key in sorted(draining_targets, key=lambda k: -loads.hot_key_load.get(k, 0.0)):
+            if np.all(reserved + key_spend(key) <= limits):
+                reserved += key_spend(key)
+            else:
+                kept[key] = hot[key]
+        base = np.zeros(len(workers))
+        split = {k: v for k, v in kept.items() if k in loads.hot_key_load}
+        for key, targets in split.items():
+            total_weight = sum(w for _, w in targets)
+            for name, weight in targets:
+                base[index[name]] += loads.hot_key_load[key] * weight / total_weight
+        return cls(kept, split, base, reserved, forced)
 
 
 @dataclass(frozen=True)

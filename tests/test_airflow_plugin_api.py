@@ -1,29 +1,33 @@
-"""The routeplan plugin inside Airflow's real API-server app (``airflow.api_fastapi.app``).
+"""routeplan's HTTP API mounted as an Airflow plugin (plugins/routeplan_plugin.py) inside
+Airflow's real API-server app (``airflow.api_fastapi.app``): the plugin is listed, its routes
+answer under ``/routeplan`` from the store ``routeplan.settings.routing_root()`` names, and
+``ROUTEPLAN_API_AUTH`` decides whether they need an Airflow token.
+
+(Triggering the DAG over Airflow's own REST API is tests/test_airflow_trigger.py.)
 
 Airflow reads its configuration when it is first imported, so each probe runs in a child
-Python (this file, ``python tests/test_api_airflow.py OUT``) with the Makefile's Airflow
-settings and its own routing store: it builds the app ``airflow api-server`` runs, enters its
-lifespan and sends requests with Starlette's TestClient. The probes share one AIRFLOW_HOME whose
-database is migrated once (a few seconds): token validation looks up revoked tokens there.
+Python (this file, ``python tests/test_airflow_plugin_api.py OUT``) with the Makefile's Airflow
+settings (``airflow_server.airflow_env``) and its own routing store: it builds the app ``airflow
+api-server`` runs, enters its lifespan and sends requests with Starlette's TestClient. The probes
+share one AIRFLOW_HOME whose database is migrated once (a few seconds): token validation looks up
+revoked tokens there.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import warnings
 from pathlib import Path
 
 import pytest
+from airflow_server import airflow_env, run_checked
 from test_api import key_table
 
 from routeplan.publishing.store import RoutingStore
 
 pytestmark = pytest.mark.airflow
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def probe() -> dict:
@@ -62,30 +66,10 @@ def probe() -> dict:
     return results
 
 
-def airflow_env(airflow_home: Path, **env: str) -> dict[str, str]:
-    """The Makefile's Airflow settings (not the caller's) for ``airflow_home``, plus ``env``."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ROUTEPLAN"))}
-    return {
-        **keep,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "AIRFLOW_HOME": str(airflow_home),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__API_AUTH__JWT_SECRET": "routeplan-test-secret",  # `airflow standalone` sets one
-        **env,
-    }
-
-
-def run(cmd: list[str], env: dict[str, str], cwd: Path) -> None:
-    done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"{cmd}:\n{(done.stdout + done.stderr)[-4000:]}"
-
-
 @pytest.fixture(scope="module")
 def airflow_home(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("airflow")
-    run(["airflow", "db", "migrate"], airflow_env(home), home)
+    run_checked(["airflow", "db", "migrate"], airflow_env(home), home)
     return home
 
 
@@ -95,8 +79,8 @@ def run_probe(airflow_home: Path, tmp_path: Path, **env: str) -> dict:
     routing = Path(env.get("ROUTEPLAN_ROUTING", tmp_path / "routing"))
     RoutingStore(routing).publish(key_table("clicks"))
     out = tmp_path / "probe.json"
-    child_env = airflow_env(airflow_home, ROUTEPLAN_HOME=str(tmp_path), **env)
-    run([sys.executable, __file__, str(out)], child_env, tmp_path)
+    child_env = airflow_env(airflow_home, tmp_path, **env)
+    run_checked([sys.executable, __file__, str(out)], child_env, tmp_path)
     return json.loads(out.read_text())
 
 
