@@ -49,6 +49,7 @@ __all__ = [
     "nonnegative_int",
     "number",
     "online_strategy_list",
+    "key_routing_strategy_name",
     "online_strategy_name",
     "param_pair",
     "parse_spec",
@@ -205,6 +206,19 @@ def strategy_name(text: str) -> str:
     from routeplan.planning.registry import strategy_names
 
     return _choose(text.strip(), strategy_names(), "strategy")
+
+
+def key_routing_strategy_name(text: str) -> str:
+    """A registered strategy that routes key groups (``routeplan plan``); a partition strategy
+    is refused with a pointer to ``routeplan binpack``, which plans partitions."""
+    from routeplan.planning.registry import strategy_names
+
+    name = text.strip()
+    if name in strategy_names("partition_assignment"):
+        raise argparse.ArgumentTypeError(
+            f"{name!r} assigns partitions to consumers: plan it with routeplan binpack"
+        )
+    return _choose(name, strategy_names("key_routing"), "key-routing strategy")
 
 
 def online_strategy_name(text: str) -> str:

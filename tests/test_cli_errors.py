@@ -34,7 +34,12 @@ CASES: dict[str, tuple[list[str], int, tuple[str, ...]]] = {
     "plan unknown strategy": (
         ["plan", "--loads", "{tmp}/loads.csv", "--workers", "2", "--strategy", "nope"],
         2,
-        ("unknown strategy 'nope'", "known: albic", "milp"),
+        ("unknown key-routing strategy 'nope'", "known: albic", "milp"),
+    ),
+    "plan a partition strategy": (
+        [*PLAN[:-1], "mwf"],
+        2,
+        ("'mwf' assigns partitions to consumers", "routeplan binpack"),
     ),
     "loads key group too large": (
         [*PLAN[:2], "{tmp}/big.csv", *PLAN[3:]],

@@ -48,12 +48,12 @@ from routeplan.parsing import (
     check_strategy_params,
     checked,
     key_group_count,
+    key_routing_strategy_name,
     nonnegative_float,
     nonnegative_int,
     param_pair,
     positive_float,
     probability,
-    strategy_name,
     stream_name,
     worker_count,
 )
@@ -332,7 +332,7 @@ def plan_summary(plan, seconds: float) -> dict[str, Any]:
         "solver_status": state.get("solver_status"),
         "mip_gap": metrics.get("mip_gap"),
         "solver_seconds": metrics.get("solver_seconds", seconds),
-        "metrics": dict(metrics),
+        "predicted": dict(metrics),
         "strategy_state": {k: v for k, v in state.items() if k != "virtual_worker_worker"},
     }
 
@@ -342,7 +342,10 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("plan", help="plan key groups onto workers from a file of loads")
     p.add_argument("--loads", required=True, help="CSV or JSON Lines: key_group, load, …")
     p.add_argument(
-        "--strategy", required=True, type=strategy_name, help="any strategy name (kg, cg, milp, …)"
+        "--strategy",
+        required=True,
+        type=key_routing_strategy_name,
+        help="a key-routing strategy (kg, cg, milp, …); partitions: routeplan binpack",
     )
     p.add_argument("--current", help="current routing-table document (JSON)")
     p.add_argument("--workers", required=True, help="N equal workers, or a workers file")

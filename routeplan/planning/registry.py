@@ -97,9 +97,10 @@ def budget_from_parameters(
     return rest, replace(budget, **changes) if changes else budget, notes
 
 
-def strategy_names() -> list[str]:
+def strategy_names(kind: str | None = None) -> list[str]:
+    """The registered names (of one ``kind`` of plan, if given), sorted."""
     _load_builtin()
-    return sorted(_REGISTRY)
+    return sorted(n for n, cls in _REGISTRY.items() if kind is None or cls.kind == kind)
 
 
 def strategy_parameters(name: str) -> list[str]:
