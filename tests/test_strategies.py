@@ -285,3 +285,32 @@ def test_chbl_tokens_per_worker_keeps_its_old_name_as_a_deprecated_alias(skewed)
     )
     assert "tokens_per_worker" in strategy_parameters("chbl")
     assert "virtual_workers_per_worker" in strategy_parameters("cg")  # cg's α keeps its name
+
+
+def test_register_refuses_a_class_that_breaks_the_contract():
+    """A strategy is a frozen dataclass that declares its kind and the limits it honours."""
+    from dataclasses import dataclass
+
+    from routeplan.planning.registry import register
+
+    @dataclass
+    class Mutable:
+        kind = "key_routing"
+        honours = frozenset()
+
+    @dataclass(frozen=True)
+    class NoKind:
+        honours = frozenset()
+
+    @dataclass(frozen=True)
+    class UnknownLimit:
+        kind = "key_routing"
+        honours = frozenset({"max_keys"})
+
+    with pytest.raises(TypeError, match="frozen dataclass"):
+        register("test_mutable")(Mutable)
+    with pytest.raises(TypeError, match="must declare kind"):
+        register("test_no_kind")(NoKind)
+    with pytest.raises(TypeError, match="honours"):
+        register("test_unknown_limit")(UnknownLimit)
+    assert not {"test_mutable", "test_no_kind", "test_unknown_limit"} & set(strategy_names())

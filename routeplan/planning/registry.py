@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections.abc import Callable, Mapping
@@ -30,8 +31,8 @@ _REGISTRY: dict[str, Callable[..., Strategy]] = {}
 def register(name: str) -> Callable[[type], type]:
     """Class decorator: make a strategy selectable by ``name`` in the CLI, DAG and benchmarks.
 
-    The class must declare ``kind`` and ``honours`` (see ``contract``); its ``plan`` is wrapped
-    to refuse, before planning, a budget limit the strategy does not honour."""
+    The class must be a frozen dataclass declaring ``kind`` and ``honours`` (see ``contract``);
+    its ``plan`` is wrapped to refuse, before planning, a budget limit it does not honour."""
 
     def decorate(cls: type) -> type:
         if name in _REGISTRY:
@@ -41,6 +42,8 @@ def register(name: str) -> Callable[[type], type]:
         honours = getattr(cls, "honours", None)
         if not isinstance(honours, frozenset) or not honours <= set(BUDGET_LIMITS):
             raise TypeError(f"strategy {name!r} must declare honours ⊆ {BUDGET_LIMITS}")
+        if not (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen):
+            raise TypeError(f"strategy {name!r} must be a frozen dataclass (an immutable value)")
         cls.name = name
         if "plan" in vars(cls) or not getattr(cls.plan, "checks_budget", False):
             cls.plan = _checking_budget(cls.plan)
