@@ -167,6 +167,18 @@ def test_broken_rows_are_counted_not_silently_dropped(tmp_path):
     assert [stream.names[k] for k in stream.keys] == ["a", "c"] and stream.skipped == 2
 
 
+def test_every_json_lines_suffix_ingest_reads_is_read(tmp_path):
+    """.jsonl, .json and .ndjson (plain or gzipped) are JSON Lines here as in ingest."""
+    import gzip
+
+    body = "".join(json.dumps({"ts": i, "key": f"k{i}"}) + "\n" for i in range(4))
+    for suffix in (".jsonl", ".json", ".ndjson"):
+        (tmp_path / f"events{suffix}").write_text(body)
+        with gzip.open(tmp_path / f"zipped{suffix}.gz", "wt") as f:
+            f.write(body)
+    assert read_events(tmp_path).messages == 6 * 4
+
+
 def test_delta_table_without_deltalake_fails_clearly(tmp_path):
     try:
         import deltalake  # noqa: F401

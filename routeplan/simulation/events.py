@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from routeplan.errors import InputError, UsageError
-from routeplan.files import reading
+from routeplan.files import JSON_LINES_SUFFIXES, reading
 from routeplan.parsing import (
     MAX_KEYS,
     MAX_MESSAGES,
@@ -22,7 +22,7 @@ from routeplan.parsing import (
     positive_float,
 )
 
-EVENT_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+EVENT_SUFFIXES = (*JSON_LINES_SUFFIXES, ".csv", ".parquet")  # what ingest reads too
 
 
 # --------------------------------------------------------------------------------------------
