@@ -14,7 +14,8 @@ beside the paper's numbers.
 3. §VI-E: MWF's Rscore against the best classic heuristic and its extra consumers (= CBS).
 4. §VI-C: latency of MWF against Kafka's assignment with a fixed group (kd_N: round robin over
    a random partition order, never rebalanced) on 32 partitions, 100 measurements, δ = 5,
-   C̄ = 120, C = 5/6·C̄ = 100.
+   C̄ = 120, C = 5/6·C̄ = 100; Kafka over 100 random assignments (the paper shows one each),
+   with where the paper's p90 falls among them and why the Kafka rows differ.
 5. Each heuristic against ``binpack_milp`` and the lower bound ⌈Σ rate / C⌉ (32 partitions).
 6. Planning time for 32, 1 000 and 10 000 partitions.
 
@@ -165,9 +166,13 @@ def claims(ours: dict) -> dict:
     return result
 
 
-def latency_experiment(seed: int, orders: int = 20) -> dict:
+def latency_experiment(seed: int, orders: int = 100) -> dict:
     """§VI-C: MWF (C = 100) against Kafka's fixed groups of N consumers, read at C̄ = 120 (the
-    paper's C = 5/6·C̄) and at C̄ = 133 (the authors' code: CONSUMER_CAPACITY = 133)."""
+    paper's C = 5/6·C̄) and at C̄ = 133 (the authors' code: CONSUMER_CAPACITY = 133).
+
+    Kafka's assignment is random (§VI-C) and the paper reports one draw per N; we report the
+    median over ``orders`` draws, the 5th–95th percentile range, and where the paper's number
+    falls among our draws (its percentile rank)."""
     partitions, iterations, capacity = 32, 100, C
     readers = (capacity / bin_capacity(1.0), 133.0)  # C̄ = 120 (C = 5/6·C̄), 133
     rates = measurement_stream(partitions, iterations, 5, capacity, seed=seed)
@@ -183,46 +188,115 @@ def latency_experiment(seed: int, orders: int = 20) -> dict:
                 consumers=n,
                 orders=rng.permutation(partitions)[None, :],
             )
-            for _ in range(orders)  # the paper's Kafka assignment is random: medians over draws
+            for _ in range(orders)  # the paper's Kafka assignment is random: one draw per N
         ]
         for n in groups
     }
 
     def latency(runs, reader):
         found = [latency_summary(queue_segments(rates, run.assignments, reader)) for run in runs]
-        return {k: float(np.median([f[k] for f in found])) for k in found[0]}
+        out = {k: float(np.median([f[k] for f in found])) for k in found[0]}
+        p90 = np.array([f["p90"] for f in found])
+        out["p90_draws"] = p90.tolist()
+        out["p90_p5"], out["p90_p95"] = (float(x) for x in np.percentile(p90, (5, 95)))
+        out["overloaded_consumers"] = float(
+            np.median([_overloaded_consumers(rates, run.assignments[0], reader) for run in runs])
+        )
+        return out
 
     table = {"mwf": [latency([mwf], r) for r in readers]}
     table.update({f"kd_{n}": [latency(kafka[n], r) for r in readers] for n in groups})
     print(
         f"\n§VI-C latency: 32 partitions, 100 iterations of 30 s, 5 s rebalance, δ=5, "
-        f"C={capacity:g}; percentiles of the delayed bytes (Fig. 8); Kafka: median of {orders} "
-        "random assignments"
+        f"C={capacity:g}; p90 of the delayed bytes (Fig. 8); Kafka: median [5th–95th percentile] "
+        f"of {orders} random assignments; rank = share of our draws at or below the "
+        "paper's value; verdict: median within 10% of the paper's p90 (the paper states no "
+        "tolerance), else whether the paper's single draw lies within our 5th–95th percentiles"
     )
     print(
-        f"{'':<12}{'':>10}{'--- C̄ = 120 (paper) ---':>29}{'-- C̄ = 133 (code) --':>24}{'paper':>8}"
+        f"{'':<7}{'':>6}{'--------------- C̄ = 120 (paper) ----------------':>51}"
+        f"{'--- C̄ = 133 (code) ---':>25}{'paper':>8}"
     )
     print(
-        f"{'assignment':<12}{'consumers':>10}{'delayed':>9}{'p90 s':>10}{'p99 s':>10}"
-        f"{'delayed':>12}{'p90 s':>12}{'p90 s':>8}"
+        f"{'':<7}{'cons.':>6}{'delayed':>8}{'over':>5}{'p90 s':>9}{'[5th–95th]':>19}{'p99 s':>9}"
+        f"{'rank':>6}{'delayed':>9}{'p90 s':>9}{'rank':>7}{'p90 s':>8}  verdict (C̄ = 120)"
     )
+    verdicts = {}
     for label, (paper_c, code_c) in table.items():
         consumers = float(mwf.consumers.mean()) if label == "mwf" else float(label[3:])
         paper = PAPER_LATENCY_P90.get("mwf" if label == "mwf" else int(label[3:]))
+        ranks = ["—", "—"]
+        verdict = "—"
+        if paper is not None:
+            if label != "mwf":
+                ranks = [
+                    f"{np.mean(np.array(c['p90_draws']) <= paper):.0%}" for c in (paper_c, code_c)
+                ]
+            close = abs(paper_c["p90"] - paper) <= 0.1 * max(paper, 0.1)
+            inside = paper_c["p90_p5"] <= paper <= paper_c["p90_p95"]
+            verdict = (
+                "matches"
+                if close
+                else "one draw: within our 5th–95th"
+                if inside
+                else "differs (see below)"
+            )
+            verdicts[label] = verdict
+        spread = f"[{paper_c['p90_p5']:.2f}–{paper_c['p90_p95']:.2f}]"
         print(
-            f"{label:<12}{consumers:>10.2f}{paper_c['delayed_share']:>9.3f}{paper_c['p90']:>10.2f}"
-            f"{paper_c['p99']:>10.2f}{code_c['delayed_share']:>12.3f}{code_c['p90']:>12.2f}"
-            f"{'—' if paper is None else f'{paper:g}':>8}"
+            f"{label:<7}{consumers:>6.2f}{paper_c['delayed_share']:>8.3f}"
+            f"{paper_c['overloaded_consumers']:>5.0f}{paper_c['p90']:>9.2f}{spread:>19}"
+            f"{paper_c['p99']:>9.2f}{ranks[0]:>6}{code_c['delayed_share']:>9.3f}"
+            f"{code_c['p90']:>9.2f}{ranks[1]:>7}{'—' if paper is None else f'{paper:g}':>8}"
+            f"  {verdict}"
         )
-    print("  paper: MWF used 15 consumers on average; kd_27 is Fig. 5's histogram (up to 40 s)")
+    same = kafka[round(float(mwf.consumers.mean()))]
+    worse = np.mean(
+        [
+            latency_summary(queue_segments(rates, run.assignments, readers[0]))["p90"]
+            > 10 * table["mwf"][0]["p90"]
+            for run in same
+        ]
+    )
+    print(LATENCY_EXPLANATION.format(mwf=float(mwf.consumers.mean()), worse=worse))
     kd27 = kafka[27][0]
+    for row in table.values():
+        for cell in row:
+            cell.pop("p90_draws")
     return {
         "table": {k: {"cbar_120": v[0], "cbar_133": v[1]} for k, v in table.items()},
+        "paper_p90": {str(k): v for k, v in PAPER_LATENCY_P90.items()},
+        "verdict": verdicts,
         "mwf_consumers": float(mwf.consumers.mean()),
         "segments": tuple(
             queue_segments(rates, run.assignments, readers[0]) for run in (mwf, kd27)
         ),
     }
+
+
+LATENCY_EXPLANATION = """\
+  over: consumers whose partitions' summed rate exceeds C̄ in the first iteration (median draw);
+  MWF uses {mwf:.2f} consumers on our stream, 15 on the paper's; kd_27 is Fig. 5's histogram.
+  Why the Kafka rows differ (MWF matches): Kafka never rebalances a fixed group (§VI-C), so
+  under Eq. 20–22 a consumer whose partitions write W > C̄ carries its backlog from one
+  iteration to the next (b = the last byte's latency, Eq. 20) for the whole 3 000 s: its last
+  byte waits 3000·(W/C̄ − 1) s, 900 s at W = 1.3·C̄. With 32 partitions of rates drawn in
+  [0, 100] and two or three partitions per consumer, some pair exceeds C̄ in nearly every
+  draw, hence p90s of hundreds of seconds. The paper's kd_N are one random assignment each
+  (Fig. 7 is not monotone in N: kd_24 has fewer delayed samples than MWF, kd_27 more); its
+  2.70 s at 24 and 1.11 s at 30 consumers need an assignment where almost no consumer stays
+  above C̄ for long, and its 217 s at 15 is below nearly all our draws (rank: share of our
+  draws at or below the paper's p90), at either C̄. The paper publishes neither the
+  assignments nor its latency code, so the gap cannot be closed by construction; our
+  Eq. 16–27 model reproduces the MWF value (whose latency the model bounds at 5 s plus the
+  catch-up), and the paper's conclusion holds: Kafka with as many consumers as MWF (here
+  {mwf:.2f}, paper 15) has a p90 over 10× MWF's in {worse:.0%} of our draws."""
+
+
+def _overloaded_consumers(rates: np.ndarray, assignment: np.ndarray, reader: float) -> int:
+    """Consumers of ``assignment`` whose partitions write more than ``reader`` in the first
+    measurement."""
+    return int(np.sum(np.bincount(assignment, weights=rates[0]) > reader))
 
 
 def milp_gaps(seed: int, iterations: int, time_limit_s: float) -> dict:

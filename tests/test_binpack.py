@@ -227,6 +227,20 @@ def test_latency_of_the_papers_example_consumer():
     assert summary["max"] == pytest.approx(18.0)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.floats(1.0, 100.0), st.floats(1.01, 3.0), st.integers(1, 50))
+def test_a_fixed_overloaded_consumer_carries_its_backlog(capacity, overload, iterations):
+    """Eq. 20: a consumer never rebalanced (Kafka's fixed group, §VI-C) starts each iteration
+    at the last latency of the previous one, so with W > C̄ throughout its last byte waits
+    iterations·30·(W/C̄ − 1) s — why a fixed Kafka group's p90 reaches hundreds of seconds."""
+    rates = np.full((iterations, 2), capacity * overload / 2)
+    assignments = np.zeros((iterations, 2), dtype=np.int64)
+    segments = queue_segments(rates, assignments, capacity)
+    expected = iterations * 30.0 * (overload - 1.0)
+    assert latency_summary(segments)["max"] == pytest.approx(expected, rel=1e-9)
+    assert np.allclose(segments.first[1:], segments.last[:-1])  # no reset between iterations
+
+
 def test_a_fully_rebalanced_consumer_catches_up_within_the_iteration():
     """C = 5/6·C̄: rebalanced bytes wait 5 s at first, 0 s at the iteration's end."""
     rates = np.array([[50.0, 50.0], [50.0, 50.0]])

@@ -1,9 +1,17 @@
 import struct
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from routeplan.model.hashing import key_group, key_groups, key_hash, salted_choice
+from routeplan.model.hashing import (
+    hash_choices,
+    hash_choices_many,
+    key_group,
+    key_groups,
+    key_hash,
+    salted_choice,
+)
 
 
 def murmur3_x86_32(data: bytes, seed: int = 0) -> int:
@@ -67,3 +75,43 @@ def test_key_group_rejects_zero_groups():
 def test_salted_choices_spread_over_all_slots():
     seen = {salted_choice("unit", salt, 10) for salt in range(1, 200)}
     assert seen == set(range(10))
+
+
+@given(st.text(max_size=12), st.integers(1, 40), st.integers(1, 50), st.integers(0, 2**32 - 1))
+def test_hash_choices_are_the_papers_independent_hashes(key, d, n, seed):
+    """Paper 003 §5: ``H_i(k) = murmur3(k, seed + i − 1) mod n``, ``d`` of them, repeats kept."""
+    choices = hash_choices(key, d, n, seed)
+    assert choices == [key_hash(key, (seed + i) % 2**32) % n for i in range(d)]
+    assert choices[0] == key_group(key, n, seed)
+    assert hash_choices_many([key, "other"], d, n, seed)[0].tolist() == choices
+
+
+@given(st.text(max_size=12), st.integers(1, 40), st.integers(1, 50), st.integers(0, 2**32 - 1))
+def test_distinct_hash_choices_keep_the_first_and_then_skip_repeats(key, d, n, seed):
+    choices = hash_choices(key, d, n, seed, distinct=True)
+    assert len(choices) == min(d, n) == len(set(choices))
+    assert choices[0] == key_group(key, n, seed)
+    independent = hash_choices(key, 8 * n + 4 * d, n, seed)
+    firsts = list(dict.fromkeys(independent))[: len(choices)]
+    assert choices[: len(firsts)] == firsts
+
+
+def test_two_independent_choices_coincide_at_rate_one_over_n_and_distinct_ones_never():
+    keys = [f"key-{i}" for i in range(20_000)]
+    for n in (2, 5, 10, 40):
+        both = hash_choices_many(keys, 2, n, seed=7)
+        rate = float(np.mean(both[:, 0] == both[:, 1]))
+        assert abs(rate - 1 / n) < 5 * np.sqrt((1 / n) * (1 - 1 / n) / len(keys)), (n, rate)
+        apart = hash_choices_many(keys, 2, n, seed=7, distinct=True)
+        assert np.all(apart[:, 0] != apart[:, 1])
+        assert np.array_equal(apart[:, 0], both[:, 0])  # H_1 is key grouping's worker either way
+
+
+def test_hash_choices_reject_empty_arguments():
+    import pytest
+
+    for d, n in ((0, 3), (2, 0)):
+        with pytest.raises(ValueError):
+            hash_choices("k", d, n)
+        with pytest.raises(ValueError):
+            hash_choices_many(["k"], d, n, distinct=True)

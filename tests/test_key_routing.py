@@ -53,12 +53,12 @@ def messages_and_snapshot(seed: int, exponent: float, keys: int, groups: int, ho
 def allowed_workers(name, table, snapshot, key, active):
     """Where the strategy's rule may send a hot key (paper 003 §3: its d hash choices)."""
     n, total = len(active), snapshot.total
-    if name == "pkg":
+    if name == "pkg":  # two independent hashes (§5), which may coincide
         return {active[c] for c in hash_choices(key, 2, n)}
-    if name == "dchoices":
+    if name == "dchoices":  # ours: d_i distinct choices
         keys = list(snapshot.hot_key_load)
         d = head_choices([snapshot.hot_key_load[k] / total for k in keys], n)[keys.index(key)]
-        return {active[c] for c in hash_choices(key, d, n)}
+        return {active[c] for c in hash_choices(key, d, n, distinct=True)}
     return set(active)
 
 
@@ -142,12 +142,51 @@ def test_dchoices_gives_head_keys_more_choices_than_pkg():
 
 
 @given(st.text(min_size=1, max_size=12), st.integers(1, 40), st.integers(1, 50), st.integers(0, 99))
-def test_hash_choices_are_distinct_and_start_with_key_grouping(key, d, n, seed):
-    choices = hash_choices(key, d, n, seed)
+def test_distinct_hash_choices_differ_and_start_with_key_grouping(key, d, n, seed):
+    choices = hash_choices(key, d, n, seed, distinct=True)
     assert len(choices) == min(d, n) == len(set(choices))
     assert all(0 <= c < n for c in choices)
     assert choices[0] == key_hash(key, seed) % n
-    assert hash_choices_many([key, "other"], d, n, seed)[0].tolist() == choices
+    assert hash_choices_many([key, "other"], d, n, seed, distinct=True)[0].tolist() == choices
+
+
+def coinciding_key(n: int) -> str:
+    """A key whose two independent hash choices among ``n`` workers coincide."""
+    return next(f"k{i}" for i in range(10_000) if len(set(hash_choices(f"k{i}", 2, n))) == 1)
+
+
+def test_pkg_follows_paper_003_independent_choices_and_distinct_is_an_option():
+    """Paper 003 §5: a key whose two hashes coincide has one worker; ``distinct_choices`` (ours)
+    gives it two. A split key's workers are exactly its choices in both."""
+    n = 10
+    key = coinciding_key(n)
+    loads = LoadSnapshot("s", np.array([600.0, 300, 100]), {key: 500.0})
+    workers = Workers.homogeneous(n)
+    paper = get_strategy("pkg").plan(loads, None, workers, Budget()).table
+    ours = get_strategy("pkg", distinct_choices=True).plan(loads, None, workers, Budget()).table
+    names = workers.names
+    assert {w for w, _ in paper.hot_keys[key]} == {names[hash_choices(key, 2, n)[0]]}
+    assert {w for w, _ in ours.hot_keys[key]} == {
+        names[c] for c in hash_choices(key, 2, n, distinct=True)
+    }
+    assert len(ours.hot_keys[key]) == 2
+    assert paper.params["distinct_choices"] is False and ours.params["distinct_choices"] is True
+    with pytest.raises(ValueError):
+        get_strategy("pkg", distinct_choices="yes")
+
+
+def test_a_pkg_table_routes_by_its_listed_workers_not_by_hash_choices():
+    """A table planned with distinct choices (every ``pkg`` table before the paper's independent
+    choices became the default) keeps routing each hot key to the workers its document lists."""
+    n = 10
+    key = coinciding_key(n)
+    loads = LoadSnapshot("s", np.array([600.0, 300, 100]), {key: 500.0})
+    workers = Workers.homogeneous(n)
+    old = get_strategy("pkg", distinct_choices=True).plan(loads, None, workers, Budget()).table
+    router = Router(old)
+    listed = {w for w, _ in old.hot_keys[key]}
+    assert len(listed) == 2
+    assert {router.route(key) for _ in range(20)} == listed
 
 
 @given(

@@ -220,6 +220,8 @@ def test_solver_status_is_the_solvers_not_pulps():
     assert state["model"] == "full" and state["solver"] == "highs"
     assert state["solver_status"] == "time_limit"  # PuLP itself would say "Optimal"
     assert 0 < plan.predicted["mip_gap"] <= 1
+    assert state["mip_gap"] == plan.predicted["mip_gap"]
+    assert state["solved_by"] in ("full_model", "warm_start")
     assert plan.predicted["solver_seconds"] > 0
     small = get_strategy("milp").plan(
         *varies_instance(workers=3, per_worker=3)[:2],
@@ -228,6 +230,42 @@ def test_solver_status_is_the_solvers_not_pulps():
     )
     assert small.table.strategy_state["solver_status"] == "optimal"
     assert small.predicted["mip_gap"] == 0
+    neighbourhoods = get_strategy("milp", max_variables=60).plan(
+        snapshot, current, workers, Budget(max_moves=20, time_limit_s=0.5)
+    )
+    assert neighbourhoods.table.strategy_state["model"] == "neighbourhood"
+    assert neighbourhoods.table.strategy_state["solved_by"] in ("neighbourhood", "warm_start")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    loads=st.lists(st.floats(0.1, 10), min_size=4, max_size=6),
+    workers=st.integers(2, 3),
+    max_moves=st.integers(0, 2),
+    seed=st.integers(0, 2**16),
+)
+def test_distance_bound_is_below_every_plan_within_the_budget(loads, workers, max_moves, seed):
+    """The cut d ≥ d_LB of the full model never excludes a plan: brute force over every
+    assignment with at most ``max_moves`` moves."""
+    from itertools import combinations, product
+
+    from routeplan.planning.reassign.milp import _d_of, distance_bound
+    from routeplan.planning.reassign.reassignment import Reassignment, Units
+
+    ws = Workers.homogeneous(workers)
+    owner = np.random.default_rng(seed).integers(0, workers, len(loads))
+    snapshot = LoadSnapshot("s", np.array(loads))
+    problem = Reassignment.build(snapshot, table_of(owner, ws), ws, Budget(max_moves=max_moves))
+    units = Units.build(problem)
+    bound = distance_bound(problem, units, owner, np.arange(len(loads)))
+    best = np.inf
+    for count in range(max_moves + 1):
+        for moved in combinations(range(len(loads)), count):
+            for targets in product(range(workers), repeat=count):
+                assign = owner.copy()
+                assign[list(moved)] = targets
+                best = min(best, _d_of(problem, units, assign))
+    assert bound <= best + 1e-9
 
 
 @pytest.mark.parametrize("solver", ["highs", "cbc"])
@@ -400,15 +438,24 @@ LIMITS = [
 ]
 
 
-@pytest.mark.parametrize("strategy", ["milp", "flux", "albic"])
+STRATEGIES = {  # test id → (strategy, parameters)
+    "milp": ("milp", {}),
+    "flux": ("flux", {}),
+    "flux_rounds": ("flux", {"variant": "rounds"}),
+    "albic": ("albic", {}),
+}
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
 @pytest.mark.parametrize("limit", LIMITS, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
 def test_each_budget_limit_is_honoured(strategy, limit):
     snapshot, current, workers = varies_instance(workers=6, per_worker=10, varies=1.2, seed=2)
     keys = np.random.default_rng(2).integers(5, 40, snapshot.num_key_groups).astype(float)
     snapshot = LoadSnapshot("s", snapshot.key_group_load, distinct_keys=keys)
-    free = get_strategy(strategy).plan(snapshot, current, workers, Budget(time_limit_s=0.5))
+    name, params = STRATEGIES[strategy]
+    free = get_strategy(name, **params).plan(snapshot, current, workers, Budget(time_limit_s=0.5))
     budget = Budget(**limit, time_limit_s=0.5)
-    plan = get_strategy(strategy).plan(snapshot, current, workers, budget)
+    plan = get_strategy(name, **params).plan(snapshot, current, workers, budget)
     moved = _moved(current, plan.table)
     assert plan.predicted["moves"] == moved.sum()
     unit = limit.get("migration_cost_unit", "moves")
@@ -421,8 +468,13 @@ def test_each_budget_limit_is_honoured(strategy, limit):
         assert share <= limit["max_migrated_load_share"] + 1e-12
     if "max_migration_cost" in limit:
         assert plan.predicted["migration_cost"] <= limit["max_migration_cost"] + 1e-9
-    # the limit binds: without it the strategy moves more than it allows
-    assert _moved(current, free.table).sum() > moved.sum()
+    if strategy == "flux":
+        # the paper's Flux (§2.2) is one pass: at most one move per (most, least loaded) pair
+        assert _moved(current, free.table).sum() <= len(workers) // 2
+        assert _moved(current, free.table).sum() >= moved.sum()
+    else:
+        # the limit binds: without it the strategy moves more than it allows
+        assert _moved(current, free.table).sum() > moved.sum()
     assert plan.table.params == free.table.params  # the budget is not a strategy parameter
 
 
@@ -458,7 +510,7 @@ def test_strategies_are_values_planning_does_not_change():
         plan = strategy.plan(snapshot, current, workers, Budget(max_moves=2, time_limit_s=0.3))
         assert repr(strategy) == before
         if name == "flux":
-            assert plan.table.params == {}  # no parameters: every limit is the budget's
+            assert plan.table.params == {"variant": "paper"}  # every limit is the budget's
         else:
             assert plan.table.params["resource_bounds"] == {}
             assert json.dumps(plan.table.to_document())  # plain data
@@ -473,12 +525,13 @@ def test_cli_plan_reads_the_old_parameters_with_warnings(tmp_path, capsys):
     ]
     loads.write_text("\n".join(rows) + "\n")
     common = ["plan", "--loads", str(loads), "--workers", "4", "--time-limit", "1", "--json"]
-    assert main([*common, "--strategy", "flux"]) == 0
+    rounds = ["--param", "variant=rounds"]  # the paper's Flux moves at most 2 on 4 workers
+    assert main([*common, "--strategy", "flux", *rounds]) == 0
     free = json.loads(capsys.readouterr().out)
     assert free["moves"] > 3  # so that a cap of 3 binds
     args = ["--param", "max_migrations=3", "--param", "migration_cost=keys"]
     table = tmp_path / "table.json"
-    assert main([*common, "--strategy", "flux", *args, "--out", str(table)]) == 0
+    assert main([*common, "--strategy", "flux", *rounds, *args, "--out", str(table)]) == 0
     out = capsys.readouterr()
     doc = json.loads(out.out)
     assert 0 < doc["moves"] <= 3
@@ -494,5 +547,5 @@ def test_cli_plan_reads_the_old_parameters_with_warnings(tmp_path, capsys):
     out = capsys.readouterr()
     assert json.loads(out.out)["moves"] <= 3
     assert out.err.count("routeplan plan: warning: strategy 'milp': parameter bound is now") == 1
-    assert main([*common, "--strategy", "flux", "--max-moves", "3"]) == 0
+    assert main([*common, "--strategy", "flux", *rounds, "--max-moves", "3"]) == 0
     assert json.loads(capsys.readouterr().out)["moves"] == doc["moves"]

@@ -48,15 +48,26 @@ def salted_choice(name: str, salt: int, n: int, seed: int = DEFAULT_SEED) -> int
     return mmh3.hash(f"{name}#{salt}", seed, signed=False) % n
 
 
-def hash_choices(key: str, d: int, n: int, seed: int = DEFAULT_SEED) -> list[int]:
-    """The ``d`` hash choices of ``key`` among ``n`` workers: PKG's H_1 … H_d (paper 003 §3, §5).
+def hash_choices(
+    key: str, d: int, n: int, seed: int = DEFAULT_SEED, distinct: bool = False
+) -> list[int]:
+    """The ``d`` hash choices of ``key`` among ``n`` workers: PKG's H_1 … H_d (paper 003 §5).
 
-    The first ``d`` distinct values of ``murmur3(key, seed + i) mod n`` for ``i = 0, 1, …``, so
-    ``H_1`` is key grouping's worker; ``d ≥ n`` gives every worker (``H_1`` first, the rest in
-    the key's hash order, then by index should the sequence not reach them all).
+    Paper 003 §5 chooses "``d`` independent hash functions ``H_1, …, H_d : K → [n]``":
+    ``H_i(k) = murmur3(k, seed + i − 1) mod n`` for ``i = 1 … d``, so ``H_1`` is key grouping's
+    worker and two choices coincide with probability ``1/n`` (the key then has one worker, as
+    under key grouping). The list has ``d`` entries, repeats included; ``d ≫ n ln n`` reaches
+    every worker (§5: shuffle grouping).
+
+    ``distinct=True`` (ours, not the paper's): the first ``min(d, n)`` distinct values of the same
+    sequence ``i = 1, 2, …``, so ``H_1`` is unchanged and ``d ≥ n`` gives every worker (``H_1``
+    first, the rest in the key's hash order, then by index should the sequence not reach them
+    all — a safeguard, the hash sequence is searched ``8n + 4d`` deep).
     """
     if n < 1 or d < 1:
         raise ValueError(f"need n >= 1 and d >= 1, got n={n}, d={d}")
+    if not distinct:
+        return [mmh3.hash(key, (seed + i) & 0xFFFFFFFF, signed=False) % n for i in range(d)]
     want = min(d, n)
     choices: list[int] = []
     seen: set[int] = set()
@@ -70,10 +81,18 @@ def hash_choices(key: str, d: int, n: int, seed: int = DEFAULT_SEED) -> list[int
     return choices + [c for c in range(n) if c not in seen][: want - len(choices)]
 
 
-def hash_choices_many(keys: list[str], d: int, n: int, seed: int = DEFAULT_SEED) -> np.ndarray:
-    """``hash_choices`` of many keys at once: a ``(len(keys), min(d, n))`` int64 array."""
+def hash_choices_many(
+    keys: list[str], d: int, n: int, seed: int = DEFAULT_SEED, distinct: bool = False
+) -> np.ndarray:
+    """``hash_choices`` of many keys at once: a ``(len(keys), d)`` int64 array
+    (``(len(keys), min(d, n))`` with ``distinct=True``)."""
     if n < 1 or d < 1:
         raise ValueError(f"need n >= 1 and d >= 1, got n={n}, d={d}")
+    if not distinct:
+        choices = np.empty((len(keys), d), dtype=np.int64)
+        for i in range(d):
+            choices[:, i] = key_hashes(keys, (seed + i) & 0xFFFFFFFF) % np.uint64(n)
+        return choices
     want = min(d, n)
     choices = np.full((len(keys), want), -1, dtype=np.int64)
     count = np.zeros(len(keys), dtype=np.int64)
@@ -88,5 +107,5 @@ def hash_choices_many(keys: list[str], d: int, n: int, seed: int = DEFAULT_SEED)
         count[fresh] += 1
         pending = pending[count[pending] < want]
     for j in pending:  # the hash sequence missed some workers: the rest by index (as scalar)
-        choices[j] = hash_choices(keys[j], want, n, seed)
+        choices[j] = hash_choices(keys[j], want, n, seed, distinct=True)
     return choices

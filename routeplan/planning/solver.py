@@ -60,6 +60,7 @@ def solve(
     threads: int | None = None,
     feasibility_tolerance: float | None = None,
     exact: bool = False,
+    options: dict[str, Any] | None = None,
 ) -> SolveResult:
     """Solve ``prob`` (a ``pulp.LpProblem`` with initial values set) within ``time_limit_s``.
 
@@ -69,7 +70,8 @@ def solve(
     an absolute one of 1e-9, and no presolve — for small models whose objective breaks ties by
     amounts far below its own size, and whose rows hold coefficients many orders of magnitude
     apart, on which HiGHS's MIP presolve has reported a suboptimal point as "optimal"
-    (``partitions.exact``). Variable values are left in the model as PuLP leaves them.
+    (``partitions.exact``). ``options``: further HiGHS options by name (ignored by CBC).
+    Variable values are left in the model as PuLP leaves them.
     """
     import pulp
 
@@ -79,14 +81,19 @@ def solve(
         raise ValueError("a solver needs a time limit > 0")
     started = time.perf_counter()
     if solver == "highs" and pulp.HiGHS().available():
-        result = _solve_highs(prob, time_limit_s, threads, feasibility_tolerance, exact)
+        result = _solve_highs(prob, time_limit_s, threads, feasibility_tolerance, exact, options)
     else:
         result = _solve_cbc(prob, time_limit_s, threads, feasibility_tolerance, exact)
     return SolveResult(*result, seconds=time.perf_counter() - started)
 
 
 def _solve_highs(
-    prob: Any, time_limit_s: float, threads: int | None, tolerance: float | None, exact: bool
+    prob: Any,
+    time_limit_s: float,
+    threads: int | None,
+    tolerance: float | None,
+    exact: bool,
+    extra: dict[str, Any] | None = None,
 ) -> tuple:
     import highspy
 
@@ -98,6 +105,7 @@ def _solve_highs(
         options["primal_feasibility_tolerance"] = tolerance
     if exact:
         options.update(gapRel=0.0, gapAbs=EXACT_GAP, presolve="off")
+    options.update(extra or {})
     prob.solve(_warm_highs()(**options))
     model = prob.solverModel
     status = model.getModelStatus()
@@ -107,6 +115,7 @@ def _solve_highs(
     names = {
         highspy.HighsModelStatus.kOptimal: "optimal",
         highspy.HighsModelStatus.kTimeLimit: "time_limit",
+        highspy.HighsModelStatus.kInterrupt: "time_limit",
         highspy.HighsModelStatus.kInfeasible: "infeasible",
         highspy.HighsModelStatus.kUnboundedOrInfeasible: "infeasible",
     }

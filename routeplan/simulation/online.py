@@ -15,7 +15,7 @@ The interface between the simulator and the strategies is declared, not read off
   at the end of a time slot, ``moves`` counts reconfigurations.
 
 ``ONLINE_SCHEMES`` holds exactly the key-routing strategies with an online form in the papers:
-``kg``, ``sg``, ``potc``, ``pkg``, ``dchoices`` (paper 003 §3, §6.2 Q4; paper 000 §III-D),
+``kg``, ``sg``, ``potc``, ``pkg`` (paper 003 §3, §6.2 Q4; paper 000 §III-D), ``dchoices`` (ours),
 ``porc``, ``chbl``, ``cg`` (paper 000 Alg. 1, §III-C, §V) and ``ring`` (paper 001 §4). The
 ``reassign`` strategies (``flux``, ``milp``, ``albic``) and the bin packers have none.
 """
@@ -42,8 +42,10 @@ from routeplan.planning.keyrouting.bounded_loads import (
 from routeplan.planning.keyrouting.consistent_grouping import (
     ConsistentGrouping,
     CountedHandovers,
+    SignalQueues,
     dealt_owners,
     pair_busy_idle,
+    pair_fcfs,
     proportional_counts,
 )
 from routeplan.planning.keyrouting.key_grouping import KeyGrouping
@@ -187,14 +189,15 @@ class ShuffleGroupingOnline(OnlineScheme):
 
 @online_form
 class PartialKeyGroupingOnline(PerSource):
-    """Greedy-d over the key's hash choices by local load (paper 003 §3, §5)."""
+    """Greedy-d over the key's ``d`` independent hash choices by local load (paper 003 §3, §5);
+    ``distinct=True`` (ours) makes the ``min(d, W)`` choices differ."""
 
     strategy_class = PartialKeyGrouping
 
-    def __init__(self, setup: Setup, d: int = 2) -> None:
+    def __init__(self, setup: Setup, d: int = 2, distinct: bool = False) -> None:
         super().__init__(setup, setup.workers)
-        d = min(d, setup.workers)
-        choices = hash_choices_many(list(setup.names), d, setup.workers, setup.seed)
+        d = min(d, setup.workers) if distinct else d
+        choices = hash_choices_many(list(setup.names), d, setup.workers, setup.seed, distinct)
         self.d = d
         self.c0 = choices[:, 0].tolist()
         self.c1 = choices[:, min(1, d - 1)].tolist()
@@ -202,7 +205,7 @@ class PartialKeyGroupingOnline(PerSource):
 
     @classmethod
     def from_strategy(cls, strategy: PartialKeyGrouping, setup: Setup) -> PartialKeyGroupingOnline:
-        return cls(setup, strategy.d)
+        return cls(setup, strategy.d, strategy.distinct_choices)
 
     def route_source(self, source: int, keys: list[int]) -> list[int]:
         load = self.load[source]
@@ -226,7 +229,8 @@ class PartialKeyGroupingOnline(PerSource):
 
 @online_form
 class DChoicesOnline(PerSource):
-    """PKG whose head keys get ``d_i`` choices (paper 003 Q4, ``head_choices``).
+    """Ours: PKG whose head keys get ``d_i`` distinct choices (``head_choices``; the head-only
+    idea after Nasir et al., ICDE 2016 — paper 003 Q4 raises one uniform ``d``, ``pkg`` with ``d``).
 
     The sources refresh their view of the head from the key counts seen so far — an exact
     stand-in for the heavy-hitter sketch each would keep — after 1k, 2k, 4k, … messages, then
@@ -238,7 +242,7 @@ class DChoicesOnline(PerSource):
     def __init__(self, setup: Setup, head_threshold: float | None, fill: float) -> None:
         super().__init__(setup, setup.workers)
         d = min(2, setup.workers)
-        choices = hash_choices_many(list(setup.names), d, setup.workers, setup.seed)
+        choices = hash_choices_many(list(setup.names), d, setup.workers, setup.seed, True)
         self.c0 = choices[:, 0].tolist()
         self.c1 = choices[:, min(1, d - 1)].tolist()
         self.head_threshold = head_threshold
@@ -259,7 +263,7 @@ class DChoicesOnline(PerSource):
         self.head = {}
         for k, dk in zip(head, d, strict=True):
             if k not in self.order:
-                self.order[k] = hash_choices(self.setup.names[k], n, n, self.setup.seed)
+                self.order[k] = hash_choices(self.setup.names[k], n, n, self.setup.seed, True)
             self.head[k] = self.order[k][:dk]
 
     def route(self, keys: np.ndarray, start: int) -> np.ndarray:
@@ -434,8 +438,11 @@ class ConsistentGroupingOnline(OnlineScheme):
 
     Virtual workers start evenly dealt (§V-B: "CG initializes with the same number of virtual
     workers for each worker"); at a slot end each worker compares the load it received in the
-    slot with its fair share (θ_b, θ_i) and the sources move virtual workers from busy to idle
-    workers, at most one per busy worker (``consistent_grouping.pair_busy_idle``)."""
+    slot with its fair share (θ_b, θ_i) and signals busy or idle; the sources queue the signals
+    first come, first served and move one virtual worker from each busy worker they can pair
+    with an idle one (``consistent_grouping.pair_fcfs``; unpaired workers stay queued). With
+    ``pairing="exact"``: our variant, at most one move per busy worker and slot, chosen by
+    exact ratios (``consistent_grouping.pair_busy_idle``)."""
 
     strategy_class = ConsistentGrouping
 
@@ -449,6 +456,8 @@ class ConsistentGroupingOnline(OnlineScheme):
         )
         self.owner = dealt_owners(proportional_counts(np.ones(setup.workers), self.virtual))
         self.slot = np.zeros(self.virtual)
+        self.pairing = strategy.pairing
+        self.queues = SignalQueues()
 
     @classmethod
     def from_strategy(cls, strategy: ConsistentGrouping, setup: Setup) -> ConsistentGroupingOnline:
@@ -462,6 +471,14 @@ class ConsistentGroupingOnline(OnlineScheme):
     def end_slot(self, capacity: np.ndarray, queue: np.ndarray) -> None:
         load = np.bincount(self.owner, weights=self.slot, minlength=self.setup.workers)
         share = load.sum() * capacity / capacity.sum()
+        if self.pairing == "fcfs":
+            if load.sum():
+                self.queues.receive(load / share, self.theta_busy, self.theta_idle)
+                self.moves += pair_fcfs(
+                    self.owner, load, self.slot, self.queues, CountedHandovers(np.inf)
+                )
+            self.slot[:] = 0
+            return
         busy = int(np.sum(load >= self.theta_busy * share)) if load.sum() else 0
         if busy:
             before = self.owner.copy()

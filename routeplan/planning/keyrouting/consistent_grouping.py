@@ -3,21 +3,26 @@
 Batch form of the paper's scheme, planning from aggregated loads:
 
 1. **PoRC** (§V-A, Alg. 1): ``V = α·n`` equal-sized virtual workers of capacity
-   ``(1 + ε) · total / V``. Each key group goes to the first virtual worker of its salted hash
-   sequence ``H(g + salt)`` with spare capacity. Units are visited in decreasing load (the batch
-   planner knows the loads up front). A hot key too heavy for one virtual worker is split over
-   the virtual workers of its own sequence, filling their spare capacity — the table lists it with
-   weighted workers. With a previous table, key groups keep their virtual worker unless it is over
-   capacity; only the excess is placed again.
+   ``(1 + ε) · total / V``. Key groups and hot keys are placed together **in decreasing load**
+   (the batch planner knows the loads up front): a key group goes whole to the first virtual
+   worker of its salted hash sequence ``H(g + salt)`` with room for it; a hot key is split over
+   only the ``⌈load / capacity⌉ ≈ ⌈p_k·V/(1+ε)⌉`` virtual workers its load needs (§VI-B, Eq. 2),
+   each piece on the first salted choice with room — the table lists it with weighted workers.
+   No virtual worker passes the capacity unless a single key group is heavier than the room left
+   (its worker's other virtual workers then lend it theirs). With a previous table, key groups
+   keep their virtual worker and hot keys their pieces unless over capacity; only the excess is
+   placed again.
 2. **Virtual workers → workers** (§V-B): counts in proportion to capacity (``α*_w = c_w·n·α``,
    §VI), or the previous table's assignment. Workers no longer active hand their virtual workers
    to the least loaded.
-3. **Pairing** (§V-B "Pairing virtual workers", θ_b/θ_i of §VI): a worker is busy when its load
-   ``≥ θ_b`` times its fair share and idle when ``≤ θ_i`` times it; busy and idle workers are
-   paired first-come-first-served (most overloaded / most idle first) and one virtual worker moves
-   from busy to idle per pairing — failing an idle partner, to a worker that is not busy (§VI:
-   "assigning virtual workers … to workers that have not reported becoming overloaded") — while
-   that lowers the pair's peak normalised load and the budget allows.
+3. **Pairing** (§V-B "Pairing virtual workers", θ_b/θ_i of §VI), ``pairing="fcfs"`` (default):
+   a worker signals busy when its load is ``≥ θ_b`` times its fair share and idle when
+   ``≤ θ_i`` times it; the signals queue first come, first served and each busy–idle pair moves
+   one virtual worker (``pair_fcfs``; rounds of it on the snapshot, ``pair_fcfs_rounds``).
+   ``pairing="exact"`` (our variant, ``pair_busy_idle``): busy workers most overloaded first,
+   each pairing moves the virtual worker that lowers the pair's peak normalised load the most,
+   failing an idle partner to a worker that is not busy (§VI: "assigning virtual workers … to
+   workers that have not reported becoming overloaded").
 
 **Budget** (``max_moves``, ``max_migrated_load_share``; ``moves.MoveLedger``): against a current
 table of as many key groups, every change of every step is priced before it is made, as
@@ -143,6 +148,89 @@ def dealt_owners(counts: np.ndarray) -> np.ndarray:
         [w for r in range(counts.max(initial=0)) for w in range(counts.size) if counts[w] > r],
         dtype=np.int64,
     )
+
+
+def hot_key_pieces(load: float, capacity: float) -> int:
+    """How many virtual workers a hot key needs at least: ``⌈load / capacity⌉`` with
+    ``capacity = (1 + ε)·total / V``, i.e. ``⌈p_k · V / (1 + ε)⌉`` (paper 000 §VI-B, Eq. 2)."""
+    if not np.isfinite(capacity) or capacity <= 0:
+        return 1
+    return max(1, int(np.ceil(load / capacity - 1e-9)))
+
+
+def place_whole(
+    unit: str,
+    load: float,
+    virtual_worker_load: np.ndarray,
+    capacity: float | np.ndarray,
+    max_salt: int,
+) -> int:
+    """Alg. 1 for an indivisible unit in the batch planner: the first of its salted choices with
+    room for ``load`` under ``capacity`` (one bound, or one per virtual worker); when none has
+    room, the virtual worker with the most room of all — which has room whenever
+    ``load ≤ ε·total/V`` (equal bounds), so small units never break the ε bound. Adds the
+    load; returns the virtual worker."""
+    n = virtual_worker_load.size
+    bound = np.broadcast_to(capacity, (n,))
+    for salt in range(1, max_salt + 1):
+        choice = salted_choice(unit, salt, n)
+        if virtual_worker_load[choice] + load <= bound[choice] + _EPS:
+            virtual_worker_load[choice] += load
+            return choice
+    choice = int(np.argmax(bound - virtual_worker_load))
+    virtual_worker_load[choice] += load
+    return choice
+
+
+def place_hot_key(
+    key: str,
+    load: float,
+    virtual_worker_load: np.ndarray,
+    capacity: float,
+    max_salt: int,
+    bound: np.ndarray | None = None,
+) -> list[tuple[int, float]]:
+    """A hot key split over as few virtual workers as its load allows (paper 000 §V-A, §VI-B):
+    ``⌈load / capacity⌉`` pieces — full virtual workers and the remainder, the parts Alg. 1's
+    overflow of a key's messages makes — each placed by Alg. 1 on the key's salted sequence
+    ``H(key + 1), H(key + 2), …`` (first choice with room for the piece, another piece's choice
+    passed over). A piece no choice has room for fills the spare capacity of the least loaded
+    virtual workers — so a hot key never breaks the ε bound (``V·capacity ≥ total``). Adds the
+    load; returns ``(virtual worker, load)`` sorted. ``bound``: each virtual worker's bound when
+    not ``capacity`` for all."""
+    bound = np.broadcast_to(capacity if bound is None else bound, virtual_worker_load.shape)
+    n_pieces = min(hot_key_pieces(load, capacity), virtual_worker_load.size)
+    full = min(capacity, load / n_pieces) if n_pieces == virtual_worker_load.size else capacity
+    sizes = [full] * (n_pieces - 1) + [load - full * (n_pieces - 1) if n_pieces > 1 else load]
+    pieces: dict[int, float] = {}
+    n = virtual_worker_load.size
+    salt = 0
+    for piece in sizes:
+        placed = False
+        while salt < max_salt and not placed:
+            salt += 1
+            choice = salted_choice(f"key:{key}", salt, n)
+            if choice not in pieces and virtual_worker_load[choice] + piece <= bound[choice] + _EPS:
+                virtual_worker_load[choice] += piece
+                pieces[choice] = piece
+                placed = True
+        if placed:
+            continue
+        remaining = piece
+        for choice in np.argsort(virtual_worker_load - bound, kind="stable").tolist():
+            room = bound[choice] - virtual_worker_load[choice] if np.isfinite(capacity) else piece
+            take = min(max(room, 0.0), remaining)
+            if take > _EPS * max(piece, 1.0):
+                virtual_worker_load[choice] += take
+                pieces[choice] = pieces.get(choice, 0.0) + take
+                remaining -= take
+            if remaining <= _EPS * max(piece, 1.0):
+                break
+        if remaining > _EPS * max(piece, 1.0):  # no room anywhere (only with ε < 0 rounding)
+            choice = int(np.argmin(virtual_worker_load))
+            virtual_worker_load[choice] += remaining
+            pieces[choice] = pieces.get(choice, 0.0) + remaining
+    return sorted(pieces.items())
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,6 +360,98 @@ def pair_busy_idle(
     return moved
 
 
+PAIRINGS = ("fcfs", "exact")
+
+
+@dataclass
+class SignalQueues:
+    """The sources' two first-come-first-served queues of §V-B: workers that signalled busy
+    (``load ≥ θ_b`` × fair share, "decrease workload") and idle (``≤ θ_i``, "increase"), in the
+    order their signal arrived. A worker stays queued while it keeps signalling the same; one
+    whose signal stops (or turns) leaves its queue. Signals of one time slot arrive together,
+    in worker order."""
+
+    busy: list[int] = field(default_factory=list)
+    idle: list[int] = field(default_factory=list)
+
+    def receive(self, ratio: np.ndarray, theta_busy: float, theta_idle: float) -> None:
+        """The binary signals of one slot: ``ratio`` = each worker's load / its fair share."""
+        busy, idle = ratio >= theta_busy, ratio <= theta_idle
+        self.busy = [w for w in self.busy if busy[w]]
+        self.busy += [int(w) for w in np.flatnonzero(busy) if int(w) not in self.busy]
+        self.idle = [w for w in self.idle if idle[w]]
+        self.idle += [int(w) for w in np.flatnonzero(idle) if int(w) not in self.idle]
+
+
+def pair_fcfs(
+    owner: np.ndarray,
+    load: np.ndarray,
+    vw_load: np.ndarray,
+    queues: SignalQueues,
+    budget: HandoverBudget,
+) -> int:
+    """Paper 000 §V-B "Pairing virtual workers", in place: while both queues hold a worker, the
+    first busy and the first idle worker are paired and one virtual worker of the busy worker
+    moves to the idle one ("the source only removes the virtual workers of the corresponding
+    worker if it is able to pair it with an addition on an idle worker"); both leave their
+    queue. The sources know no capacity, only their own count of each virtual worker's
+    messages: the busy worker gives its lightest virtual worker (the smallest correction) the budget
+    affords (a pair with
+    none affordable moves nothing). Returns the number of handovers."""
+    moved = 0
+    while queues.busy and queues.idle:
+        b, i = queues.busy.pop(0), queues.idle.pop(0)
+        mine = np.flatnonzero(owner == b)
+        for vw in mine[np.argsort(vw_load[mine], kind="stable")].tolist():
+            if budget.affordable(vw, i):
+                owner[vw] = i
+                load[b] -= vw_load[vw]
+                load[i] += vw_load[vw]
+                budget.spend(vw, i)
+                moved += 1
+                break
+    return moved
+
+
+def pair_fcfs_rounds(
+    owner: np.ndarray,
+    load: np.ndarray,
+    vw_load: np.ndarray,
+    capacity: np.ndarray,
+    theta_busy: float,
+    theta_idle: float,
+    budget: HandoverBudget,
+) -> int:
+    """The batch form of §V-B pairing on one snapshot: rounds of signals (``SignalQueues``) and
+    FCFS pairing (``pair_fcfs``), as successive time slots would do with these loads, until a
+    round moves nothing or the owners repeat an earlier round's (virtual workers too coarse for
+    the thresholds ping-pong between busy and idle), at most ``V`` rounds. The planner, which
+    knows the capacities, keeps the round with the lowest peak normalised load (handing back
+    what later rounds moved). Returns the number of virtual workers whose worker changed."""
+    if load.sum() <= 0:
+        return 0
+    share = fair_share(load, capacity)
+    start = owner.copy()
+    best = (float(np.max(load / share)), owner.copy(), load.copy())
+    queues = SignalQueues()
+    seen = {owner.tobytes()}
+    for _ in range(owner.size):
+        queues.receive(load / share, theta_busy, theta_idle)
+        step = pair_fcfs(owner, load, vw_load, queues, budget)
+        state = owner.tobytes()
+        peak = float(np.max(load / share))
+        if step and peak < best[0] - _EPS:
+            best = (peak, owner.copy(), load.copy())
+        if step == 0 or state in seen:
+            break
+        seen.add(state)
+    for vw in np.flatnonzero(owner != best[1]).tolist():
+        owner[vw] = best[1][vw]
+        budget.spend(vw, int(owner[vw]))
+    load[:] = best[2]
+    return int(np.sum(owner != start))
+
+
 # --------------------------------------------------------------------------------------------
 # the batch planner
 
@@ -367,7 +547,11 @@ class _LedgerHandovers:
 class ConsistentGrouping:
     """Consistent Grouping (paper 000 §V) planning key groups and hot keys onto workers.
 
-    ``virtual_workers_per_worker`` is the paper's α (``V = α·n`` virtual workers)."""
+    ``virtual_workers_per_worker`` is the paper's α (``V = α·n`` virtual workers). ``pairing``:
+    ``"fcfs"`` (default) is §V-B's pairing of busy and idle workers from binary signals in FCFS
+    queues (``pair_fcfs``); ``"exact"`` is our variant that pairs by exact load ratios and
+    capacities, picks the best virtual worker and falls back to non-busy receivers
+    (``pair_busy_idle``)."""
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset({"max_moves", "max_migrated_load_share"})
@@ -378,6 +562,7 @@ class ConsistentGrouping:
     theta_idle: float = 0.97
     hot_key_fraction: float = 0.5
     max_salt: int = 64
+    pairing: str = "fcfs"
 
     def __post_init__(self) -> None:
         if self.virtual_workers_per_worker < 1:
@@ -390,6 +575,8 @@ class ConsistentGrouping:
             raise ValueError("hot_key_fraction must be in (0, 1]")
         if self.max_salt < 1:
             raise ValueError("max_salt must be >= 1")
+        if self.pairing not in PAIRINGS:
+            raise ValueError(f"pairing must be one of {', '.join(PAIRINGS)}")
         object.__setattr__(self, "virtual_workers_per_worker", int(self.virtual_workers_per_worker))
         for name in ("epsilon", "theta_busy", "theta_idle", "hot_key_fraction"):
             object.__setattr__(self, name, float(getattr(self, name)))
@@ -432,8 +619,8 @@ class ConsistentGrouping:
             ledger=MoveLedger.build(loads, current, workers, budget, hot),
             base=np.zeros(len(workers)),
         )
-        self._place_groups(layout, residual, capacity)
-        self._place_hot_keys(layout, hot, loads, current, capacity)
+        previous_pieces = state.get("hot_key_virtual_workers", {}) if state else {}
+        self._place_units(layout, residual, hot, loads, current, capacity, previous_pieces)
         layout.index_members()
         load = self._hand_over_leaving(layout, workers)
         self._pair(layout, workers, load)
@@ -457,56 +644,127 @@ class ConsistentGrouping:
             return {}
         return state
 
-    def _place_groups(self, layout: _Layout, residual: np.ndarray, capacity: float) -> None:
-        """PoRC for key groups (§V-A). With a previous state only the overflow of virtual workers
-        over capacity, and the groups kept outside them, are placed again; a placement that
-        moves a group to another worker is made only if the budget allows — otherwise the
-        group stays in its virtual worker, or on its current worker."""
+    def _place_units(
+        self,
+        layout: _Layout,
+        residual: np.ndarray,
+        hot: Sequence[str],
+        loads: LoadSnapshot,
+        current: RoutingTable | None,
+        capacity: float,
+        previous_pieces: Mapping[str, Any],
+    ) -> None:
+        """PoRC (§V-A, Alg. 1) for key groups and hot keys together, **in decreasing load**: a
+        key group goes whole to its first salted choice with room (``place_whole``), a hot key
+        is split over as few virtual workers as its load allows (``place_hot_key``), so the
+        heavy units take the empty virtual workers and the light ones fill the gaps.
+
+        With a previous state, key groups keep their virtual worker and hot keys their pieces
+        (when they need as many as before and their workers are the current table's); only the
+        overflow of virtual workers over capacity, and the units kept outside them, are placed
+        again. A placement that changes a unit's workers is made only if the budget allows —
+        otherwise the group stays in its virtual worker, or on its current worker, and the hot
+        key keeps its current workers."""
         group_vw, vw_load = layout.group_vw, layout.vw_load
         inside = group_vw >= 0
         vw_load += np.bincount(group_vw[inside], weights=residual[inside], minlength=vw_load.size)
-        pending = []
+        amounts = {k: float(loads.hot_key_load[k]) for k in hot}
+        kept: dict[str, list[tuple[int, float]]] = {}
+        for key in hot:
+            old = self._previous_pieces(key, previous_pieces, layout, current)
+            if old is not None and len(old) == hot_key_pieces(amounts[key], capacity):
+                kept[key] = [(vw, share * amounts[key]) for vw, share in old]
+                for vw, part in kept[key]:
+                    vw_load[vw] += part
+        pending: list[tuple[float, int, str | int]] = []
         for vw in np.flatnonzero(vw_load > capacity + _EPS):
             members = np.flatnonzero(group_vw == vw)
             for g in members[np.argsort(-residual[members], kind="stable")]:
                 if vw_load[vw] <= capacity + _EPS:
                     break
                 vw_load[vw] -= residual[g]
-                pending.append(int(g))
-        pending += np.flatnonzero(~inside).tolist()
-        pending_arr = np.asarray(pending, dtype=np.int64)
+                pending.append((float(residual[g]), 1, int(g)))
+            for key in [k for k, parts in kept.items() if any(v == vw for v, _ in parts)]:
+                if vw_load[vw] <= capacity + _EPS:
+                    break
+                for v, part in kept.pop(key):
+                    vw_load[v] -= part
+        pending += [(float(residual[g]), 1, int(g)) for g in np.flatnonzero(~inside)]
+        pending += [(amounts[k], 0, k) for k in hot if k not in kept]
         before = layout.ledger.before_group
-        for g in pending_arr[np.argsort(-residual[pending_arr], kind="stable")]:
-            choice = porc_choice(f"g{g}", residual[g], vw_load, capacity, self.max_salt)
+        bound = np.full(vw_load.size, capacity)
+        for key, parts in kept.items():
+            layout.pieces[key] = parts
+            layout.ledger.set_key(key, layout.key_targets(key))
+        # decreasing load; at equal load hot keys first, then by group / key
+        for amount, is_group, unit in sorted(pending, key=lambda u: (-u[0], u[1], str(u[2]))):
+            if not is_group:
+                self._place_hot_key(layout, str(unit), amount, capacity, current, bound)
+                continue
+            g = int(unit)
+            choice = place_whole(f"g{g}", amount, vw_load, bound, self.max_salt)
+            vw_load[choice] -= amount
             if layout.ledger.try_groups([g], layout.worker_name(choice)):
                 group_vw[g] = choice
-                vw_load[choice] += residual[g]
+                vw_load[choice] += amount
+                self._lend_bound(layout, bound, vw_load, choice)
             elif group_vw[g] >= 0:  # back into its virtual worker
-                vw_load[group_vw[g]] += residual[g]
+                vw_load[group_vw[g]] += amount
             else:  # stays on its current worker
-                layout.base[layout.names.index(before[g])] += residual[g]
+                layout.base[layout.names.index(before[g])] += amount
 
     @staticmethod
-    def _place_hot_keys(
+    def _lend_bound(layout: _Layout, bound: np.ndarray, vw_load: np.ndarray, vw: int) -> None:
+        """A key group heavier than any room (no unit is split but hot keys) overflows ``vw``;
+        the other virtual workers of its worker lend it that much of their bound, so the worker
+        stays within ``(1 + ε)`` of its share when the rest of its virtual workers can."""
+        over = vw_load[vw] - bound[vw]
+        if over <= _EPS or layout.owner[vw] < 0:
+            return
+        siblings = np.flatnonzero(layout.owner == layout.owner[vw])
+        siblings = siblings[siblings != vw]
+        if siblings.size:
+            bound[vw] = vw_load[vw]
+            bound[siblings] = np.maximum(bound[siblings] - over / siblings.size, 0.0)
+
+    @staticmethod
+    def _previous_pieces(
+        key: str,
+        previous: Mapping[str, Any],
         layout: _Layout,
-        hot: Sequence[str],
-        loads: LoadSnapshot,
         current: RoutingTable | None,
+    ) -> list[tuple[int, float]] | None:
+        """A hot key's ``(virtual worker, share)`` pieces in the previous state, when they
+        still describe the current table's workers of the key."""
+        parts = previous.get(key)
+        if not parts or current is None or key not in current.hot_keys:
+            return None
+        out = [(int(v), float(s)) for v, s in parts]
+        if any(not 0 <= v < layout.owner.size or layout.owner[v] < 0 for v, _ in out):
+            return None
+        workers = {layout.names[layout.owner[v]] for v, _ in out}
+        return out if workers == {w for w, _ in current.hot_keys[key]} else None
+
+    def _place_hot_key(
+        self,
+        layout: _Layout,
+        key: str,
+        amount: float,
         capacity: float,
+        current: RoutingTable | None,
+        bound: np.ndarray,
     ) -> None:
-        """Split each hot key over its salted virtual workers (``porc_split``), heaviest first;
-        a key whose workers would change beyond the budget keeps its current ones."""
-        for key in hot:
-            amount = loads.hot_key_load[key]
-            pieces = porc_split(key, amount, layout.vw_load, capacity, 4 * layout.owner.size)
-            layout.pieces[key] = pieces
-            if not layout.ledger.try_key(key, layout.key_targets(key)):
-                for vw, part in pieces:
-                    layout.vw_load[vw] -= part
-                del layout.pieces[key]
-                kept = layout.ledger.kept_targets(key, current)
-                assert kept is not None  # refusals only happen against a current table
-                layout.keep(key, kept, amount)
+        """``place_hot_key`` for one key; a key whose workers would change beyond the budget
+        keeps its current ones."""
+        pieces = place_hot_key(key, amount, layout.vw_load, capacity, self.max_salt, bound)
+        layout.pieces[key] = pieces
+        if not layout.ledger.try_key(key, layout.key_targets(key)):
+            for vw, part in pieces:
+                layout.vw_load[vw] -= part
+            del layout.pieces[key]
+            kept = layout.ledger.kept_targets(key, current)
+            assert kept is not None  # refusals only happen against a current table
+            layout.keep(key, kept, amount)
 
     @staticmethod
     def _hand_over_leaving(layout: _Layout, workers: Workers) -> np.ndarray:
@@ -535,13 +793,15 @@ class ConsistentGrouping:
         return load
 
     def _pair(self, layout: _Layout, workers: Workers, load: np.ndarray) -> None:
-        """§V-B pairing over the active workers (``pair_busy_idle``, ``load`` theirs), each
-        handover priced by the ledger; virtual workers a draining worker keeps take no part."""
+        """§V-B pairing over the active workers (``pair_fcfs_rounds``, or ``pair_busy_idle``
+        with ``pairing="exact"``; ``load`` theirs), each handover priced by the ledger; virtual
+        workers a draining worker keeps take no part."""
         positions = np.flatnonzero(workers.is_active)
         at = np.full(len(workers), -1, dtype=np.int64)
         at[positions] = np.arange(positions.size)
         owner = np.where(layout.owner >= 0, at[np.maximum(layout.owner, 0)], -1)
-        pair_busy_idle(
+        pair = pair_busy_idle if self.pairing == "exact" else pair_fcfs_rounds
+        pair(
             owner,
             load,
             layout.vw_load,
@@ -605,6 +865,10 @@ class ConsistentGrouping:
             strategy_state={
                 "virtual_worker_worker": [names[o] for o in owner],
                 "key_group_virtual_worker": group_vw.tolist(),
+                "hot_key_virtual_workers": {
+                    key: [[vw, part / loads.hot_key_load[key]] for vw, part in parts]
+                    for key, parts in sorted(layout.pieces.items())
+                },
             },
             hash_seed=loads.hash_seed,
         )

@@ -3,11 +3,16 @@
 "At the end of each period, nodes are sorted in descending order of their workloads, and then it
 moves the biggest suitable data partition at the first node to the last one in the list, so that
 load-variance is decreased. If necessary, it also moves a partition at the second node to the
-second last one in the list, and so on." Here: rounds of that pairing on normalised load
-(load / capacity, so unequal workers compare), each pair moving the key group that best evens the
-pair (the smallest resulting peak deviation — "best fitting"), until a round moves nothing or the
-budget (``Budget``: moves, moved load, migration cost) is spent; a group moves at most once
-per plan.
+second last one in the list, and so on." Here, on normalised load (load / capacity, so unequal
+workers compare), by default (``variant="paper"``) exactly that: ONE pass per plan, the k-th most
+loaded worker gives its biggest suitable key group — the heaviest whose move lowers the pair's
+summed squared deviation, within the budget (``Budget``: moves, moved load, migration cost) — to
+the k-th least loaded one.
+
+``variant="rounds"`` is our stronger variant (not the paper's): each pair moves the key group that
+best evens it (the smallest resulting peak deviation, "best fitting"), and passes repeat until
+one moves nothing or the budget is spent; a group moves at most once per plan. It is what
+``milp`` starts from (``bench/paper004_milp.py`` shows both beside the MILP on §5.2.1's job).
 
 Flux knows nothing of scale-in: draining workers are emptied first, each group to the least loaded
 active worker, and the pairing balances with what is left of the budget — the "scale-in, then
@@ -31,6 +36,7 @@ from routeplan.planning.reassign.reassignment import Reassignment, Units
 from routeplan.planning.registry import register
 
 _EPS = 1e-12
+VARIANTS = ("paper", "rounds")
 
 
 class _Mover:
@@ -87,6 +93,31 @@ def drain(mover: _Mover) -> None:
                 break
 
 
+def pair_once(mover: _Mover) -> None:
+    """The paper's Flux (§2.2): one pass; the k-th most loaded worker gives its biggest suitable
+    unit — the heaviest whose move lowers ``e_h² + e_l²`` of the pair (``e``: normalised excess) —
+    to the k-th least loaded one. A draining worker's target is 0; only active workers
+    receive."""
+    active = mover.problem.active
+    excess = mover.load / mover.scale - np.where(active, 1.0, 0.0)
+    sources = np.argsort(-excess, kind="stable")
+    receivers = np.flatnonzero(active)[np.argsort(excess[active], kind="stable")]
+    for h, low in zip(sources, receivers, strict=False):
+        if h == low or excess[h] <= excess[low] + _EPS:
+            break
+        found = mover.candidates(h, low)
+        if found.size == 0:
+            continue
+        weight = mover.units.load[found]
+        after = (excess[h] - weight / mover.scale[h]) ** 2 + (
+            excess[low] + weight / mover.scale[low]
+        ) ** 2
+        suitable = found[after < excess[h] ** 2 + excess[low] ** 2 - _EPS]
+        if suitable.size:
+            heaviest = suitable[np.argmax(mover.units.load[suitable])]
+            mover.move(int(heaviest), int(low))
+
+
 def pair_rounds(mover: _Mover) -> None:
     """Flux's pairing: the k-th most loaded worker gives its best-fitting unit to the k-th least
     loaded one; rounds until one moves nothing. A draining worker's target is 0 (its whole load
@@ -124,15 +155,20 @@ def flux(
     movable: np.ndarray | None = None,
     *,
     drain_first: bool = True,
+    variant: str = "rounds",
 ) -> np.ndarray:
     """Flux from ``assign`` (unit → worker); only ``movable`` units move (default: unpinned).
     With ``drain_first`` draining workers are emptied before the pairing (else the pairing
-    treats them as workers whose target load is 0)."""
+    treats them as workers whose target load is 0). ``variant``: ``paper`` (one pass,
+    :func:`pair_once`) or ``rounds`` (:func:`pair_rounds`, what ``milp`` and ``albic`` start
+    from)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}")
     movable = units.pin < 0 if movable is None else movable
     mover = _Mover(problem, units, assign, movable)
     if drain_first:
         drain(mover)
-    pair_rounds(mover)
+    (pair_once if variant == "paper" else pair_rounds)(mover)
     return mover.assign
 
 
@@ -141,10 +177,18 @@ def flux(
 class Flux:
     """Flux (paper 004 §2.2, §5 baseline): pairwise most/least loaded moves within the budget.
 
-    It has no parameters: every limit is the ``Budget``'s."""
+    ``variant``: ``paper`` (default; one pass, each pair's biggest suitable key group) or
+    ``rounds`` (ours: best-fitting groups, passes until none moves). Every limit is the
+    ``Budget``'s."""
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset(BUDGET_LIMITS)
+
+    variant: str = "paper"
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}")
 
     def plan(
         self,
@@ -155,5 +199,5 @@ class Flux:
     ) -> Plan:
         problem = Reassignment.build(loads, current, workers, budget)
         units = Units.build(problem)
-        assign = flux(problem, units, units.initial(problem))
+        assign = flux(problem, units, units.initial(problem), variant=self.variant)
         return problem.finish(self.name, units.group_worker(assign), parameters(self), {}, {})

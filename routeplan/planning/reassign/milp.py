@@ -25,18 +25,24 @@ loose budget does not invite moves that gain nothing. Constraint (5) ``mean − 
 out: loads are non-negative anyway, and with it a key group heavier than twice the mean makes
 the model infeasible. New groups cannot go to draining workers (Lemma 1: the MILP sends none).
 
-Solving: HiGHS through PuLP (CBC with ``solver="cbc"``), always with ``Budget.time_limit_s`` and a
-greedy warm start (LPT for new groups, then Flux, ``routeplan.planning.reassign.flux``); the plan
-is the better of the two, so it is never worse than Flux. The solver's own status and gap are
-reported (``routeplan.planning.solver``): ``strategy_state.solver_status``, and the predicted
-``mip_gap`` and ``solver_seconds``. The LP relaxation of this model has ``d = 0`` whatever
-the loads, so solvers rarely prove optimality and HiGHS spends seconds on root cuts of a 30
-000-binary model without improving its start. Above ``max_variables`` binaries the same MILP is
-therefore solved over neighbourhoods — the most over- and under-loaded workers (and draining ones),
-every other worker's load fixed, each sub-model warm-started from the incumbent — until the time
-limit or ``STALL_ROUNDS`` neighbourhoods without improvement (``strategy_state.model``: ``full`` or
-``neighbourhood``; ``mip_gap`` only for ``full``). On §5.1's instances small neighbourhoods beat the
-whole model within 1–3 s (``bench/paper004_milp.py``). Conventions shared with ``flux``
+Solving: HiGHS through PuLP (CBC with ``solver="cbc"``), always within ``Budget.time_limit_s`` and
+from a greedy warm start (LPT for new groups, then Flux's ``rounds`` variant,
+``routeplan.planning.reassign.flux``); the plan is never worse than that start. Up to
+``max_variables`` binaries (default :data:`MAX_VARIABLES`: 800 key groups × 40 workers, the paper's
+largest, included) the whole model is solved. The LP relaxation has ``d = 0`` whatever the loads
+(fractions of key groups move freely), so the model gets the cut ``d ≥ d_LB``
+(:func:`distance_bound`: the fewest whole moves the most and least loaded workers need), which
+also gives the reported ``mip_gap`` a bound when HiGHS's own is weaker or missing. HiGHS's RINS
+and RENS sub-MIPs overrun the time limit on large models and are off there
+(:func:`_highs_options`). Neighbourhoods — the most over- and under-loaded workers (and draining
+ones), every other worker's load fixed, each sub-model warm-started from the incumbent — are the
+fallback only: when the whole model has not improved on the warm start within
+:data:`FULL_SHARE` of the limit they get the rest, until the limit or ``STALL_ROUNDS``
+neighbourhoods without improvement; above ``max_variables`` they are the only path.
+``strategy_state`` says which produced the plan (``solved_by``: ``full_model``, ``neighbourhood``
+or ``warm_start``), the model (``full``, ``full+neighbourhood``, ``neighbourhood``), the solver's
+own status (``solver_status``, ``routeplan.planning.solver``) and ``mip_gap`` (also in the
+predicted metrics with ``solver_seconds`` and ``distance_bound``). Conventions shared with ``flux``
 and ``albic`` (whole key groups, budget, forced moves): :mod:`routeplan.planning.reassign`.
 """
 
@@ -60,12 +66,16 @@ from routeplan.planning.metrics import load_distance
 from routeplan.planning.reassign.flux import flux
 from routeplan.planning.reassign.reassignment import Reassignment, Units
 from routeplan.planning.registry import register
-from routeplan.planning.solver import SOLVERS, SolveResult, solve
+from routeplan.planning.solver import SOLVERS, SolveResult, relative_gap, solve
 
 SCALE_IN = ("integrated", "first")
 _EPS = 1e-9
 SUB_LIMIT_S = 0.5  # least time a neighbourhood MILP gets
 STALL_ROUNDS = 8  # neighbourhoods in a row without improvement before the search stops
+MAX_VARIABLES = 100_000  # the whole model up to this many binaries (800 groups × 40 workers: 32k)
+FULL_SHARE = 0.5  # default share of the limit for the whole model when neighbourhoods may follow
+SMALL_MODEL = 2_000  # binaries up to which the whole model gets all the time (no fallback)
+NEIGHBOURHOOD_VARIABLES = 800  # size of a neighbourhood MILP after the whole model
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,8 @@ class Outcome:
     warm_start_load_distance: float = 0.0
     subproblems: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
+    solved_by: str = "warm_start"
+    distance_bound: float = 0.0
 
     def extra(self) -> dict[str, float]:
         """The numeric part, for the plan's predicted metrics."""
@@ -110,6 +122,7 @@ class Outcome:
             "solver_seconds": self.solver_seconds,
             "warm_start_load_distance": self.warm_start_load_distance,
             "subproblems": float(self.subproblems),
+            "distance_bound": self.distance_bound,
         }
         if self.mip_gap is not None:
             numbers["mip_gap"] = self.mip_gap
@@ -121,6 +134,8 @@ class Outcome:
             "solver_status": self.solver_status,
             "solver": self.solver,
             "model": self.model,
+            "solved_by": self.solved_by,
+            "mip_gap": self.mip_gap,
             "subproblem_status": dict(self.statuses),
         }
 
@@ -135,6 +150,12 @@ def objective(problem: Reassignment, units: Units, assign: np.ndarray, weights: 
     migration = weights.per_cost(problem) * units.spent(assign)[2]
     value = weights.w1 * d - weights.w2 * (2 * d - over - under) + weights.w_drain * drained
     return float(value + migration)
+
+
+def _d_of(problem: Reassignment, units: Units, assign: np.ndarray) -> float:
+    """The model's ``d`` of ``assign``: ``max(max_i u_i − 1, 1 − min_{active} u_i)``."""
+    u = problem.normalised(units, assign)
+    return float(max(u.max() - 1.0, 1.0 - u[problem.active].min(initial=1.0), 0.0))
 
 
 def distance(problem: Reassignment, units: Units, assign: np.ndarray) -> float:
@@ -173,6 +194,79 @@ def drain_progress(
     return result, True
 
 
+def distance_bound(
+    problem: Reassignment, units: Units, incumbent: np.ndarray, free: np.ndarray
+) -> float:
+    """A lower bound on the load distance ``d`` any plan within the budget reaches: the LP
+    relaxation of §4.3.1 has ``d = 0`` (fractions of key groups move freely), so the full model
+    gets ``d ≥ d_LB`` as a cut. For a candidate ``d``, worker ``i`` above ``1 + d`` must shed at
+    least its excess, which takes at least ``n_i(d)`` moves (its heaviest free groups first) and
+    that much moved load; an active worker below ``1 − d`` must receive at least ``m_i(d)`` groups
+    (the heaviest free groups anywhere) when no free group is new (new groups move for free).
+    Each move leaves one worker and reaches one, so ``Σ_i n_i(d)`` and ``Σ_i m_i(d)`` each fit in
+    the moves left, and the excesses in the moved load left; ``d_LB`` is the least ``d``
+    (bisection) where they do."""
+    n = len(problem.workers)
+    scale = problem.capacity * problem.fair
+    fixed = np.ones(len(units), dtype=bool)
+    fixed[free] = False
+    owned = free[units.owner[free] >= 0]
+    new = free.size > owned.size
+    place = np.where(fixed, incumbent, units.owner)
+    keep = fixed | (units.owner >= 0)
+    load = problem.base + np.bincount(place[keep], weights=units.load[keep], minlength=n)
+    u = load / scale
+    spent_fixed = units.pin_spend.sum(axis=0) + units.spend[units.leaving(incumbent) & fixed].sum(
+        axis=0
+    )
+    left = problem.budget_left - spent_fixed
+    moves_left, load_left = left[0], left[1]
+    if problem.limits[2] < np.inf and not np.any(units.spend[owned, 2] != 1.0):
+        moves_left = min(moves_left, left[2])  # the cost is one per move
+    if not (np.isfinite(moves_left) or np.isfinite(load_left)):
+        return 0.0
+    shed = [np.cumsum(np.sort(units.load[owned[units.owner[owned] == i]])[::-1]) for i in range(n)]
+    heaviest = np.cumsum(np.sort(units.load[owned])[::-1])
+    active = problem.active
+
+    def fits(d: float) -> bool:
+        over = np.clip(u - 1.0 - d, 0.0, None) * scale
+        under = np.where(active, np.clip(1.0 - d - u, 0.0, None), 0.0) * scale
+        if over.sum() > load_left * (1 + 1e-9) + 1e-12:
+            return False
+        count = 0
+        for i in np.flatnonzero(over > 1e-12):
+            reach = np.searchsorted(shed[i], over[i] * (1 - 1e-9))
+            if reach >= shed[i].size:
+                return False
+            count += reach + 1
+        if count > moves_left:
+            return False
+        if new:
+            return True
+        if under.sum() > load_left * (1 + 1e-9) + 1e-12:
+            return False
+        count = 0
+        for i in np.flatnonzero(under > 1e-12):
+            reach = np.searchsorted(heaviest, under[i] * (1 - 1e-9))
+            if reach >= heaviest.size:
+                return False
+            count += reach + 1
+        return count <= moves_left
+
+    high = max(float((u - 1.0).max()), float((1.0 - u[active]).max(initial=0.0)), 0.0)
+    if fits(0.0):
+        return 0.0
+    low = 0.0
+    for _ in range(40):
+        mid = (low + high) / 2
+        if fits(mid):
+            high = mid
+        else:
+            low = mid
+    return low
+
+
 class _Model:
     """One MILP over the ``free`` units and the ``selected`` workers; everything else is fixed at
     the incumbent and enters as constants (the whole §4.3.1 model when all are free).
@@ -192,12 +286,14 @@ class _Model:
         weights: Weights,
         max_load_distance: float | None,
         require_drain: bool,
+        d_bound: float = 0.0,
     ) -> None:
         import pulp
 
         self.problem, self.units, self.incumbent = problem, units, incumbent
         self.free, self.selected, self.allowed = free, selected, allowed
         self.weights, self.max_load_distance = weights, max_load_distance
+        self.d_bound = d_bound
         n = len(problem.workers)
         self.in_model = np.zeros(n, dtype=bool)
         self.in_model[selected] = True
@@ -236,7 +332,7 @@ class _Model:
             for i in self.allowed[u]:
                 if self.in_model[i]:
                     self.x[i, u] = prob.add_variable(f"x_{i}_{u}", 0, 1, cat=pulp.LpBinary)
-        lowest = max(self.over_fixed, self.under_fixed, 0.0)
+        lowest = max(self.over_fixed, self.under_fixed, self.d_bound, 0.0)
         self.d = prob.add_variable("d", lowest, self.max_load_distance)
         self.du = prob.add_variable("d_u", 0)
         self.dl = prob.add_variable("d_l", 0)
@@ -401,8 +497,9 @@ def optimise(
     solver: str = "highs",
     max_load_distance: float | None = None,
     scale_in: str = "integrated",
-    max_variables: int | None = 800,
+    max_variables: int | None = MAX_VARIABLES,
     seed: int = 0,
+    full_model_share: float = FULL_SHARE,
 ) -> Outcome:
     """Warm start, then the MILP (whole, or by neighbourhoods above ``max_variables``)."""
     started = time.perf_counter()
@@ -432,59 +529,112 @@ def optimise(
     size = sum(len(allowed[u]) for u in free)
     statuses: Counter[str] = Counter()
     full = max_variables is None or size <= max_variables
+    every = np.arange(len(problem.workers))
+
+    def attempt(selected: np.ndarray, sub_free: np.ndarray, limit: float, cut: float) -> bool:
+        nonlocal best, best_value
+        model = _Model(
+            problem, units, best, sub_free, selected, allowed, weights, max_load_distance,
+            require_drain, cut,
+        )  # fmt: skip
+        limit = max(0.05, min(limit, deadline - time.perf_counter()))  # less the build time
+        result = solve(model.prob, solver, limit, options=_highs_options(len(model.x)))
+        statuses[result.status] += 1
+        outcome.solver = result.solver
+        attempts.append(result)
+        if not result.feasible:
+            return False
+        candidate = model.solution(best)
+        value = objective(problem, units, candidate, weights)
+        if (
+            problem.within_budget(units, candidate)
+            and problem.within_resources(units, candidate)
+            and value <= best_value - 1e-12
+        ):
+            best, best_value = candidate, value
+            return True
+        return False
+
+    attempts: list[SolveResult] = []
+    # the cut d ≥ d_LB (never above the warm start's own d, which must stay feasible)
+    cut = min(distance_bound(problem, units, best, free), _d_of(problem, units, best))
+    outcome.distance_bound = cut
+    if max_load_distance is not None and cut > max_load_distance + _EPS:
+        outcome.solver_status = "infeasible"  # proven by the bound alone: no plan reaches maxLD
+        return _finish(outcome, best, statuses, problem, units, max_load_distance, started)
+    if full:
+        remaining = deadline - time.perf_counter()
+        alone = size <= SMALL_MODEL or max_variables is None
+        limit = remaining if alone else remaining * full_model_share
+        if remaining > 0.05 and attempt(every, free, limit, cut):
+            outcome.solved_by = "full_model"
+        last = attempts[-1] if attempts else None
+        if last is not None:
+            outcome.model = "full"
+            outcome.solver_status = last.status
+            outcome.mip_gap = _gap(last, best_value, weights, cut)
+        if outcome.solved_by == "full_model" or alone or (last and last.status == "optimal"):
+            return _finish(outcome, best, statuses, problem, units, max_load_distance, started)
     rng = np.random.default_rng(seed)
     stall = 0
-    last: SolveResult | None = None
+    rounds = 0
+    neighbourhood_size = NEIGHBOURHOOD_VARIABLES if full else max_variables
     while True:
         remaining = deadline - time.perf_counter()
-        if remaining <= 0.05 or (not full and stall >= STALL_ROUNDS):
+        if remaining <= 0.05 or stall >= STALL_ROUNDS:
             break
-        if full:
-            selected, sub_free = np.arange(len(problem.workers)), free
-        else:
-            selected = _neighbourhood(
-                problem, units, best, free, allowed, max_variables, stall, rng
-            )
-            sub_free = free[np.isin(best[free], selected)]
-        model = _Model(
-            problem,
-            units,
-            best,
-            sub_free,
-            selected,
-            allowed,
-            weights,
-            max_load_distance,
-            require_drain,
+        selected = _neighbourhood(
+            problem, units, best, free, allowed, neighbourhood_size, stall, rng
         )
-        limit = remaining if full else min(remaining, max(SUB_LIMIT_S, time_limit_s / 8))
-        last = solve(model.prob, solver, limit)
-        statuses[last.status] += 1
-        outcome.solver = last.solver
-        improved = False
-        if last.feasible:
-            candidate = model.solution(best)
-            value = objective(problem, units, candidate, weights)
-            if (
-                problem.within_budget(units, candidate)
-                and problem.within_resources(units, candidate)
-                and value <= best_value - 1e-12
-            ):
-                best, best_value, improved = candidate, value, True
-        if full:
-            break
+        sub_free = free[np.isin(best[free], selected)]
+        limit = min(remaining, max(SUB_LIMIT_S, time_limit_s / 8))
+        improved = attempt(selected, sub_free, limit, cut)
+        rounds += 1
+        if improved:
+            outcome.solved_by = "neighbourhood"
         stall = 0 if improved else stall + 1
+    if rounds:
+        ran_out = deadline - time.perf_counter() <= 0.05 or statuses.get("time_limit", 0) > 0
+        if not full:
+            outcome.model = "neighbourhood"
+            outcome.solver_status = "time_limit" if ran_out else "local_optimum"
+        else:
+            outcome.model = "full+neighbourhood"
+    return _finish(outcome, best, statuses, problem, units, max_load_distance, started)
+
+
+def _gap(result: SolveResult, value: float, weights: Weights, cut: float) -> float | None:
+    """The relative MIP gap of the plan's objective ``value`` against the better of two lower
+    bounds: the solver's own and ``(w1 − 2·w2)·d_LB`` (:func:`distance_bound`; ``d_u, d_l ≤ d``
+    and the other terms are ≥ 0) — the latter also when the solver stopped before its root LP
+    gave one."""
+    if result.status == "optimal":
+        return 0.0
+    ours = (weights.w1 - 2 * weights.w2) * cut
+    bound = ours if result.bound is None else max(result.bound, ours)
+    return relative_gap(value, bound)
+
+
+def _highs_options(binaries: int) -> dict[str, Any]:
+    """HiGHS's RINS and RENS sub-MIPs ignore the time limit on large models (a 3 s limit on
+    800 groups × 40 workers overran by 20 s): off above :data:`SMALL_MODEL` binaries."""
+    if binaries <= SMALL_MODEL:
+        return {}
+    return {"mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False}
+
+
+def _finish(
+    outcome: Outcome,
+    best: np.ndarray,
+    statuses: Counter[str],
+    problem: Reassignment,
+    units: Units,
+    max_load_distance: float | None,
+    started: float,
+) -> Outcome:
     outcome.assign = best
     outcome.statuses = dict(statuses)
     outcome.subproblems = sum(statuses.values())
-    if full and last is not None:
-        outcome.model = "full"
-        outcome.solver_status = last.status
-        outcome.mip_gap = last.gap
-    elif last is not None:
-        outcome.model = "neighbourhood"
-        ran_out = deadline - time.perf_counter() <= 0.05 or statuses.get("time_limit", 0) > 0
-        outcome.solver_status = "time_limit" if ran_out else "local_optimum"
     return _checked(outcome, problem, units, max_load_distance, started)
 
 
@@ -548,8 +698,9 @@ class Milp:
     Parameters: the objective's weights (:class:`Weights`), ``max_load_distance`` (maxLD: a hard
     cap on ``d``, optional; it was called ``bound``), ``resource_bounds`` (resource name →
     ``bound_r``), ``scale_in`` (``integrated`` or ``first``: §5.1's two approaches), ``solver``,
-    ``max_variables`` (the whole model up to that many binaries, neighbourhoods above) and
-    ``seed`` (of the neighbourhoods' random picks). Every limit is the ``Budget``'s."""
+    ``max_variables`` (the whole model up to that many binaries, neighbourhoods above),
+    ``full_model_share`` (of the time limit for the whole model before neighbourhoods may take
+    over) and ``seed`` (of the neighbourhoods' random picks). Every limit is the ``Budget``'s."""
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset(BUDGET_LIMITS)
@@ -563,8 +714,9 @@ class Milp:
     resource_bounds: Mapping[str, float] | None = None
     scale_in: str = "integrated"
     solver: str = "highs"
-    max_variables: int | None = 800
+    max_variables: int | None = MAX_VARIABLES
     seed: int = 0
+    full_model_share: float = FULL_SHARE
 
     def __post_init__(self) -> None:
         if self.scale_in not in SCALE_IN:
@@ -575,6 +727,8 @@ class Milp:
             raise ValueError("max_load_distance must be >= 0")
         if self.max_variables is not None and self.max_variables < 1:
             raise ValueError("max_variables must be >= 1")
+        if not 0 < self.full_model_share <= 1:
+            raise ValueError("full_model_share must be in (0, 1]")
         Weights(*map(float, (self.w1, self.w2, self.w_drain, self.w_migration)))  # checks
         bounds = {str(k): float(v) for k, v in (self.resource_bounds or {}).items()}
         object.__setattr__(self, "resource_bounds", MappingProxyType(bounds))
@@ -605,6 +759,7 @@ class Milp:
             scale_in=self.scale_in,
             max_variables=self.max_variables,
             seed=self.seed,
+            full_model_share=self.full_model_share,
         )
 
     def plan(
