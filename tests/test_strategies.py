@@ -57,12 +57,34 @@ def test_cg_splits_hot_keys_by_weights_summing_to_one(skewed):
         assert len({w for w, _ in targets}) == len(targets)
 
 
-def test_cg_rerun_on_same_loads_moves_nothing(skewed):
-    workers = heterogeneous()
-    first = get_strategy("cg").plan(skewed, None, workers, Budget()).table
-    again = get_strategy("cg").plan(skewed, first, workers, Budget())
-    assert again.moves == ()
-    assert again.table.same_routing(first)
+@pytest.mark.parametrize(
+    "workers", [Workers.homogeneous(4), Workers.homogeneous(8), heterogeneous()]
+)
+@pytest.mark.parametrize("pairing", ["fcfs", "exact"])
+@pytest.mark.parametrize("alpha", [1, 10])
+def test_cg_rerun_on_same_loads_moves_nothing(workers, pairing, alpha):
+    """A plan is a fixed point of the planner: rerunning a day publishes nothing new."""
+    cg = get_strategy("cg", pairing=pairing, virtual_workers_per_worker=alpha)
+    cases = [  # (seed, exponent, hot keys, messages): the last is one quiet hour of the demo
+        (0, 0.8, 10, 30_000),
+        (1, 1.0, 0, 30_000),
+        (2, 1.4, 10, 30_000),
+        (3, 1.0, 50, 30_000),
+        (5, 1.0, 100, 190),
+    ]
+    for seed, exponent, hot, messages in cases:
+        snapshot = zipf_snapshot(
+            keys=3000,
+            messages=messages,
+            num_key_groups=1024 if messages < 1000 else 256,
+            seed=seed,
+            exponent=exponent,
+            hot=hot,
+        )
+        first = cg.plan(snapshot, None, workers, Budget()).table
+        again = cg.plan(snapshot, first, workers, Budget())
+        assert again.moves == (), (seed, exponent, hot)
+        assert again.table.same_routing(first)
 
 
 def test_cg_moves_few_groups_under_drift_and_respects_budget(skewed):

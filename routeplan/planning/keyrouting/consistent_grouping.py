@@ -10,8 +10,9 @@ Batch form of the paper's scheme, planning from aggregated loads:
    each piece on the first salted choice with room — the table lists it with weighted workers.
    No virtual worker passes the capacity unless a single key group is heavier than the room left
    (its worker's other virtual workers then lend it theirs). With a previous table, key groups
-   keep their virtual worker and hot keys their pieces unless over capacity; only the excess is
-   placed again.
+   keep their virtual worker and hot keys their pieces; only a worker whose virtual workers
+   together pass their bound sheds units (from those over capacity, lightest last), and they
+   are placed again — so a plan on unchanged loads reproduces the current table.
 2. **Virtual workers → workers** (§V-B): counts in proportion to capacity (``α*_w = c_w·n·α``,
    §VI), or the previous table's assignment. Workers no longer active hand their virtual workers
    to the least loaded.
@@ -57,6 +58,7 @@ from routeplan.planning.keyrouting.moves import UNKNOWN, MoveLedger, usable_curr
 from routeplan.planning.registry import register
 
 _EPS = 1e-12
+_PASSES = 8  # planning passes on a plan's own result, at most (``ConsistentGrouping.plan``)
 
 # --------------------------------------------------------------------------------------------
 # PoRC (paper 000 §V-A, Alg. 1)
@@ -427,28 +429,37 @@ def pair_fcfs_rounds(
     round moves nothing or the owners repeat an earlier round's (virtual workers too coarse for
     the thresholds ping-pong between busy and idle), at most ``V`` rounds. The planner, which
     knows the capacities, keeps the round with the lowest peak normalised load (handing back
-    what later rounds moved). Returns the number of virtual workers whose worker changed."""
+    what later rounds moved), and starts another pass of rounds from it, with fresh queues,
+    until a pass lowers that peak no more — so pairing on its own result moves nothing and
+    re-planning unchanged loads republishes nothing. Returns the number of virtual workers
+    whose worker changed."""
     if load.sum() <= 0:
         return 0
     share = fair_share(load, capacity)
     start = owner.copy()
-    best = (float(np.max(load / share)), owner.copy(), load.copy())
-    queues = SignalQueues()
-    seen = {owner.tobytes()}
-    for _ in range(owner.size):
-        queues.receive(load / share, theta_busy, theta_idle)
-        step = pair_fcfs(owner, load, vw_load, queues, budget)
-        state = owner.tobytes()
-        peak = float(np.max(load / share))
-        if step and peak < best[0] - _EPS:
-            best = (peak, owner.copy(), load.copy())
-        if step == 0 or state in seen:
+    peak = float(np.max(load / share))
+    for _ in range(owner.size):  # each pass starts where the previous one's best left off
+        before = peak
+        best = (peak, owner.copy(), load.copy())
+        queues = SignalQueues()
+        seen = {owner.tobytes()}
+        for _ in range(owner.size):
+            queues.receive(load / share, theta_busy, theta_idle)
+            step = pair_fcfs(owner, load, vw_load, queues, budget)
+            state = owner.tobytes()
+            peak = float(np.max(load / share))
+            if step and peak < best[0] - _EPS:
+                best = (peak, owner.copy(), load.copy())
+            if step == 0 or state in seen:
+                break
+            seen.add(state)
+        for vw in np.flatnonzero(owner != best[1]).tolist():
+            owner[vw] = best[1][vw]
+            budget.spend(vw, int(owner[vw]))
+        load[:] = best[2]
+        peak = best[0]
+        if peak >= before - _EPS:
             break
-        seen.add(state)
-    for vw in np.flatnonzero(owner != best[1]).tolist():
-        owner[vw] = best[1][vw]
-        budget.spend(vw, int(owner[vw]))
-    load[:] = best[2]
     return int(np.sum(owner != start))
 
 
@@ -589,6 +600,32 @@ class ConsistentGrouping:
         workers: Workers,
         budget: Budget,
     ) -> Plan:
+        """One planning pass (``_plan_once``) and, without budget limits, more passes on its own
+        result until one changes nothing (at most ``_PASSES``): the greedy placement of units
+        that passed their bound, and the pairing, then start from where the last pass left
+        them — so a plan is a fixed point of the planner, and re-planning unchanged loads
+        republishes nothing. Moves and metrics are against ``current``. With budget limits one
+        pass, priced against ``current``: a later plan goes on from there."""
+        first = plan = self._plan_once(loads, current, workers, budget)
+        if budget.limits():
+            return first
+        for _ in range(_PASSES):
+            again = self._plan_once(loads, plan.table, workers, budget)
+            if again.table.same_routing(plan.table):
+                break
+            plan = again
+        if plan is first:
+            return first
+        forced = {k: v for k, v in first.table.predicted.items() if k == "forced_moves"}
+        return finish_plan(plan.table, loads, current, forced)
+
+    def _plan_once(
+        self,
+        loads: LoadSnapshot,
+        current: RoutingTable | None,
+        workers: Workers,
+        budget: Budget,
+    ) -> Plan:
         state = self._previous_state(usable_current(current, loads), loads)
         active = np.flatnonzero(workers.is_active)
         index = workers.index()
@@ -660,35 +697,49 @@ class ConsistentGrouping:
         heavy units take the empty virtual workers and the light ones fill the gaps.
 
         With a previous state, key groups keep their virtual worker and hot keys their pieces
-        (when they need as many as before and their workers are the current table's); only the
-        overflow of virtual workers over capacity, and the units kept outside them, are placed
-        again. A placement that changes a unit's workers is made only if the budget allows —
-        otherwise the group stays in its virtual worker, or on its current worker, and the hot
-        key keeps its current workers."""
+        (when they need as many as when they were placed and their workers are the current
+        table's); only the overflow of workers over their bound (``_worker_excess``), taken from
+        their virtual workers over capacity, and the units kept outside them, are placed again.
+        A key group heavier than the capacity, or without load, is never shed: no placement
+        could do better for it. A placement that changes a unit's workers is made only if the
+        budget allows — otherwise the group stays in its virtual worker, or on its current
+        worker, and the hot key keeps its current workers."""
         group_vw, vw_load = layout.group_vw, layout.vw_load
         inside = group_vw >= 0
         vw_load += np.bincount(group_vw[inside], weights=residual[inside], minlength=vw_load.size)
         amounts = {k: float(loads.hot_key_load[k]) for k in hot}
         kept: dict[str, list[tuple[int, float]]] = {}
+        placed_on = current.planning_snapshot() if current is not None else None
         for key in hot:
             old = self._previous_pieces(key, previous_pieces, layout, current)
-            if old is not None and len(old) == hot_key_pieces(amounts[key], capacity):
+            need = hot_key_pieces(amounts[key], capacity)
+            if old is not None and (
+                len(old) == need
+                or len(old) > need == self._need_when_placed(key, placed_on, vw_load.size)
+            ):
                 kept[key] = [(vw, share * amounts[key]) for vw, share in old]
                 for vw, part in kept[key]:
                     vw_load[vw] += part
         pending: list[tuple[float, int, str | int]] = []
-        for vw in np.flatnonzero(vw_load > capacity + _EPS):
+        excess = self._worker_excess(layout.owner, vw_load, capacity)
+        for vw in np.flatnonzero(vw_load > capacity + _EPS).tolist():
+            w = layout.owner[vw]
             members = np.flatnonzero(group_vw == vw)
             for g in members[np.argsort(-residual[members], kind="stable")]:
-                if vw_load[vw] <= capacity + _EPS:
+                if vw_load[vw] <= capacity + _EPS or (w >= 0 and excess[w] <= _EPS):
                     break
+                if not _EPS < residual[g] <= capacity:  # placing it again only churns
+                    continue
                 vw_load[vw] -= residual[g]
+                excess[w] -= residual[g] if w >= 0 else 0.0
                 pending.append((float(residual[g]), 1, int(g)))
             for key in [k for k, parts in kept.items() if any(v == vw for v, _ in parts)]:
-                if vw_load[vw] <= capacity + _EPS:
+                if vw_load[vw] <= capacity + _EPS or (w >= 0 and excess[w] <= _EPS):
                     break
                 for v, part in kept.pop(key):
                     vw_load[v] -= part
+                    if layout.owner[v] >= 0:
+                        excess[layout.owner[v]] -= part
         pending += [(float(residual[g]), 1, int(g)) for g in np.flatnonzero(~inside)]
         pending += [(amounts[k], 0, k) for k in hot if k not in kept]
         before = layout.ledger.before_group
@@ -714,6 +765,18 @@ class ConsistentGrouping:
                 layout.base[layout.names.index(before[g])] += amount
 
     @staticmethod
+    def _worker_excess(owner: np.ndarray, vw_load: np.ndarray, capacity: float) -> np.ndarray:
+        """How far each worker's virtual workers together pass theirs, ``count × capacity`` (the
+        worker's ε bound), indexed by worker (a previous plan's virtual workers may pass the
+        capacity one by one where ``_lend_bound`` let a heavy key group borrow from siblings:
+        only a worker over its bound sheds units)."""
+        placed = owner >= 0
+        size = max(int(owner.max(initial=-1)) + 1, 1)
+        count = np.bincount(owner[placed], minlength=size)
+        total = np.bincount(owner[placed], weights=vw_load[placed], minlength=size)
+        return total - count * capacity
+
+    @staticmethod
     def _lend_bound(layout: _Layout, bound: np.ndarray, vw_load: np.ndarray, vw: int) -> None:
         """A key group heavier than any room (no unit is split but hot keys) overflows ``vw``;
         the other virtual workers of its worker lend it that much of their bound, so the worker
@@ -726,6 +789,16 @@ class ConsistentGrouping:
         if siblings.size:
             bound[vw] = vw_load[vw]
             bound[siblings] = np.maximum(bound[siblings] - over / siblings.size, 0.0)
+
+    def _need_when_placed(self, key: str, placed_on: LoadSnapshot | None, n_virtual: int) -> int:
+        """How many virtual workers ``key`` needed on the loads its current pieces were placed
+        on (0 when unknown). A key placed with more pieces than it needed (no salted choice had
+        room for a piece, which then filled the spare room of several) keeps them while its need
+        is unchanged: placing it again would only churn."""
+        if placed_on is None or key not in placed_on.hot_key_load or placed_on.total <= 0:
+            return 0
+        capacity = (1 + self.epsilon) * placed_on.total / n_virtual
+        return hot_key_pieces(float(placed_on.hot_key_load[key]), capacity)
 
     @staticmethod
     def _previous_pieces(
