@@ -19,7 +19,8 @@ beside the paper's numbers.
 5. Each heuristic against ``binpack_milp`` and the lower bound ⌈Σ rate / C⌉ (32 partitions).
 6. Planning time for 32, 1 000 and 10 000 partitions.
 
-Plots (PNG) and all numbers (JSON) go to ``bench/results/`` (gitignored).
+Plots (PNG) and all numbers (JSON) go to ``bench/results/`` (committed, so a reader sees them
+without running anything).
 """
 
 from __future__ import annotations
