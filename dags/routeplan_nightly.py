@@ -1,4 +1,4 @@
-"""routeplan_nightly: ingest → windows → plan → validate → publish → announce.
+"""routeplan_nightly: check_policies → ingest → windows → plan → validate → publish → announce.
 
 Nightly for the previous UTC day, or on demand from the UI's Trigger form (Params below, and
 ``DOC_MD``: what the form's fields and its "Unpause on trigger" box do). Every stage is a
@@ -26,7 +26,7 @@ import json
 from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param
-from routeplan_tasks import HOME, announce, spark_job
+from routeplan_tasks import HOME, announce, check_policies, spark_job
 
 from routeplan.model.plan import MIGRATION_COST_UNITS
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
@@ -70,8 +70,8 @@ DOC_MD = """
 ### routeplan_nightly
 
 Plans and publishes a new routing table per stream from one day of stream logs:
-**ingest → windows → plan → validate → publish → announce**. It runs every night at 00:00 UTC
-for the day that just ended, with the defaults below.
+**check_policies → ingest → windows → plan → validate → publish → announce**. It runs every
+night at 00:00 UTC for the day that just ended, with the defaults below.
 
 #### Trigger
 
@@ -80,7 +80,15 @@ as shown. Empty fields mean "the default":
 
 * **date** — the day (UTC) to process; empty: the run's data interval (for a manual run,
   yesterday UTC).
-* **streams** — one stream per line; empty: every stream found in the day's logs.
+* **streams** — one stream per line; empty: every stream found in the day's logs. A stream
+  named here must be listed in the planning policies file.
+* **policies_path** — the streams' planning policies (`schemas/streams.schema.json`): each
+  stream's kind, strategy (or `auto`: the best of several by goals in order), parameters,
+  budget, load metric, planning window and workers; empty: `$ROUTEPLAN_HOME/config/streams.yaml`
+  (without it, every stream is planned with `cg`). The run's first task checks it.
+* **strategy** and the strategy parameters, **planning_window**, **load_metric** and the budget
+  — empty: each stream's policy; set, they override it for this run's streams (a strategy of
+  another kind than a stream's fails the run naming both: select the streams it suits).
 * **landing_path**, **workers_path** — empty: `$ROUTEPLAN_HOME/landing` (files under
   `<landing>/<YYYY-MM-DD>/`) and `$ROUTEPLAN_HOME/config/workers.json`.
 * **max_bad_files**, **max_quarantined_share** — a landing file that cannot be read goes whole
@@ -111,6 +119,72 @@ A new DAG is paused, and the form's *Unpause … on trigger* box is then checked
 """.format(max_moves=honoured_by("max_moves"))
 
 
+# The Trigger form's sections, in form order: section → {Param: title}
+FORM = {
+    "What to process": {
+        "date": "Day (UTC)",
+        "streams": "Streams",
+        "window_minutes": "Window (minutes)",
+    },
+    "Where things are": {
+        "landing_path": "Landing directory",
+        "workers_path": "Workers file",
+        "policies_path": "Planning policies file",
+    },
+    "Ingest checks": {
+        "max_bad_files": "Most unreadable files",
+        "max_quarantined_share": "Most quarantined share",
+    },
+    "Planning: overrides of the streams' policies for this run": {
+        "strategy": "Strategy",
+        "planning_window": "Planning window",
+        "load_metric": "Load metric",
+    },
+    "Budget: overrides of the policies' limits": {
+        "max_moves": "Most moves",
+        "max_migrated_load_share": "Most migrated load share",
+        "max_migration_cost": "Most migration cost",
+        "migration_cost_unit": "Migration cost unit",
+    },
+    "Strategy parameters: cg, porc, chbl (paper 000)": {
+        "epsilon": "ε",
+        "virtual_workers_per_worker": "Virtual workers per worker (α)",
+        "theta_busy": "Busy threshold θ_b",
+        "theta_idle": "Idle threshold θ_i",
+        "tokens_per_worker": "Ring tokens per worker (chbl)",
+    },
+    "Strategy parameters: milp, albic (paper 004)": {
+        "solver": "MILP solver",
+        "max_load_distance": "Most load distance",
+        "score_factor": "ALBIC score factor sF",
+    },
+    "Strategy parameters: partition assignment (paper 002)": {
+        "consumer_capacity": "Consumer capacity (bytes/s)",
+    },
+    "Validate and publish": {
+        "imbalance_tolerance": "Imbalance tolerance",
+        "keep_versions": "Versions kept",
+    },
+    "Deprecated": {
+        "max_migrations": "max_migrations (use Most moves)",
+        "migration_cost": "migration_cost (use Migration cost unit)",
+    },
+}
+
+
+def in_form(params: dict[str, Param]) -> dict[str, Param]:
+    """``params`` in ``FORM``'s order, each with its section and title (a Param missing from
+    ``FORM``, or ``FORM`` naming one that does not exist, is a bug caught at import)."""
+    placed = {
+        name: (section, title) for section, rows in FORM.items() for name, title in rows.items()
+    }
+    if set(placed) != set(params):
+        raise ValueError(f"Params and FORM differ: {sorted(set(placed) ^ set(params))}")
+    for name, (section, title) in placed.items():
+        params[name].schema.update(section=section, title=title)
+    return {name: params[name] for name in placed}
+
+
 def budget_param(limit: str, kind: str, maximum: float, what: str) -> Param:
     """The Param of budget ``limit``: empty (no limit) by default, its description naming the
     strategies that honour it."""
@@ -133,9 +207,10 @@ def interval_day(params: dict, data_interval_start, dag_run) -> str:
 
 
 def strategy_params(params: dict) -> str:
-    """``--params-json``: the form's strategy parameters that the chosen strategy accepts (empty
-    ones left to the strategy's default), plus the deprecated budget Params that are set."""
-    accepted = strategy_parameters(params["strategy"])
+    """``--params-json``: with a ``strategy`` override, the form's strategy parameters that it
+    accepts (empty ones left to the strategy's default); without one, none (each stream's policy
+    has its own); plus the deprecated budget Params that are set."""
+    accepted = strategy_parameters(params["strategy"]) if params.get("strategy") else ()
     chosen = {k: params.get(k) for k in STRATEGY_PARAMS if k in accepted}
     deprecated = {k: params.get(k) for k in DEPRECATED_BUDGET_PARAMS}
     return json.dumps({k: v for k, v in {**chosen, **deprecated}.items() if v is not None})
@@ -169,174 +244,192 @@ with DAG(
     },
     render_template_as_native_obj=False,
     tags=["routeplan"],
-    params={
-        "date": Param(
-            None,
-            type=["null", "string"],
-            format="date",
-            description="Day (UTC) to process; empty: the run's data interval (manual run: "
-            "yesterday)",
-        ),
-        "streams": Param(
-            None,
-            type=["null", "array"],
-            items=STREAM_NAME,
-            description="Streams to plan, one per line; empty: every stream in the logs",
-        ),
-        "strategy": Param(
-            "cg", type="string", enum=strategy_names(), description="Planning strategy"
-        ),
-        "window_minutes": Param(
-            60,
-            type="integer",
-            minimum=1,
-            maximum=1440,
-            description="Tumbling window size in minutes (must divide a day)",
-        ),
-        "landing_path": Param(
-            None,
-            type=["null", "string"],
-            description="Landing directory (files under <landing>/<YYYY-MM-DD>/); empty: "
-            "$ROUTEPLAN_HOME/landing",
-        ),
-        "workers_path": Param(
-            None,
-            type=["null", "string"],
-            description="Workers file; empty: $ROUTEPLAN_HOME/config/workers.json",
-        ),
-        "max_bad_files": Param(
-            5,
-            type="integer",
-            minimum=0,
-            maximum=100_000,
-            description="Landing files that cannot be read go whole to bronze.quarantine and "
-            "the day proceeds; ingest fails when more than this many are bad",
-        ),
-        "max_quarantined_share": Param(
-            0.1,
-            type="number",
-            minimum=0,
-            maximum=1,
-            description="Ingest fails when more than this share of the rows read is "
-            "quarantined (0.1 = 10 %)",
-        ),
-        "planning_window": Param(
-            "peak",
-            type="string",
-            enum=["peak", "interval"],
-            description="Plan for the peak window or the whole interval",
-        ),
-        "load_metric": Param(
-            "messages",
-            type="string",
-            enum=["messages", "bytes", "cost_ms"],
-            description="What a key's load is: its messages, bytes or processing cost",
-        ),
-        "epsilon": Param(
-            0.01, type="number", minimum=0, maximum=10, description="PoRC ε (cg, porc, chbl)"
-        ),
-        "virtual_workers_per_worker": Param(
-            10,
-            type="integer",
-            minimum=1,
-            maximum=1000,
-            description="cg α: virtual workers per worker",
-        ),
-        "tokens_per_worker": Param(
-            10,
-            type="integer",
-            minimum=1,
-            maximum=1000,
-            description="chbl: ring tokens per worker",
-        ),
-        "theta_busy": Param(
-            1.03, type="number", minimum=1, maximum=10, description="cg busy threshold θ_b"
-        ),
-        "theta_idle": Param(
-            0.97, type="number", minimum=0, maximum=1, description="cg idle threshold θ_i"
-        ),
-        "consumer_capacity": Param(
-            None,
-            type=["null", "number"],
-            exclusiveMinimum=0,
-            maximum=1e12,
-            description="Consumer capacity C̄ in bytes/s for the partition strategies (mwf, bfd, "
-            "…, paper 002); empty: the workers' capacity",
-        ),
-        "max_moves": budget_param(
-            "max_moves",
-            "integer",
-            1_000_000,
-            "Most key groups / hot keys / partitions a plan may move",
-        ),
-        "max_migrated_load_share": budget_param(
-            "max_migrated_load_share",
-            "number",
-            1,
-            "Most share of the load a plan may move (0.1 = 10 %)",
-        ),
-        "max_migration_cost": budget_param(
-            "max_migration_cost",
-            "number",
-            1e15,
-            "Most summed migration cost, in migration_cost_unit",
-        ),
-        "migration_cost_unit": Param(
-            "moves",
-            type="string",
-            enum=list(MIGRATION_COST_UNITS),
-            description="What one move costs against max_migration_cost: 1 (moves), the key "
-            "group's distinct keys (its state size) or its load (paper 004 §4.3.1)",
-        ),
-        "max_migrations": Param(
-            None,
-            type=["null", "integer"],
-            minimum=0,
-            maximum=1_000_000,
-            description="Deprecated: use max_moves (this one still sets it for one release); "
-            "empty: unset",
-        ),
-        "migration_cost": Param(
-            None,
-            type=["null", "string"],
-            enum=[None, "moves", "keys", "distinct_keys", "load"],
-            description="Deprecated: use migration_cost_unit (keys = distinct_keys; this one "
-            "still sets it for one release); empty: unset",
-        ),
-        "solver": Param(
-            "highs", type="string", enum=["highs", "cbc"], description="milp, albic: MILP solver"
-        ),
-        "score_factor": Param(
-            1.5,
-            type="number",
-            exclusiveMinimum=0,
-            maximum=100,
-            description="albic sF (§4.3.2)",
-        ),
-        "max_load_distance": Param(
-            None,
-            type=["null", "number"],
-            minimum=0,
-            maximum=10,
-            description="milp, albic: most load distance d, a share of the mean load (albic "
-            "maxLD); empty: the strategy's default (albic 0.10, milp no bound)",
-        ),
-        "imbalance_tolerance": Param(
-            0.0,
-            type="number",
-            minimum=0,
-            maximum=100,
-            description="Allowed predicted imbalance above the logged one",
-        ),
-        "keep_versions": Param(
-            None,
-            type=["null", "integer"],
-            minimum=1,
-            maximum=100_000,
-            description="JSON routing-table versions kept per stream; empty: all (Delta "
-            "gold.routing_tables keeps every version)",
-        ),
-    },
+    params=in_form(
+        {
+            "date": Param(
+                None,
+                type=["null", "string"],
+                format="date",
+                description="Day (UTC) to process; empty: the run's data interval (manual run: "
+                "yesterday)",
+            ),
+            "streams": Param(
+                None,
+                type=["null", "array"],
+                items=STREAM_NAME,
+                description="Streams to plan, one per line; empty: every stream in the logs",
+            ),
+            "strategy": Param(
+                None,
+                type=["null", "string"],
+                enum=[None, *strategy_names()],
+                description="Plan the selected streams (all, if none is selected) with this "
+                "strategy for this run, with the parameters below; empty: each stream's "
+                "policy (policies_path)",
+            ),
+            "policies_path": Param(
+                None,
+                type=["null", "string"],
+                description="The streams' planning policies (YAML, schemas/streams.schema.json); "
+                "empty: $ROUTEPLAN_HOME/config/streams.yaml (without it, every stream on cg)",
+            ),
+            "window_minutes": Param(
+                60,
+                type="integer",
+                minimum=1,
+                maximum=1440,
+                description="Tumbling window size in minutes (must divide a day)",
+            ),
+            "landing_path": Param(
+                None,
+                type=["null", "string"],
+                description="Landing directory (files under <landing>/<YYYY-MM-DD>/); empty: "
+                "$ROUTEPLAN_HOME/landing",
+            ),
+            "workers_path": Param(
+                None,
+                type=["null", "string"],
+                description="Workers file; empty: $ROUTEPLAN_HOME/config/workers.json",
+            ),
+            "max_bad_files": Param(
+                5,
+                type="integer",
+                minimum=0,
+                maximum=100_000,
+                description="Landing files that cannot be read go whole to bronze.quarantine and "
+                "the day proceeds; ingest fails when more than this many are bad",
+            ),
+            "max_quarantined_share": Param(
+                0.1,
+                type="number",
+                minimum=0,
+                maximum=1,
+                description="Ingest fails when more than this share of the rows read is "
+                "quarantined (0.1 = 10 %)",
+            ),
+            "planning_window": Param(
+                None,
+                type=["null", "string"],
+                enum=[None, "peak", "interval"],
+                description="Plan for the peak window or the whole interval; empty: each stream's "
+                "policy (default peak)",
+            ),
+            "load_metric": Param(
+                None,
+                type=["null", "string"],
+                enum=[None, "messages", "bytes", "cost_ms"],
+                description="What a key's load is: its messages, bytes or processing cost; empty: "
+                "each stream's policy (default messages)",
+            ),
+            "epsilon": Param(
+                0.01, type="number", minimum=0, maximum=10, description="PoRC ε (cg, porc, chbl)"
+            ),
+            "virtual_workers_per_worker": Param(
+                10,
+                type="integer",
+                minimum=1,
+                maximum=1000,
+                description="cg α: virtual workers per worker",
+            ),
+            "tokens_per_worker": Param(
+                10,
+                type="integer",
+                minimum=1,
+                maximum=1000,
+                description="chbl: ring tokens per worker",
+            ),
+            "theta_busy": Param(
+                1.03, type="number", minimum=1, maximum=10, description="cg busy threshold θ_b"
+            ),
+            "theta_idle": Param(
+                0.97, type="number", minimum=0, maximum=1, description="cg idle threshold θ_i"
+            ),
+            "consumer_capacity": Param(
+                None,
+                type=["null", "number"],
+                exclusiveMinimum=0,
+                maximum=1e12,
+                description="Consumer capacity C̄ in bytes/s for the partition strategies "
+                "(mwf, bfd, …, paper 002); empty: the workers' capacity",
+            ),
+            "max_moves": budget_param(
+                "max_moves",
+                "integer",
+                1_000_000,
+                "Most key groups / hot keys / partitions a plan may move",
+            ),
+            "max_migrated_load_share": budget_param(
+                "max_migrated_load_share",
+                "number",
+                1,
+                "Most share of the load a plan may move (0.1 = 10 %)",
+            ),
+            "max_migration_cost": budget_param(
+                "max_migration_cost",
+                "number",
+                1e15,
+                "Most summed migration cost, in migration_cost_unit",
+            ),
+            "migration_cost_unit": Param(
+                "moves",
+                type="string",
+                enum=list(MIGRATION_COST_UNITS),
+                description="What one move costs against max_migration_cost: 1 (moves), the key "
+                "group's distinct keys (its state size) or its load (paper 004 §4.3.1)",
+            ),
+            "max_migrations": Param(
+                None,
+                type=["null", "integer"],
+                minimum=0,
+                maximum=1_000_000,
+                description="Deprecated: use max_moves (this one still sets it for one release); "
+                "empty: unset",
+            ),
+            "migration_cost": Param(
+                None,
+                type=["null", "string"],
+                enum=[None, "moves", "keys", "distinct_keys", "load"],
+                description="Deprecated: use migration_cost_unit (keys = distinct_keys; this one "
+                "still sets it for one release); empty: unset",
+            ),
+            "solver": Param(
+                "highs",
+                type="string",
+                enum=["highs", "cbc"],
+                description="milp, albic: MILP solver",
+            ),
+            "score_factor": Param(
+                1.5,
+                type="number",
+                exclusiveMinimum=0,
+                maximum=100,
+                description="albic sF (§4.3.2)",
+            ),
+            "max_load_distance": Param(
+                None,
+                type=["null", "number"],
+                minimum=0,
+                maximum=10,
+                description="milp, albic: most load distance d, a share of the mean load (albic "
+                "maxLD); empty: the strategy's default (albic 0.10, milp no bound)",
+            ),
+            "imbalance_tolerance": Param(
+                0.0,
+                type="number",
+                minimum=0,
+                maximum=100,
+                description="Allowed predicted imbalance above the logged one",
+            ),
+            "keep_versions": Param(
+                None,
+                type=["null", "integer"],
+                minimum=1,
+                maximum=100_000,
+                description="JSON routing-table versions kept per stream; empty: all (Delta "
+                "gold.routing_tables keeps every version)",
+            ),
+        }
+    ),
 ) as dag:
     day = "{{ interval_day(params, data_interval_start, dag_run) }}"
     common = [
@@ -361,12 +454,10 @@ with DAG(
         ],
         "windows": ["--window-minutes", "{{ params.window_minutes }}", *workers],
         "plan": [
-            "--strategy",
-            "{{ params.strategy }}",
-            "--planning-window",
-            "{{ params.planning_window }}",
-            "--load-metric",
-            "{{ params.load_metric }}",
+            "--policies={{ optional(params.policies_path) }}",
+            "--strategy={{ optional(params.strategy) }}",
+            "--planning-window={{ optional(params.planning_window) }}",
+            "--load-metric={{ optional(params.load_metric) }}",
             "--params-json",
             "{{ strategy_params(params) }}",
             "--max-moves={{ optional(params.max_moves) }}",
@@ -379,10 +470,9 @@ with DAG(
         "validate": ["--imbalance-tolerance", "{{ params.imbalance_tolerance }}"],
         "publish": ["--keep-versions={{ optional(params.keep_versions) }}"],
     }
-    previous = None
+    previous = check_policies()
     for stage, extra in stage_args.items():
         task = spark_job(stage, common + extra)
-        if previous is not None:
-            previous >> task
+        previous >> task
         previous = task
     previous >> announce(f"{HOME}/reports/{day}/publish.json")

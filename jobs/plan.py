@@ -1,9 +1,20 @@
 """plan: window loads → candidate plans in Delta ``gold.plans``.
 
+Each stream is planned by its own policy (``routeplan.planning.policy``): the deployment's
+``$ROUTEPLAN_HOME/config/streams.yaml`` (``--policies``) says its kind, strategy (or ``auto``)
+with parameters, budget, load metric, planning window, workers and thresholds; a stream it does
+not list gets its ``defaults``. Without the file every stream gets the command line's strategy
+(``cg`` by default). ``--strategy``, ``--params-json`` and the budget flags, when given, override
+the policies of this run's streams (the DAG's Trigger form); a strategy of another kind than a
+stream's fails the job naming both.
+
 For each stream: the loads of the planning window (the peak window by default, or the whole
-interval), the current published table (LATEST) and the workers file go through the chosen
-strategy and the baseline of its kind (``routeplan.planning``). Every candidate is written with
-its predicted metrics (Delta column ``metrics``) and moves; the chosen one is ``selected``.
+interval), the current published table (LATEST) and the workers (the policy's inline list or the
+workers file; ``auto`` capacities learnt from ``silver.worker_capacity``) go through the policy's
+strategy — every candidate of an ``auto`` policy, the winner chosen by its goals in order
+(``routeplan.planning.auto``) — and the baseline of its kind. Every candidate is written with its
+predicted metrics (Delta column ``metrics``), its moves and ``choice``, why it was or was not
+chosen; the chosen one is ``selected``.
 
 The strategy's ``kind`` says what it plans from: a ``key_routing`` strategy a ``LoadSnapshot``
 of key groups and hot keys (``silver.key_group_load``, ``silver.key_load``), beside the ``kg``
@@ -12,31 +23,42 @@ baseline; a ``partition_assignment`` strategy (paper 002: ``mwf``, ``bfd``, …)
 The load metrics not planned on go along as resources (``milp``'s ``resource_bounds``); ``albic``
 also gets ``silver.key_group_flow`` (paper 004).
 
-The budget (``--max-moves``, ``--max-migrated-load-share``, ``--max-migration-cost``,
-``--migration-cost-unit``) binds the chosen strategy only; the baseline is planned without limits
-(it honours none). A limit the strategy does not honour fails the job before Spark starts, as do
-bad parameters. The deprecated ``max_migrations``, ``migration_cost`` and ``max_migration_cost``
-strategy parameters become budget limits (``registry.budget_from_parameters``), each logged as a
-deprecation warning.
+The budget binds the policy's strategies only; the baseline is planned without limits (it
+honours none). A bad policy file, a limit a strategy does not honour and bad parameters fail the
+job before Spark starts, with one line naming the file, the stream and the field. The deprecated
+``max_migrations``, ``migration_cost`` and ``max_migration_cost`` strategy parameters become
+budget limits (``registry.budget_from_parameters``), each logged as a deprecation warning.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
-from jobs.workers import read_workers
+from jobs.workers import learnt_capacities, resolve_workers
+from routeplan.errors import InputError
+from routeplan.model.capacity import resolve_capacities
 from routeplan.model.hashing import DEFAULT_SEED
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
-from routeplan.model.plan import MIGRATION_COST_UNITS, Budget
-from routeplan.model.table import RoutingTable
+from routeplan.model.plan import MIGRATION_COST_UNITS, Budget, Plan
+from routeplan.model.table import RoutingTable, planning_load
+from routeplan.model.workers import Workers
 from routeplan.parsing import param_pair
-from routeplan.planning.contract import check_budget
+from routeplan.planning.auto import NoCandidateError, choose
+from routeplan.planning.contract import check_budget, finish_plan, parameters
 from routeplan.planning.metrics import observed_imbalance, table_imbalance
+from routeplan.planning.policy import (
+    DEFAULT_GOALS,
+    Policies,
+    StreamPolicy,
+    load_policies,
+    policy_from_overrides,
+)
 from routeplan.planning.registry import (
     budget_from_parameters,
     get_strategy,
@@ -53,8 +75,30 @@ PLAN_COLUMNS = (
     "window_start timestamp, window_end timestamp, load_metric string, current_version int, "
     "observed_imbalance double, current_imbalance double, predicted_imbalance double, "
     "moves int, migrated_load_share double, metrics string, params string, "
-    "table_document string, created_at timestamp"
+    "table_document string, created_at timestamp, choice string"
 )
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """How one stream is planned in this run: its policy, and the run's key-group space."""
+
+    policy: StreamPolicy
+    num_key_groups: int
+    hash_seed: int
+    workers_path: Path
+
+    @property
+    def planning_window(self) -> str:
+        return self.policy.planning_window
+
+    @property
+    def load_metric(self) -> str:
+        return self.policy.load_metric
+
+    @property
+    def hot_key_min_share(self) -> float:
+        return self.policy.hot_key_min_share
 
 
 def load_snapshot(spark, args: RunArgs, stream: str, options, kind: str):
@@ -136,7 +180,7 @@ def key_group_snapshot(spark, args: RunArgs, stream: str, options, window, frame
     )
     flow, anchors = (
         key_group_flow(spark, args, stream, options, window)
-        if options.strategy == "albic"
+        if "albic" in options.policy.strategies
         else (None, ())
     )
     return LoadSnapshot(
@@ -223,19 +267,20 @@ def partition_rates(spark, args: RunArgs, stream: str, options, window) -> np.nd
 PLAN_FIELDS = tuple(column.split()[0] for column in PLAN_COLUMNS.split(", "))
 
 
-def plan_stream(spark, args: RunArgs, stream: str, options) -> list[dict]:
-    """Plan one stream with the chosen strategy and the baseline of its kind; ``gold.plans``
-    rows, by column name (``PLAN_FIELDS``)."""
-    kind = options.chosen.kind
+def plan_stream(spark, args: RunArgs, stream: str, options: StreamOptions) -> list[dict]:
+    """Plan one stream by its policy (every candidate of ``auto``, the winner by its goals) and
+    with the baseline of its kind; ``gold.plans`` rows, by column name (``PLAN_FIELDS``)."""
+    policy = options.policy
+    kind = policy.kind
     found = load_snapshot(spark, args, stream, options, kind)
     if found is None:
         log("plan", f"{stream}: no windows in the interval, nothing to plan")
         return []
     loads, window, logged = found
     if loads is None:
-        log("plan", f"{stream}: no event names a partition, nothing for {options.strategy}")
+        log("plan", f"{stream}: no event names a partition, nothing for {policy.strategy}")
         return []
-    workers = read_workers(options.workers_path, stream, logged)
+    workers = stream_workers(spark, args, stream, options, logged)
     observed = observed_imbalance(logged, workers)
     latest = RoutingStore(args.tables.routing).load(stream)
     current = latest if latest is not None and latest.kind == kind else None
@@ -248,26 +293,29 @@ def plan_stream(spark, args: RunArgs, stream: str, options) -> list[dict]:
         and current.num_key_groups == loads.num_key_groups
         else None
     )
-    unlimited = Budget(time_limit_s=options.budget.time_limit_s)
-    candidates = {options.strategy: options.budget}
-    candidates.setdefault(BASELINES[kind], unlimited)
+    plans, winner, reasons = policy_plans(stream, policy, loads, current, workers)
+    baseline = BASELINES[kind]
+    if baseline not in plans:
+        # the baseline takes the policy's parameters it has (e.g. consumer_capacity)
+        accepted = strategy_parameters(baseline)
+        given = policy.params_of(winner)
+        params = {k: v for k, v in given.items() if k in accepted}
+        unlimited = Budget(time_limit_s=policy.budget.time_limit_s)
+        plans[baseline] = get_strategy(baseline, **params).plan(loads, current, workers, unlimited)
+        reasons[baseline] = f"the {kind} baseline, planned for comparison"
     rows = []
     now = datetime.now(UTC)
-    for name, budget in candidates.items():
-        # the baseline takes the chosen strategy's parameters it has (e.g. consumer_capacity)
-        accepted = strategy_parameters(name)
-        params = {k: v for k, v in options.strategy_params.items() if k in accepted}
-        plan = get_strategy(name, **params).plan(loads, current, workers, budget)
+    for name, plan in plans.items():
         rows.append(
             {
                 "interval_start": args.interval_start,
                 "stream": stream,
                 "run_id": args.run_id,
                 "strategy": name,
-                "selected": name == options.strategy,
+                "selected": name == winner,
                 "window_start": window[0],
                 "window_end": window[1],
-                "load_metric": options.load_metric,
+                "load_metric": policy.load_metric,
                 "current_version": latest.version if latest else None,
                 "observed_imbalance": observed,
                 "current_imbalance": current_imbalance,
@@ -280,6 +328,7 @@ def plan_stream(spark, args: RunArgs, stream: str, options) -> list[dict]:
                 "params": json.dumps(dict(plan.table.params)),
                 "table_document": json.dumps(plan.table.to_document()),
                 "created_at": now,
+                "choice": reasons.get(name),
             }
         )
         consumers = (
@@ -296,13 +345,168 @@ def plan_stream(spark, args: RunArgs, stream: str, options) -> list[dict]:
     return rows
 
 
+def policy_plans(
+    stream: str, policy: StreamPolicy, loads: Loads, current, workers: Workers
+) -> tuple[dict[str, Plan], str, dict[str, str]]:
+    """The policy's plans (every candidate of ``auto``), the winner and why each was or was not
+    chosen; LATEST alone, kept, when this run repeats the one that planned it (``rerun_of``)."""
+    built = policy.build()
+    kept = rerun_of(current, loads, workers, built)
+    if kept is not None:
+        log("plan", f"{stream}: {kept}")
+        return (
+            {current.strategy: finish_plan(current, loads, current)},
+            current.strategy,
+            {current.strategy: kept},
+        )
+    plans = {
+        name: strategy.plan(loads, current, workers, policy.budget)
+        for name, strategy in built.items()
+    }
+    if not policy.is_auto:
+        return plans, policy.strategy, {policy.strategy: "the stream's policy names it"}
+    try:
+        choice = choose(
+            plans,
+            goals=policy.goals,
+            imbalance_tolerance=policy.imbalance_tolerance,
+            budget=policy.budget,
+            workers=workers,
+            current=current,
+        )
+    except NoCandidateError as err:
+        raise SystemExit(f"plan refused: stream {stream!r}: {err}") from None
+    log("plan", f"{stream}: auto chose {choice.winner} ({choice.decided_by}): {choice.reason}")
+    return plans, choice.winner, choice_reasons(choice)
+
+
+def rerun_of(current, loads: Loads, workers: Workers, built: dict) -> str | None:
+    """Why LATEST is kept as it is when this run repeats the one that planned it — same loads
+    (its ``planning_load``), same workers, a strategy of the policy with the same parameters —
+    else None. A rerun of a day must not republish: a strategy applied to its own result may
+    move more (paper 002's MWF, paper 004's one-pass Flux do; they are not fixed points)."""
+    if current is None or current.strategy not in built:
+        return None
+    if not same_loads(current.planning_load, planning_load(loads)):
+        return None
+    if isinstance(current, RoutingTable) and current.workers != workers:
+        return None
+    given = parameters(built[current.strategy])
+    if any(current.params.get(k) != v for k, v in given.items()):
+        return None
+    return (
+        f"LATEST v{current.version} was planned by {current.strategy} on these same loads, "
+        "workers and parameters: kept"
+    )
+
+
+def same_loads(a, b) -> bool:
+    """Two ``planning_load`` documents hold the same loads (to float rounding)."""
+    if set(a) != set(b):
+        return False
+    for key in a:
+        x, y = a[key], b[key]
+        if isinstance(x, dict):
+            if set(x) != set(y) or not np.allclose([x[k] for k in x], [y[k] for k in x]):
+                return False
+        elif len(x) != len(y) or not np.allclose(x, y):
+            return False
+    return True
+
+
+def choice_reasons(choice) -> dict[str, str]:
+    """``gold.plans.choice`` of every ``auto`` candidate: the winner's reason, the others' (a
+    hard goal broken, or beaten)."""
+    reasons = {choice.winner: f"auto: {choice.reason}"}
+    for verdict in choice.ranking:
+        if verdict.strategy != choice.winner:
+            why = f"broke the {verdict.failed} goal" if verdict.failed else "beaten"
+            reasons[verdict.strategy] = f"auto candidate, {why} ({choice.winner} won)"
+    return reasons
+
+
+def stream_workers(spark, args: RunArgs, stream: str, options: StreamOptions, logged) -> Workers:
+    """The policy's inline workers (``auto`` capacities learnt from ``silver.worker_capacity``,
+    in the units of the capacities it fixes), else the workers file's (``resolve_workers``)."""
+    policy = options.policy
+    if policy.workers is None:
+        return resolve_workers(
+            spark, args.tables, options.workers_path, stream, logged, args.interval_start
+        )
+    learn = [w.name for w in policy.workers if w.capacity is None]
+    if not learn:
+        return policy.to_workers()
+    fixed = {w.name: w.capacity for w in policy.workers if w.capacity is not None}
+    learnt = learnt_capacities(spark, args.tables, stream, args.interval_start)
+    capacities, notes = resolve_capacities(fixed, learn, learnt)
+    for note in notes:
+        log("workers", f"{stream}: {note}")
+    return policy.to_workers(capacities, fallback=1.0)
+
+
+def stream_policies(ns, home: Path) -> Policies | None:
+    """The deployment's policies (``--policies``, default ``<home>/config/streams.yaml``); None
+    when there is no file (every stream then gets the command line's strategy)."""
+    path = Path(ns.policies) if ns.policies else home / "config" / "streams.yaml"
+    if not path.is_file():
+        if ns.policies:
+            raise SystemExit(f"plan refused: policy file {path} not found")
+        log("plan", f"no policy file at {path}: every stream planned with --strategy")
+        return None
+    return load_policies(path)
+
+
+def command_line_policy(ns, stream: str) -> StreamPolicy:
+    """A stream's policy without a policy file: the command line's strategy (default ``cg``)."""
+    name = ns.strategy or "cg"
+    return StreamPolicy(
+        stream=stream,
+        kind=type(get_strategy(name)).kind,
+        strategy=name,
+        params=dict(ns.strategy_params),
+        budget=ns.budget,
+        load_metric=ns.load_metric or "messages",
+        planning_window=ns.planning_window or "peak",
+        imbalance_tolerance=0.10,
+        hot_key_min_share=ns.hot_key_min_share,
+        candidates=(),
+        goals=DEFAULT_GOALS,
+        workers=None,
+    )
+
+
+def policy_for(ns, policies: Policies | None, stream: str) -> StreamPolicy:
+    """``stream``'s policy for this run: the file's (or the command line's), with the run's
+    overrides (strategy and its parameters, budget limits, window, metric) applied."""
+    if policies is None:
+        policy = command_line_policy(ns, stream)
+    else:
+        policy = policies.for_stream(stream)
+        limits = ns.budget.limits()
+        if "max_migration_cost" in limits:
+            limits["migration_cost_unit"] = ns.budget.migration_cost_unit
+        if ns.strategy or ns.strategy_params or limits:
+            policy = policy_from_overrides(
+                policy,
+                strategy=ns.strategy or None,
+                params=ns.strategy_params or None,
+                budget=limits or None,
+                where=f"this run's overrides for stream {stream!r}",
+            )
+    changes = {
+        "planning_window": ns.planning_window or policy.planning_window,
+        "load_metric": ns.load_metric or policy.load_metric,
+    }
+    return replace(policy, **changes)
+
+
 def checked_options(ns) -> None:
-    """The strategy, its parameters and the budget, checked before Spark starts: bad parameters
-    or a limit the strategy does not honour end the job with one line saying what to change.
-    Sets ``ns.strategy_params``, ``ns.budget`` and ``ns.chosen`` (the strategy)."""
+    """The run's overrides (strategy, its parameters, the budget), checked before Spark starts:
+    a bad value ends the job with one line saying what to change. Sets ``ns.strategy_params``
+    and ``ns.budget``."""
     import warnings
 
-    if ns.strategy not in strategy_names():
+    if ns.strategy and ns.strategy not in strategy_names():
         raise SystemExit(f"unknown strategy {ns.strategy!r}; known: {', '.join(strategy_names())}")
     given = {**parse_json_object(ns.params_json), **dict(ns.param)}
     try:
@@ -316,33 +520,50 @@ def checked_options(ns) -> None:
         for note in notes:
             log("plan", f"DeprecationWarning: {note}")
             warnings.warn(note, DeprecationWarning, stacklevel=2)
-        chosen = get_strategy(ns.strategy, **params)
-        check_budget(chosen, budget)
+        if params and not ns.strategy:
+            raise ValueError(
+                "strategy parameters were given without a strategy: "
+                + ", ".join(sorted(params))
+                + " (set the strategy too, or put them in the stream's policy)"
+            )
+        if ns.strategy:
+            check_budget(get_strategy(ns.strategy, **params), budget)
     except ValueError as err:  # UnhonouredLimitError is one
         raise SystemExit(f"plan refused: {err}") from None
-    ns.strategy_params, ns.budget, ns.chosen = params, budget, chosen
+    ns.strategy_params, ns.budget = params, budget
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = run_parser(__doc__.splitlines()[0])
-    parser.add_argument("--strategy", default="cg", help=f"one of {', '.join(strategy_names())}")
+    parser.add_argument(
+        "--policies",
+        default="",
+        help="the streams' planning policies (YAML); empty: $ROUTEPLAN_HOME/config/streams.yaml",
+    )
+    parser.add_argument(
+        "--strategy",
+        default="",
+        help=f"override the policies' strategy: one of {', '.join(strategy_names())}; "
+        "empty: each stream's policy (without a policy file: cg)",
+    )
     parser.add_argument(
         "--param",
         type=param_pair,
         action="append",
         default=[],
         metavar="K=V",
-        help="strategy parameter, e.g. epsilon=0.01 (repeatable)",
+        help="strategy parameter, e.g. epsilon=0.01 (repeatable; needs --strategy)",
     )
-    parser.add_argument("--planning-window", choices=("peak", "interval"), default="peak")
-    parser.add_argument("--load-metric", choices=LOAD_METRICS, default="messages")
+    parser.add_argument("--planning-window", choices=("", "peak", "interval"), default="")
+    parser.add_argument("--load-metric", choices=("", *LOAD_METRICS), default="")
     parser.add_argument("--num-key-groups", type=int, default=1024)
     parser.add_argument("--hash-seed", type=int, default=DEFAULT_SEED)
     parser.add_argument(
         "--hot-key-min-share",
         type=float,
         default=0.001,
-        help="heavy hitters above this share of the window are hot-key candidates",
+        help="without a policy file: heavy hitters above this share of the window are hot-key "
+        "candidates (a policy's thresholds.hot_key_min_share otherwise)",
     )
     parser.add_argument("--params-json", default="{}", help="strategy parameters as a JSON object")
     parser.add_argument(
@@ -368,7 +589,17 @@ def main(argv: list[str] | None = None) -> dict:
     ns = parser.parse_args(argv)
     args = run_args(ns)
     checked_options(ns)  # before Spark starts
-    ns.workers_path = Path(ns.workers_path) if ns.workers_path else args.tables.workers_file
+    try:  # every policy this run can use, with the run's overrides, before Spark starts
+        policies = stream_policies(ns, args.tables.home)
+        if policies is not None and args.streams:
+            policies.check_streams(args.streams)
+        named = args.streams or (tuple(policies.streams) if policies is not None else ())
+        chosen = {s: policy_for(ns, policies, s) for s in named}
+        if policies is not None and not args.streams:
+            policy_for(ns, policies, "unlisted")  # what the streams the file does not list get
+    except InputError as err:  # PolicyError is one: it names the file, the stream, the field
+        raise SystemExit(f"plan refused: {err}") from None
+    workers_path = Path(ns.workers_path) if ns.workers_path else args.tables.workers_file
 
     spark = spark_session("plan")
     streams = args.streams or tuple(
@@ -381,7 +612,24 @@ def main(argv: list[str] | None = None) -> dict:
             .collect()
         )
     )
-    rows = [row for stream in streams for row in plan_stream(spark, args, stream, ns)]
+    try:
+        for stream in streams:
+            if stream not in chosen:
+                if policies is not None:
+                    log("plan", f"{stream}: not in {policies.path}: planned with its defaults")
+                chosen[stream] = policy_for(ns, policies, stream)
+    except InputError as err:
+        raise SystemExit(f"plan refused: {err}") from None
+    rows = [
+        row
+        for stream in streams
+        for row in plan_stream(
+            spark,
+            args,
+            stream,
+            StreamOptions(chosen[stream], ns.num_key_groups, ns.hash_seed, workers_path),
+        )
+    ]
     frame = spark.createDataFrame([tuple(r[f] for f in PLAN_FIELDS) for r in rows], PLAN_COLUMNS)
     write_delta(
         frame,
@@ -394,11 +642,15 @@ def main(argv: list[str] | None = None) -> dict:
         "stage": "plan",
         "run_id": args.run_id,
         "interval_start": args.interval_start,
-        "strategy": ns.strategy,
-        "params": ns.strategy_params,
-        "budget": ns.budget.limits(),
+        "policies": str(policies.path) if policies is not None else None,
         "streams": {
             r["stream"]: {
+                "kind": chosen[r["stream"]].kind,
+                "policy": chosen[r["stream"]].strategy,
+                "strategy": r["strategy"],
+                "choice": r["choice"],
+                "params": json.loads(r["params"]),
+                "budget": chosen[r["stream"]].budget.limits(),
                 "observed_imbalance": r["observed_imbalance"],
                 "predicted_imbalance": r["predicted_imbalance"],
                 "moves": r["moves"],

@@ -64,6 +64,8 @@ def publish_plan(store: RoutingStore, plan) -> dict:
         "observed_imbalance": plan["observed_imbalance"],
         "predicted_imbalance": plan["predicted_imbalance"],
         "strategy": plan["strategy"],
+        "kind": table.kind,
+        "choice": plan.asDict().get("choice"),  # why the policy's plan was chosen
         "action": "refused",
         "version": latest,
         "reason": f"planned against v{planned_on} but LATEST is now v{latest}; rerun the plan",

@@ -10,23 +10,51 @@ Tumbling windows of ``--window-minutes``. For each stream and window:
 * ``silver.key_group_flow`` — messages from each upstream key group to each key group, from events
   that name the event they derive from (``upstream_key``, ``upstream_stream`` — default: the
   event's own stream): paper 004's communication between key groups;
+* ``silver.worker_capacity`` — each logged worker's capacity in messages/s learnt from the
+  interval's logs (``routeplan.model.capacity``: from ``cost_ms``, else its busiest windows),
+  smoothed with the previous night's, with the evidence; one row per stream and worker, partitioned
+  by ``interval_start``. Workers with too little evidence get no row and a line in the job log;
 * ``silver.window_summary`` — totals and the observed imbalance on the logged workers
-  (``routeplan.planning.metrics``; capacities from the workers file).
+  (``routeplan.planning.metrics``; capacities from the workers file, ``auto`` ones learnt).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
-from jobs.workers import read_workers
+from jobs.workers import CAPACITY_TABLE, workers_with_capacities
+from routeplan.model.capacity import (
+    DEFAULT_ALPHA,
+    DEFAULT_BUSIEST_WINDOWS,
+    DEFAULT_MIN_MESSAGES,
+    CapacityEstimates,
+    estimate_capacities,
+)
 from routeplan.model.hashing import DEFAULT_NUM_KEY_GROUPS, DEFAULT_SEED, key_groups
 from routeplan.planning.metrics import observed_imbalance
 
 LOADS = ("messages", "bytes", "cost_ms")
+CAPACITY_COLUMNS = (
+    "interval_start date, stream string, worker string, capacity double, "
+    "observed_capacity double, method string, windows int, messages long, busy_seconds double, "
+    "previous_capacity double, smoothing double, created_at timestamp"
+)
+
+
+@dataclass(frozen=True)
+class CapacityOptions:
+    """How ``silver.worker_capacity`` is estimated (``routeplan.model.capacity``)."""
+
+    alpha: float = DEFAULT_ALPHA
+    min_messages: int = DEFAULT_MIN_MESSAGES
+    busiest_windows: int = DEFAULT_BUSIEST_WINDOWS
 
 
 def key_group_column(column, num_key_groups: int, seed: int):
@@ -47,6 +75,7 @@ def windows(
     num_key_groups: int,
     hash_seed: int,
     workers_path: Path | None,
+    capacity: CapacityOptions | None = None,
 ) -> dict:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -63,6 +92,7 @@ def windows(
         "partition",
         F.col("size_bytes").alias("bytes"),
         F.coalesce("cost_ms", F.lit(0.0)).alias("cost_ms"),
+        F.col("cost_ms").isNotNull().alias("costed"),
         *[  # bronze tables written before the upstream fields existed have none
             (F.col(c) if c in events.columns else F.lit(None).cast("string")).alias(c)
             for c in ("upstream_stream", "upstream_key")
@@ -129,7 +159,18 @@ def windows(
     for name, frame in outputs.items():
         write_delta(with_date(frame), tables, name, where, partition_by=("date",))
 
-    summary = _window_summary(spark, args, tables, workers_path)
+    capacity_input = (
+        base.where(F.col("worker").isNotNull())
+        .groupBy(*dims, "worker")
+        .agg(
+            F.count("*").alias("messages"),
+            F.count(F.when(F.col("costed"), 1)).alias("costed_messages"),
+            F.sum("cost_ms").alias("cost_ms"),
+        )
+        .collect()
+    )
+    learnt = _worker_capacity(spark, args, capacity_input, capacity or CapacityOptions())
+    summary = _window_summary(spark, args, tables, workers_path, learnt)
     write_delta(with_date(summary), tables, "silver.window_summary", where)
     per_key.unpersist()
     base.unpersist()
@@ -149,11 +190,102 @@ def windows(
         entry["windows"] += 1
         entry["messages"] += row["messages"]
         entry["peak_imbalance"] = max(entry["peak_imbalance"], row["imbalance"])
+    for stream, found in learnt.items():
+        entry = report["streams"].setdefault(stream, {})
+        entry["capacities"] = {w: round(c, 3) for w, c in found.capacities().items()}
+        entry["capacities_not_estimated"] = sorted(found.skipped)
     return report
 
 
-def _window_summary(spark, args: RunArgs, tables, workers_path: Path | None):
-    """Totals per window and the observed imbalance of the logged workers (small: collected)."""
+def _worker_capacity(
+    spark, args: RunArgs, rows: list, options: CapacityOptions
+) -> dict[str, CapacityEstimates]:
+    """Estimate each logged worker's capacity per stream from its per-window loads (``rows``:
+    stream, window_start, window_end, worker, messages, costed_messages, cost_ms), smoothed with
+    the latest estimate of an earlier interval, and replace the interval's rows of
+    ``silver.worker_capacity``. Workers without an estimate are logged, never silently left
+    out."""
+    by_stream: dict[str, list] = {}
+    for r in rows:
+        by_stream.setdefault(r["stream"], []).append(r)
+    previous = _previous_capacities(spark, args)
+    found: dict[str, CapacityEstimates] = {}
+    out = []
+    now = datetime.now(UTC)
+    for stream, loads in sorted(by_stream.items()):
+        estimates = estimate_capacities(
+            [r["worker"] for r in loads],
+            [r["messages"] for r in loads],
+            [r["cost_ms"] or 0.0 for r in loads],
+            [(r["window_end"] - r["window_start"]).total_seconds() for r in loads],
+            [r["costed_messages"] for r in loads],
+            previous=previous.get(stream, {}),
+            alpha=options.alpha,
+            min_messages=options.min_messages,
+            busiest_windows=options.busiest_windows,
+        )
+        found[stream] = estimates
+        for worker, reason in sorted(estimates.skipped.items()):
+            log("windows", f"{stream}: {worker}: no capacity estimate ({reason})")
+        for e in estimates.estimates.values():
+            out.append(
+                (
+                    args.interval_start,
+                    stream,
+                    e.worker,
+                    e.capacity,
+                    e.observed_capacity,
+                    e.method,
+                    e.windows,
+                    e.messages,
+                    e.busy_seconds,
+                    e.previous_capacity,
+                    e.smoothing,
+                    now,
+                )
+            )
+    write_delta(
+        spark.createDataFrame(out, CAPACITY_COLUMNS),
+        args.tables,
+        CAPACITY_TABLE,
+        args.interval_predicate("interval_start"),
+        partition_by=("interval_start",),
+    )
+    return found
+
+
+def _previous_capacities(spark, args: RunArgs) -> dict[str, dict[str, float]]:
+    """Stream → worker → its latest capacity from an interval starting before this one (the
+    smoothing's previous night); empty before the table exists."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    if not Path(args.tables.path(CAPACITY_TABLE), "_delta_log").is_dir():
+        return {}
+    latest = Window.partitionBy("stream", "worker").orderBy(F.desc("interval_start"))
+    rows = (
+        read_delta(spark, args.tables, CAPACITY_TABLE)
+        .where(F.col("interval_start") < F.lit(args.interval_start))
+        .withColumn("newest", F.row_number().over(latest))
+        .where("newest = 1")
+        .select("stream", "worker", "capacity")
+        .collect()
+    )
+    previous: dict[str, dict[str, float]] = {}
+    for r in rows:
+        previous.setdefault(r["stream"], {})[r["worker"]] = float(r["capacity"])
+    return previous
+
+
+def _window_summary(
+    spark,
+    args: RunArgs,
+    tables,
+    workers_path: Path | None,
+    learnt: Mapping[str, CapacityEstimates],
+):
+    """Totals per window and the observed imbalance of the logged workers (small: collected);
+    capacities ``auto`` are the ones just ``learnt``."""
     from pyspark.sql import functions as F
 
     where = args.interval_predicate()
@@ -171,7 +303,10 @@ def _window_summary(spark, args: RunArgs, tables, workers_path: Path | None):
     for (stream, window_start), by_worker in loads.items():
         if stream not in workers_of:
             seen = {w for (s, _), ws in loads.items() if s == stream for w in ws}
-            workers_of[stream] = read_workers(workers_path, stream, seen)
+            found = learnt.get(stream)
+            workers_of[stream] = workers_with_capacities(
+                workers_path, stream, seen, found.capacities() if found else {}
+            )
         workers = workers_of[stream]
         imbalance_rows.append(
             (stream, window_start, observed_imbalance(by_worker, workers), len(by_worker))
@@ -205,10 +340,32 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--num-key-groups", type=int, default=DEFAULT_NUM_KEY_GROUPS)
     parser.add_argument("--hash-seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--workers-path", help="workers file (default <home>/config/workers.json)")
+    parser.add_argument(
+        "--capacity-alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help="weight of tonight's capacity estimate against the previous night's, in (0, 1]",
+    )
+    parser.add_argument(
+        "--capacity-min-messages",
+        type=int,
+        default=DEFAULT_MIN_MESSAGES,
+        help="fewer messages behind a worker's estimate: no capacity learnt for it",
+    )
+    parser.add_argument(
+        "--capacity-busiest-windows",
+        type=int,
+        default=DEFAULT_BUSIEST_WINDOWS,
+        help="windows the fallback without cost_ms measures throughput in",
+    )
     ns = parser.parse_args(argv)
     args = run_args(ns)
     if not 1 <= ns.window_minutes <= 24 * 60 or (24 * 60) % ns.window_minutes:
         raise SystemExit("--window-minutes must divide a day (1..1440), e.g. 15, 30, 60")
+    if not 0 < ns.capacity_alpha <= 1:
+        raise SystemExit(f"--capacity-alpha must be in (0, 1], got {ns.capacity_alpha}")
+    if ns.capacity_min_messages < 1 or ns.capacity_busiest_windows < 1:
+        raise SystemExit("--capacity-min-messages and --capacity-busiest-windows must be >= 1")
     workers_path = Path(ns.workers_path) if ns.workers_path else args.tables.workers_file
     spark = spark_session("windows")
     report = windows(
@@ -219,6 +376,7 @@ def main(argv: list[str] | None = None) -> dict:
         ns.num_key_groups,
         ns.hash_seed,
         workers_path,
+        CapacityOptions(ns.capacity_alpha, ns.capacity_min_messages, ns.capacity_busiest_windows),
     )
     args.tables.write_report(args.interval_start, "windows", report)
     log("windows", json.dumps(report, default=str))

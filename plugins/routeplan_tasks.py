@@ -46,6 +46,41 @@ def routing_table_asset(stream: str) -> Asset:
     return Asset(f"x-routeplan://routing/{stream}")
 
 
+@task
+def check_policies(*, params=None) -> dict:
+    """The run's first task: the planning policies file, and this run's streams and strategy
+    against it, checked before any Spark job starts — a mistake fails here with one line naming
+    the file, the stream and the field (``routeplan.planning.policy``)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from routeplan.errors import InputError
+    from routeplan.planning.policy import load_policies, policy_from_overrides
+
+    given = params.get("policies_path")
+    path = Path(given) if given else Path(HOME) / "config" / "streams.yaml"
+    if not path.is_file():
+        if given:
+            raise AirflowFailException(f"policies_path {path}: no such file")
+        print(f"no planning policies at {path}: every stream is planned with cg (or strategy)")
+        return {}
+    try:
+        policies = load_policies(path)
+        streams = list(params.get("streams") or ())
+        if streams:
+            policies.check_streams(streams)
+        chosen = {s: policies.for_stream(s) for s in streams or policies.streams}
+        if params.get("strategy"):
+            chosen = {
+                s: policy_from_overrides(p, strategy=params["strategy"], where="the Trigger form")
+                for s, p in chosen.items()
+            }
+    except InputError as err:  # PolicyError names the file, the stream and the field
+        raise AirflowFailException(str(err)) from None
+    summary = {s: f"{p.kind}: {p.strategy}" for s, p in chosen.items()}
+    print(f"planning policies {path}: {summary}")
+    return summary
+
+
 @task(outlets=[ROUTING_TABLES])
 def announce(report_path: str, *, outlet_events=None) -> list[dict]:
     """One asset event per stream the job's report says got a new version."""

@@ -6,7 +6,7 @@ Spark jobs — and JSON written one way.
 * ``read_json``: one JSON document, within ``routeplan.publishing.documents``' size and depth
   bounds;
 * ``read_workers_file``: the workers file (``schemas/worker.schema.json``), each stream's
-  ``Workers``;
+  ``Workers`` (``read_workers_and_learn``: and the workers whose capacity is ``auto``);
 * ``json_text``: strict JSON output (never NaN or Infinity).
 
 Every error met while reading an input file becomes an ``InputError`` whose message starts with
@@ -37,6 +37,7 @@ __all__ = [
     "json_text",
     "read_json",
     "read_rows",
+    "read_workers_and_learn",
     "read_workers_file",
     "reading",
 ]
@@ -156,13 +157,27 @@ def read_workers_file(path: str | Path) -> dict[str, Workers]:
     """Each stream's ``Workers`` in the workers file at ``path`` (``schemas/worker.schema.json``),
     streams in file order. The file is checked whole: ``InputError`` naming it when it is
     missing, not JSON, breaks the schema, or lists a stream's workers twice or none of them
-    active."""
+    active. A capacity ``auto`` (or absent) reads as 1 here; the Spark jobs learn it from the
+    logs (``read_workers_and_learn``, ``jobs.workers.resolve_workers``)."""
+    return read_workers_and_learn(path)[0]
+
+
+def read_workers_and_learn(
+    path: str | Path,
+) -> tuple[dict[str, Workers], dict[str, frozenset[str]]]:
+    """``read_workers_file``'s workers and, per stream, the workers whose capacity is to be
+    learnt from the logs (``"capacity": "auto"`` or no capacity): they hold capacity 1 in the
+    ``Workers`` until a job resolves them (``routeplan.model.capacity``)."""
     path = Path(path)
     doc = read_json(path)
     with reading(path):
         validate_document("worker", doc, where=str(path))
     records: dict[str, list[dict[str, Any]]] = {}
+    learn: dict[str, set[str]] = {}
     for record in doc["workers"]:
+        if record.get("capacity", "auto") == "auto":
+            learn.setdefault(record["stream"], set()).add(record["worker"])
+            record = {**record, "capacity": 1.0}
         records.setdefault(record["stream"], []).append(record)
     workers = {}
     for stream, listed in records.items():
@@ -170,7 +185,7 @@ def read_workers_file(path: str | Path) -> dict[str, Workers]:
             workers[stream] = Workers.from_records(listed)
         except ValueError as err:
             raise InputError(f"{path}: stream {stream!r}: {err}") from None
-    return workers
+    return workers, {stream: frozenset(names) for stream, names in learn.items()}
 
 
 def json_text(doc: Any, indent: int | None = None) -> str:

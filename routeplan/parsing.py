@@ -311,7 +311,7 @@ def check_strategy_params(strategy: str, params: Mapping[str, object]) -> dict[s
                 f"it takes: {', '.join(hints) or 'none'}"
             )
         hint = hints[key]
-        if hint is not None and not _fits(value, hint):
+        if hint is not None and not fits_type(value, hint):
             if _fits_integer(value, hint):
                 value = int(value)  # type: ignore[arg-type]
             else:
@@ -330,10 +330,13 @@ def check_strategy_params(strategy: str, params: Mapping[str, object]) -> dict[s
     return out
 
 
-def _fits(value: object, hint: Any) -> bool:
+def fits_type(value: object, hint: Any) -> bool:
+    """Whether ``value`` (parsed from text, JSON or YAML) suits the type annotation ``hint``:
+    unions, None, bool, int (not bool), finite float, str, mappings and lists of those; an
+    annotation this check does not know accepts the value (the strategy checks it)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, a) for a in args)
+        return any(fits_type(value, a) for a in args)
     if hint is type(None):
         return value is None
     if hint is bool:
@@ -349,15 +352,17 @@ def _fits(value: object, hint: Any) -> bool:
     if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
         kt, vt = args or (Any, Any)
         return isinstance(value, dict) and all(
-            _fits(k, kt) and _fits(v, vt) for k, v in value.items()
+            fits_type(k, kt) and fits_type(v, vt) for k, v in value.items()
         )
     if origin is not None and isinstance(origin, type) and issubclass(origin, list | tuple):
-        return isinstance(value, list) and all(_fits(v, args[0]) for v in value) if args else True
+        if not args:
+            return True
+        return isinstance(value, list) and all(fits_type(v, args[0]) for v in value)
     return True  # an annotation this check does not know: the strategy checks the value
 
 
 def _fits_integer(value: object, hint: Any) -> bool:
-    return isinstance(value, float) and value.is_integer() and _fits(int(value), hint)
+    return isinstance(value, float) and value.is_integer() and fits_type(int(value), hint)
 
 
 def _describe(hint: Any) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 from datetime import date, timedelta
@@ -21,6 +22,7 @@ from pathlib import Path
 from routeplan import settings
 from routeplan.simulation.generate import default_day
 
+REPO = Path(__file__).resolve().parents[1]
 PROGRESS = re.compile(
     r"\[routeplan [a-z]+\].*?(?=\s+\[airflow\.|$)|\[DAG TEST\] end task task_id=\w+"
 )
@@ -37,11 +39,27 @@ def main() -> int:
     parser.add_argument("--landing", help="your own landing directory: <landing>/<YYYY-MM-DD>/*")
     parser.add_argument("--workers", help="your workers file (schemas/worker.schema.json)")
     parser.add_argument("--events", type=int, default=100_000, help="sample events per stream")
-    parser.add_argument("--strategy", default="cg")
+    parser.add_argument(
+        "--strategy",
+        default="",
+        help="plan every stream with this strategy (default: each "
+        "stream's policy in $ROUTEPLAN_HOME/config/streams.yaml)",
+    )
+    parser.add_argument(
+        "--policies",
+        help="your streams' policies (schemas/streams.schema.json); default: "
+        "$ROUTEPLAN_HOME/config/streams.yaml, installed from config/streams.yaml if missing",
+    )
     args = parser.parse_args()
     home = settings.home().resolve()
 
-    conf = {"strategy": args.strategy, "date": args.date.isoformat()}
+    conf = {"date": args.date.isoformat()}
+    if args.strategy:
+        conf["strategy"] = args.strategy
+    if args.policies:
+        conf["policies_path"] = str(Path(args.policies).resolve())
+    else:
+        install_policies(home)
     if args.landing:
         conf["landing_path"] = str(Path(args.landing).resolve())
         if args.workers:
@@ -90,17 +108,33 @@ def main() -> int:
     return 0
 
 
+def install_policies(home: Path) -> None:
+    """The sample planning policies (``config/streams.yaml``) as the deployment's, unless it has
+    its own."""
+    target = home / "config" / "streams.yaml"
+    if target.is_file():
+        print(f"==> planning policies: {target}", flush=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(REPO / "config" / "streams.yaml", target)
+    print(f"==> planning policies: {target} (the sample config/streams.yaml)", flush=True)
+
+
 def print_summary(report: dict, home: Path) -> None:
     print(f"\nrouteplan_nightly {report['interval_start']}: routing tables in {home}/routing")
     print(
-        f"{'stream':<10} {'version':<8} {'action':<10} {'imbalance today':>16} "
-        f"{'predicted':>10}  reason"
+        f"{'stream':<10} {'kind':<21} {'strategy':<9} {'version':<8} {'action':<10} "
+        f"{'imbalance today':>16} {'predicted':>10}  reason"
     )
     for s in report["streams"]:
         print(
-            f"{s['stream']:<10} v{s['version']:<7} {s['action']:<10} "
-            f"{s['observed_imbalance']:>16.4f} {s['predicted_imbalance']:>10.4f}  {s['reason']}"
+            f"{s['stream']:<10} {s.get('kind', ''):<21} {s['strategy']:<9} v{s['version']:<7} "
+            f"{s['action']:<10} {s['observed_imbalance']:>16.4f} "
+            f"{s['predicted_imbalance']:>10.4f}  {s['reason']}"
         )
+    for s in report["streams"]:
+        if (s.get("choice") or "").startswith("auto"):
+            print(f"{s['stream']}: {s['choice']}")
     print("\nimbalance = max over workers of load/capacity relative to the fair share, minus 1")
     print(
         "next: routeplan show --stream <stream>   |   make airflow  (UI on http://localhost:8080)"

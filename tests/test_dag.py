@@ -36,14 +36,33 @@ def assert_spark_jobs_then_announce(dag, jobs: list[str]) -> None:
         if task.task_id == "announce":
             assert list(task.outlets) == [ROUTING_TABLES]
             continue
+        if task.task_id == "check_policies":  # a Python task: the policy file, before Spark
+            continue
         assert isinstance(task, SparkSubmitOperator)
         assert Path(task.application).is_file()
         assert Path(task.application).name == f"{task.task_id}.py"
 
 
-def test_five_spark_jobs_in_order_then_announce(dag):
-    assert_spark_jobs_then_announce(dag, ["ingest", "windows", "plan", "validate", "publish"])
+def test_policies_checked_then_five_spark_jobs_in_order_then_announce(dag):
+    assert_spark_jobs_then_announce(
+        dag, ["check_policies", "ingest", "windows", "plan", "validate", "publish"]
+    )
     assert dag.params["keep_versions"] is None
+
+
+def test_every_form_field_has_a_section_a_title_and_a_description(dag):
+    for name in dag.params:
+        param = dag.params.get_param(name)
+        assert param.description, name
+        assert param.schema.get("section") and param.schema.get("title"), name
+    # the form shows a section's fields together, each strategy family in its own section
+    order = [dag.params.get_param(n).schema["section"] for n in dag.params]
+    runs = [s for i, s in enumerate(order) if i == 0 or s != order[i - 1]]
+    assert len(runs) == len(set(runs))
+    assert (
+        dag.params.get_param("epsilon").schema["section"]
+        != (dag.params.get_param("solver").schema["section"])
+    )
 
 
 def test_rollback_dag_needs_stream_version_and_reason(bag):
@@ -70,8 +89,8 @@ def test_rollback_dag_needs_stream_version_and_reason(bag):
 def test_params_offer_every_registered_strategy(dag):
     from routeplan.planning.registry import strategy_names
 
-    assert dag.params.get_param("strategy").schema["enum"] == strategy_names()
-    assert dag.params["strategy"] == "cg"
+    assert dag.params.get_param("strategy").schema["enum"] == [None, *strategy_names()]
+    assert dag.params["strategy"] is None  # each stream's policy
     assert dag.params["window_minutes"] == 60
     assert dag.schedule is not None or dag.timetable.summary
 
@@ -280,7 +299,7 @@ def rendered_args(dag, conf: dict | None = None) -> dict[str, list[str]]:
     return {
         t.task_id: t.render_template(t.application_args, context, env)
         for t in dag.tasks
-        if t.task_id != "announce"
+        if t.task_id not in ("announce", "check_policies")
     }
 
 
@@ -322,7 +341,8 @@ def test_defaults_render_as_empty_arguments_that_the_jobs_read_as_their_defaults
     assert windows.workers_path == ""  # → <home>/config/workers.json
     assert windows.window_minutes == 60
     plan = parsed_args("plan", args["plan"], monkeypatch)
-    assert (plan.workers_path, plan.max_moves, plan.strategy) == ("", None, "cg")
+    assert (plan.workers_path, plan.max_moves, plan.strategy) == ("", None, "")  # the policy's
+    assert (plan.policies, plan.planning_window, plan.load_metric) == ("", "", "")
     assert (plan.max_migrated_load_share, plan.max_migration_cost) == (None, None)
     assert plan.migration_cost_unit == "moves"
     publish = parsed_args("publish", args["publish"], monkeypatch)

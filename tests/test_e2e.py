@@ -3,6 +3,7 @@ then an operator's rollback through routeplan_rollback; both announce asset even
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -87,12 +88,20 @@ def test_main_job_publishes_then_rerun_changes_nothing(env, spark):
     out = demo(env, "--events", "4000")
     for table in TABLES:
         assert (home / "warehouse" / table / "_delta_log").is_dir(), table
+    kinds = {}
     for stream in ("clicks", "orders", "views"):
         assert (home / "routing" / stream / "LATEST").read_text().strip() == "v1.json"
-        validate_document(
-            "routing_table", json.loads((home / "routing" / stream / "v1.json").read_text())
-        )
-        assert f"{stream:<10} v1       published" in out
+        doc = json.loads((home / "routing" / stream / "v1.json").read_text())
+        validate_document("routing_table", doc)  # both kinds: one schema
+        kinds[stream] = (doc["kind"], doc["strategy"])
+        assert re.search(rf"^{stream} +{doc['kind']} +{doc['strategy']} +v1 +published", out, re.M)
+    # one night, every stream by its own policy (the sample config/streams.yaml): both kinds
+    assert kinds["clicks"] == ("key_routing", "cg")
+    assert kinds["orders"] == ("partition_assignment", "mwf")
+    assert kinds["views"][0] == "key_routing" and kinds["views"][1] in ("cg", "pkg", "milp")
+    plan = json.loads((home / "reports/2026-11-20/plan.json").read_text())
+    assert plan["streams"]["views"]["choice"].startswith("auto: ")
+    assert f"views: {plan['streams']['views']['choice']}" in out
     events = asset_events(env)
     assert sorted((uri, extra["version"], extra["action"]) for uri, extra, _ in events) == [
         (f"x-routeplan://routing/{s}", 1, "published") for s in ("clicks", "orders", "views")

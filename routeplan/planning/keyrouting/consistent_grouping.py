@@ -64,6 +64,19 @@ _PASSES = 8  # planning passes on a plan's own result, at most (``ConsistentGrou
 # PoRC (paper 000 §V-A, Alg. 1)
 
 
+def first_with_room(
+    unit: str, load: float, virtual_worker_load: np.ndarray, bound: np.ndarray, max_salt: int
+) -> int | None:
+    """Paper 000 Alg. 1's scan: the first of ``unit``'s salted choices ``H(unit + 1), …,
+    H(unit + max_salt)`` with room for ``load`` under its ``bound``; None when none has."""
+    n = virtual_worker_load.size
+    for salt in range(1, max_salt + 1):
+        choice = salted_choice(unit, salt, n)
+        if virtual_worker_load[choice] + load <= bound[choice] + _EPS:
+            return choice
+    return None
+
+
 def porc_choice(
     unit: str,
     load: float,
@@ -71,17 +84,15 @@ def porc_choice(
     capacity: float | np.ndarray,
     max_salt: int,
 ) -> int:
-    """Paper 000 Alg. 1 for one unit: the first of its salted choices ``H(unit + 1), …,
-    H(unit + max_salt)`` with room for ``load`` under ``capacity`` (one bound for every bin or
-    one per bin); when none has room, the least loaded of them. Changes nothing."""
+    """Paper 000 Alg. 1 for one unit: the first of its salted choices with room for ``load``
+    under ``capacity`` (one bound for every bin or one per bin, ``first_with_room``); when none
+    has room, the least loaded of them. Changes nothing."""
     n = virtual_worker_load.size
     bound = np.broadcast_to(capacity, (n,))
-    tried = []
-    for salt in range(1, max_salt + 1):
-        choice = salted_choice(unit, salt, n)
-        if virtual_worker_load[choice] + load <= bound[choice] + _EPS:
-            return choice
-        tried.append(choice)
+    choice = first_with_room(unit, load, virtual_worker_load, bound, max_salt)
+    if choice is not None:
+        return choice
+    tried = [salted_choice(unit, salt, n) for salt in range(1, max_salt + 1)]
     return min(tried, key=lambda c: virtual_worker_load[c] / bound[c])
 
 
@@ -172,14 +183,10 @@ def place_whole(
     room, the virtual worker with the most room of all — which has room whenever
     ``load ≤ ε·total/V`` (equal bounds), so small units never break the ε bound. Adds the
     load; returns the virtual worker."""
-    n = virtual_worker_load.size
-    bound = np.broadcast_to(capacity, (n,))
-    for salt in range(1, max_salt + 1):
-        choice = salted_choice(unit, salt, n)
-        if virtual_worker_load[choice] + load <= bound[choice] + _EPS:
-            virtual_worker_load[choice] += load
-            return choice
-    choice = int(np.argmax(bound - virtual_worker_load))
+    bound = np.broadcast_to(capacity, virtual_worker_load.shape)
+    choice = first_with_room(unit, load, virtual_worker_load, bound, max_salt)
+    if choice is None:
+        choice = int(np.argmax(bound - virtual_worker_load))
     virtual_worker_load[choice] += load
     return choice
 

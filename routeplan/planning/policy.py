@@ -1,0 +1,670 @@
+"""Per-stream planning policies: which strategy plans each stream, with what parameters, budget
+and thresholds, read from one YAML file per deployment (``schemas/streams.schema.json``; the jobs
+read ``$ROUTEPLAN_HOME/config/streams.yaml``).
+
+The file is checked whole when it is loaded, so a mistake stops the run before any planning
+instead of failing one stream at night: YAML syntax (with line and column), then the schema, then
+what a schema cannot know — the strategy exists and plans the stream's kind, takes the given
+parameters (and builds with them), honours every budget limit set; for ``auto`` the candidates
+are of the stream's kind and each honours the budget; inline workers are unique with one active.
+Every error is a ``PolicyError`` (an ``InputError``, so the command line and the jobs print it as
+one line) naming the file, the line, the stream and the field.
+
+Merging: ``defaults`` applies to every stream and a stream's entry overrides it field by field;
+``budget`` and ``thresholds`` merge key by key (``null`` removes a default's limit); ``params``
+belong to a strategy, so a stream inherits the defaults' ``params`` only when it keeps the
+defaults' strategy. A stream the file does not list is planned with the defaults.
+
+``workers`` lists a stream's workers inline (instead of the deployment's workers file); a
+capacity of ``auto`` (or none) is kept as ``WorkerSpec.capacity = None``, a marker for the
+capacity learnt from the logs (``StreamPolicy.to_workers`` fills it).
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from routeplan.errors import InputError
+from routeplan.files import reading
+from routeplan.model.plan import BUDGET_LIMITS, Budget
+from routeplan.model.workers import Worker, Workers
+from routeplan.parsing import fits_type
+from routeplan.planning.contract import KINDS, UnhonouredLimitError, check_budget
+from routeplan.planning.registry import (
+    BUDGET_PARAMETERS,
+    get_strategy,
+    strategy_names,
+    strategy_parameter_types,
+    strategy_parameters,
+)
+
+__all__ = [
+    "AUTO",
+    "Policies",
+    "PolicyError",
+    "StreamPolicy",
+    "WorkerSpec",
+    "load_policies",
+    "policy_from_overrides",
+]
+
+AUTO = "auto"
+LOAD_METRICS = ("messages", "bytes", "cost_ms")
+PLANNING_WINDOWS = ("peak", "interval")
+# The soft goals of ``auto`` (routeplan.planning.auto.GOALS, repeated here so that reading a
+# policy does not import the chooser; a test keeps the two equal).
+GOALS = ("imbalance", "migrations", "migrated_load", "workers", "memory")
+DEFAULT_GOALS = ("imbalance", "migrations", "memory")
+DEFAULTS: Mapping[str, Any] = {
+    "kind": "key_routing",
+    "strategy": "cg",
+    "params": {},
+    "budget": {},
+    "load_metric": "messages",
+    "planning_window": "peak",
+    "thresholds": {"imbalance_tolerance": 0.10, "hot_key_min_share": 0.001},
+    "goals": list(DEFAULT_GOALS),
+}
+_BUDGET_FIELDS = tuple(Budget.__dataclass_fields__)
+
+
+class PolicyError(InputError):
+    """A planning policy that cannot be used; the message names the file (and line), the stream
+    and the field."""
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One inline worker of a policy; ``capacity`` None = learnt from the logs (``auto``)."""
+
+    name: str
+    capacity: float | None = None
+    state: str = "active"
+
+
+@dataclass(frozen=True)
+class StreamPolicy:
+    """How one stream is planned. For ``auto``, ``params`` maps each candidate to its
+    parameters; otherwise it holds the strategy's parameters."""
+
+    stream: str
+    kind: str = "key_routing"
+    strategy: str = "cg"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    budget: Budget = field(default_factory=Budget)
+    load_metric: str = "messages"
+    planning_window: str = "peak"
+    imbalance_tolerance: float = 0.10
+    hot_key_min_share: float = 0.001
+    candidates: tuple[str, ...] = ()
+    goals: tuple[str, ...] = DEFAULT_GOALS
+    workers: tuple[WorkerSpec, ...] | None = None
+
+    @property
+    def is_auto(self) -> bool:
+        """Whether each run chooses among ``candidates`` (``routeplan.planning.auto``)."""
+        return self.strategy == AUTO
+
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        """The strategies a run plans with: the candidates for ``auto``, else the one strategy."""
+        return self.candidates if self.is_auto else (self.strategy,)
+
+    def params_of(self, strategy: str) -> dict[str, Any]:
+        """The parameters ``strategy`` (the strategy, or one of auto's candidates) is built with."""
+        if self.is_auto:
+            return dict(self.params.get(strategy, {}))
+        if strategy != self.strategy:
+            raise KeyError(f"stream {self.stream!r} is planned with {self.strategy!r}")
+        return dict(self.params)
+
+    def build(self) -> dict[str, Any]:
+        """Each strategy of ``strategies`` built with its parameters (name → ``Strategy``)."""
+        return {name: get_strategy(name, **self.params_of(name)) for name in self.strategies}
+
+    @property
+    def learns_capacity(self) -> bool:
+        """Whether an inline worker's capacity is to be learnt from the logs."""
+        return any(w.capacity is None for w in self.workers or ())
+
+    def to_workers(
+        self, learnt: Mapping[str, float] | None = None, fallback: float | None = None
+    ) -> Workers | None:
+        """The inline workers as ``Workers`` (None when the stream uses the workers file). A
+        capacity marked ``auto`` takes ``learnt[worker]``, else ``fallback``; ValueError naming
+        the worker when neither is known."""
+        if self.workers is None:
+            return None
+        learnt = learnt or {}
+        items = []
+        for spec in self.workers:
+            capacity = spec.capacity
+            if capacity is None:
+                capacity = learnt.get(spec.name, fallback)
+            if capacity is None:
+                raise ValueError(
+                    f"stream {self.stream!r}: worker {spec.name!r} has capacity auto and no "
+                    "capacity was learnt for it"
+                )
+            items.append(Worker(spec.name, float(capacity), spec.state))
+        return Workers(tuple(items))
+
+
+@dataclass(frozen=True)
+class Policies:
+    """The policies of one file: the defaults and each listed stream's policy."""
+
+    path: str
+    defaults: StreamPolicy
+    streams: Mapping[str, StreamPolicy]
+
+    def for_stream(self, name: str) -> StreamPolicy:
+        """``name``'s policy; a stream the file does not list gets the defaults (the caller
+        logs that, ``is_listed`` tells)."""
+        if name in self.streams:
+            return self.streams[name]
+        return replace(self.defaults, stream=name)
+
+    def is_listed(self, name: str) -> bool:
+        return name in self.streams
+
+    def check_streams(self, names: Iterable[str]) -> None:
+        """PolicyError naming every stream of ``names`` the file does not list (for a run that
+        names its streams, e.g. the Trigger form, where a typo must not plan with defaults)."""
+        missing = [n for n in names if n not in self.streams]
+        if missing:
+            listed = ", ".join(sorted(self.streams)) or "none"
+            raise PolicyError(
+                f"{self.path}: stream {', '.join(map(repr, missing))} not listed under streams "
+                f"(listed: {listed})"
+            )
+
+
+# ------------------------------------------------------------------------------- reading
+
+
+def load_policies(path: str | Path) -> Policies:
+    """The policies in the YAML file at ``path``, checked whole (``PolicyError`` otherwise)."""
+    where = str(path)
+    with reading(path):
+        text = Path(path).read_text(encoding="utf-8")
+    doc, lines = _parse_yaml(text, where)
+    if doc is None:
+        doc = {}
+    _check_schema(doc, where, lines)
+    defaults_doc = {**DEFAULTS, **doc.get("defaults", {})}
+    defaults_doc["budget"] = _merged(DEFAULTS["budget"], doc.get("defaults", {}).get("budget"))
+    defaults_doc["thresholds"] = _merged(
+        DEFAULTS["thresholds"], doc.get("defaults", {}).get("thresholds")
+    )
+    context = _Context(where, lines, ("defaults",), "defaults")
+    defaults = _policy("defaults", defaults_doc, context)
+    streams = {}
+    for name, entry in (doc.get("streams") or {}).items():
+        merged = _merge(defaults_doc, entry)
+        streams[name] = _policy(
+            name, merged, _Context(where, lines, ("streams", name), None, frozenset(entry))
+        )
+    return Policies(where, defaults, types.MappingProxyType(streams))
+
+
+def policy_from_overrides(
+    base: StreamPolicy,
+    strategy: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    budget: Budget | Mapping[str, Any] | None = None,
+    where: str = "run overrides",
+) -> StreamPolicy:
+    """``base`` with one run's overrides (the DAG's Trigger form), checked as a file would be.
+
+    A new ``strategy`` drops ``base``'s parameters (they are another strategy's) unless
+    ``params`` are given; ``params`` for the same strategy update ``base``'s key by key;
+    ``budget`` (a ``Budget``, or budget fields) updates ``base``'s budget field by field."""
+    doc: dict[str, Any] = {
+        "kind": base.kind,
+        "strategy": base.strategy,
+        "params": {k: dict(v) if isinstance(v, Mapping) else v for k, v in base.params.items()},
+        "budget": _budget_doc(base.budget),
+        "load_metric": base.load_metric,
+        "planning_window": base.planning_window,
+        "thresholds": {
+            "imbalance_tolerance": base.imbalance_tolerance,
+            "hot_key_min_share": base.hot_key_min_share,
+        },
+        "goals": list(base.goals),
+    }
+    if base.is_auto:
+        doc["candidates"] = list(base.candidates)
+    if base.workers is not None:
+        doc["workers"] = [
+            {"worker": w.name, "capacity": w.capacity or "auto", "state": w.state}
+            for w in base.workers
+        ]
+    if strategy is not None and strategy != base.strategy:
+        doc["strategy"] = strategy
+        doc["params"] = {}
+        doc.pop("candidates", None)
+    if params is not None:
+        doc["params"] = (
+            {**doc["params"], **params} if strategy in (None, base.strategy) else {**params}
+        )
+    if budget is not None:
+        fields = _budget_doc(budget) if isinstance(budget, Budget) else dict(budget)
+        unknown = sorted(set(fields) - set(_BUDGET_FIELDS))
+        if unknown:
+            raise PolicyError(
+                f"{where}: stream {base.stream!r}: budget.{unknown[0]}: not a budget field "
+                f"(one of {', '.join(_BUDGET_FIELDS)})"
+            )
+        doc["budget"] = {**doc["budget"], **fields}
+    return _policy(base.stream, doc, _Context(where, {}, (), None, frozenset(doc)))
+
+
+def _budget_doc(budget: Budget) -> dict[str, Any]:
+    return {k: getattr(budget, k) for k in _BUDGET_FIELDS}
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {**base, **(over or {})}
+
+
+def _merge(defaults: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A stream's entry over the defaults: field by field, budget and thresholds key by key,
+    params only while the stream keeps the defaults' strategy and kind."""
+    merged = {**defaults, **entry}
+    merged["budget"] = _merged(defaults["budget"], entry.get("budget"))
+    merged["thresholds"] = _merged(defaults["thresholds"], entry.get("thresholds"))
+    same = merged["strategy"] == defaults["strategy"] and merged["kind"] == defaults["kind"]
+    if "params" not in entry and not same:
+        merged["params"] = {}
+    return merged
+
+
+class _SafeLoader(yaml.SafeLoader):
+    """PyYAML's safe loader refusing a key given twice (PyYAML keeps the last one silently, so
+    a stream listed twice would lose its first entry)."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, typing.Hashable) and key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{key!r} given twice in one mapping", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_SafeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _parse_yaml(text: str, where: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """The document and the line (1-based) of each mapping key by its path, for messages."""
+    try:
+        doc = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 (a SafeLoader subclass)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        position = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        problem = ": ".join(str(x) for x in (err.context, err.problem) if x)
+        raise PolicyError(f"{where}{position}: not valid YAML: {problem}") from None
+    except yaml.YAMLError as err:
+        raise PolicyError(f"{where}: not valid YAML: {err}") from None
+    if doc is not None and not isinstance(doc, dict):
+        raise PolicyError(f"{where}: expected a mapping with defaults and streams at the top")
+    lines: dict[tuple[Any, ...], int] = {}
+    _collect_lines(node, (), lines)
+    return doc, lines
+
+
+def _collect_lines(node: Any, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            _collect_lines(value_node, (*path, key), lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[(*path, i)] = item.start_mark.line + 1
+            _collect_lines(item, (*path, i), lines)
+
+
+@dataclass(frozen=True)
+class _Context:
+    """Where a policy comes from, for messages: the file, its key lines, the YAML path of the
+    entry and how the entry is named (``defaults`` or ``stream 'x'``)."""
+
+    where: str
+    lines: Mapping[tuple[Any, ...], int]
+    path: tuple[Any, ...]
+    label: str | None
+    given: frozenset[str] = frozenset()  # the fields the entry itself sets
+
+    def error(self, stream: str, field_path: str, message: str) -> PolicyError:
+        """``file:line: stream 'x': field: message`` (the line of the field, else the entry)."""
+        keys = (
+            tuple(int(p) if p.isdigit() else p for p in field_path.split(".")) if field_path else ()
+        )
+        line = None
+        for n in range(len(keys), -1, -1):
+            line = self.lines.get((*self.path, *keys[:n]))
+            if line is not None:
+                break
+        at = f"{self.where}:{line}" if line else self.where
+        who = self.label or f"stream {stream!r}"
+        return PolicyError(f"{at}: {who}: {field_path + ': ' if field_path else ''}{message}")
+
+
+def _check_schema(doc: Any, where: str, lines: Mapping[tuple[Any, ...], int]) -> None:
+    """The schema's violations, each as ``file:line: stream 'x': field: message``."""
+    from routeplan.publishing.schemas import _validator
+
+    errors = sorted(_validator("streams").iter_errors(doc), key=lambda e: list(e.path))
+    if not errors:
+        return
+    messages = []
+    for err in errors[:10]:
+        path = list(err.absolute_path)
+        if err.validator == "oneOf" and err.context:  # say what was expected, not "not valid"
+            err = min(err.context, key=lambda e: len(list(e.absolute_path)))
+            path = list(err.absolute_path) or path
+        line = None
+        for n in range(len(path), -1, -1):
+            line = lines.get(tuple(path[:n]))
+            if line is not None:
+                break
+        at = f"{where}:{line}" if line else where
+        if len(path) >= 2 and path[0] == "streams":
+            who, rest = f"stream {path[1]!r}", path[2:]
+        elif path and path[0] == "defaults":
+            who, rest = "defaults", path[1:]
+        else:
+            who, rest = "", path
+        field_name = ".".join(map(str, rest))
+        message = err.message
+        if "propertyNames" in err.relative_schema_path:
+            line = lines.get((*path, err.instance), line)
+            at = f"{where}:{line}" if line else where
+            message = f"invalid stream name {err.instance!r}: {_name_rule()}"
+        elif err.validator == "additionalProperties":
+            message = (
+                f"{err.message}; allowed: {', '.join(sorted(err.schema.get('properties', {})))}"
+            )
+        parts = [at] + [p for p in (who, field_name) if p] + [message]
+        messages.append(": ".join(parts))
+    raise PolicyError("\n".join(messages))
+
+
+def _name_rule() -> str:
+    from routeplan.model.names import name_rule
+
+    return name_rule()
+
+
+# ------------------------------------------------------------------------------- checking
+
+
+def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
+    """A merged entry as a ``StreamPolicy``, after the checks a schema cannot make."""
+    kind = doc["kind"]
+    if kind not in KINDS:
+        raise ctx.error(stream, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
+    strategy = doc["strategy"]
+    thresholds = doc["thresholds"]
+    tolerance = _number(thresholds.get("imbalance_tolerance"), 0.0, 1.0, False)
+    if tolerance is None:
+        raise ctx.error(stream, "thresholds.imbalance_tolerance", "must be a number in [0, 1]")
+    hot_share = _number(thresholds.get("hot_key_min_share"), 0.0, 1.0, True)
+    if hot_share is None:
+        raise ctx.error(stream, "thresholds.hot_key_min_share", "must be a number in (0, 1]")
+    if doc["load_metric"] not in LOAD_METRICS:
+        raise ctx.error(stream, "load_metric", f"must be one of {', '.join(LOAD_METRICS)}")
+    if doc["planning_window"] not in PLANNING_WINDOWS:
+        raise ctx.error(stream, "planning_window", f"must be one of {', '.join(PLANNING_WINDOWS)}")
+    budget = _budget(stream, doc["budget"], ctx)
+    goals = tuple(doc.get("goals") or DEFAULT_GOALS)
+    for i, goal in enumerate(goals):
+        if goal not in GOALS:
+            raise ctx.error(
+                stream, f"goals.{i}", f"unknown goal {goal!r}; goals: {', '.join(GOALS)}"
+            )
+    if len(set(goals)) != len(goals):
+        raise ctx.error(stream, "goals", "a goal is listed twice")
+    params = doc.get("params") or {}
+    if strategy == AUTO:
+        candidates, params = _auto(stream, kind, doc.get("candidates"), params, budget, ctx)
+    else:
+        if doc.get("candidates") is not None:
+            raise ctx.error(stream, "candidates", "only strategy auto has candidates")
+        _check_strategy(stream, kind, strategy, "strategy", ctx)
+        params = _check_params(stream, strategy, params, "params", ctx)
+        _check_budget(stream, strategy, budget, ctx)
+        candidates = ()
+    return StreamPolicy(
+        stream=stream,
+        kind=kind,
+        strategy=strategy,
+        params=types.MappingProxyType(params),
+        budget=budget,
+        load_metric=doc["load_metric"],
+        planning_window=doc["planning_window"],
+        imbalance_tolerance=tolerance,
+        hot_key_min_share=hot_share,
+        candidates=candidates,
+        goals=goals,
+        workers=_workers(stream, doc.get("workers"), ctx),
+    )
+
+
+def _number(value: Any, low: float, high: float, open_low: bool) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    if value < low or value > high or (open_low and value == low):
+        return None
+    return float(value)
+
+
+def _budget(stream: str, fields: Mapping[str, Any], ctx: _Context) -> Budget:
+    unknown = sorted(set(fields) - set(_BUDGET_FIELDS))
+    if unknown:
+        raise ctx.error(
+            stream,
+            f"budget.{unknown[0]}",
+            f"not a budget field (one of {', '.join(_BUDGET_FIELDS)})",
+        )
+    given = {k: v for k, v in fields.items() if v is not None}
+    if "time_limit_s" in fields and fields["time_limit_s"] is None:
+        raise ctx.error(stream, "budget.time_limit_s", "must be a number > 0, not null")
+    try:
+        return Budget(**given)
+    except (TypeError, ValueError) as err:
+        name = next((k for k in _BUDGET_FIELDS if str(err).startswith(k)), None)
+        raise ctx.error(stream, f"budget.{name}" if name else "budget", str(err)) from None
+
+
+def _check_strategy(stream: str, kind: str, name: Any, field_path: str, ctx: _Context) -> None:
+    known = strategy_names()
+    if name not in known:
+        raise ctx.error(
+            stream,
+            field_path,
+            f"unknown strategy {name!r}; strategies of kind {kind}: "
+            f"{', '.join(strategy_names(kind))}, or auto",
+        )
+    if name not in strategy_names(kind):
+        other = next(k for k in KINDS if name in strategy_names(k))
+        inherited = ""
+        if field_path == "strategy" and ctx.label is None and "strategy" not in ctx.given:
+            inherited = "; the stream inherits the strategy from defaults: set its own"
+        raise ctx.error(
+            stream,
+            field_path,
+            f"strategy {name!r} plans {other}, but the stream's kind is {kind} "
+            f"(strategies of kind {kind}: {', '.join(strategy_names(kind))}){inherited}",
+        )
+
+
+def _check_params(
+    stream: str, strategy: str, params: Any, field_path: str, ctx: _Context
+) -> dict[str, Any]:
+    """``params`` if ``strategy`` takes each of them, with values of the right type, and builds
+    with them; a budget limit among them points to ``budget:``."""
+    if not isinstance(params, Mapping):
+        raise ctx.error(stream, field_path, f"must be a mapping of {strategy}'s parameters")
+    accepted = strategy_parameters(strategy)
+    types_ = strategy_parameter_types(strategy)
+    renamed = {
+        old: new for old, new in getattr(type(get_strategy(strategy)), "renamed", {}).items()
+    }
+    for key, value in params.items():
+        where = f"{field_path}.{key}"
+        if key in accepted:
+            if not fits_type(value, types_.get(key)):
+                raise ctx.error(
+                    stream,
+                    where,
+                    f"{value!r} is not a {_type_name(types_.get(key))} "
+                    f"(parameter of strategy {strategy!r})",
+                )
+            continue
+        if key in BUDGET_PARAMETERS or key in _BUDGET_FIELDS:
+            budget_field = BUDGET_PARAMETERS.get(key, key)
+            raise ctx.error(
+                stream,
+                where,
+                f"{key} is a budget limit, not a parameter of strategy {strategy!r}; "
+                f"set it as budget: {{{budget_field}: {value!r}}}",
+            )
+        if key in renamed:
+            raise ctx.error(stream, where, f"strategy {strategy!r} renamed {key} to {renamed[key]}")
+        raise ctx.error(
+            stream,
+            where,
+            f"strategy {strategy!r} has no parameter {key!r}; its parameters: "
+            f"{', '.join(accepted) or 'none'}",
+        )
+    try:
+        get_strategy(strategy, **params)
+    except (TypeError, ValueError) as err:
+        name = next((k for k in params if k in str(err)), None)
+        raise ctx.error(
+            stream, f"{field_path}.{name}" if name else field_path, f"{strategy}: {err}"
+        ) from None
+    return dict(params)
+
+
+def _type_name(annotation: Any) -> str:
+    if annotation is None:
+        return "value"
+    if isinstance(annotation, type):
+        return {"float": "number", "int": "integer", "str": "string", "bool": "boolean"}.get(
+            annotation.__name__, annotation.__name__
+        )
+    return str(annotation).replace("typing.", "").replace("NoneType", "null")
+
+
+def _check_budget(stream: str, strategy: str, budget: Budget, ctx: _Context) -> None:
+    try:
+        check_budget(get_strategy(strategy), budget)
+    except UnhonouredLimitError as err:
+        limit = next((k for k in BUDGET_LIMITS if k in str(err)), "")
+        raise ctx.error(stream, f"budget.{limit}" if limit else "budget", str(err)) from None
+
+
+def _auto(
+    stream: str,
+    kind: str,
+    candidates: Any,
+    params: Any,
+    budget: Budget,
+    ctx: _Context,
+) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """``auto``'s candidates (default: every strategy of the kind that honours the budget) and
+    their parameters (by candidate)."""
+    if candidates is None:
+        named = False
+        candidates = []
+        for name in strategy_names(kind):
+            try:
+                check_budget(get_strategy(name), budget)
+            except UnhonouredLimitError:
+                continue
+            candidates.append(name)
+        if not candidates:
+            raise ctx.error(
+                stream, "budget", f"no strategy of kind {kind} honours {budget.limits()}"
+            )
+    else:
+        named = True
+    if len(set(candidates)) != len(candidates):
+        raise ctx.error(stream, "candidates", "a candidate is listed twice")
+    for i, name in enumerate(candidates):
+        if name == AUTO:
+            raise ctx.error(stream, f"candidates.{i}", "auto cannot be its own candidate")
+        _check_strategy(stream, kind, name, f"candidates.{i}", ctx)
+        if named:
+            try:
+                check_budget(get_strategy(name), budget)
+            except UnhonouredLimitError:
+                strategy = get_strategy(name)
+                unhonoured = {k: v for k, v in budget.limits().items() if k not in strategy.honours}
+                kept = ", ".join(sorted(strategy.honours)) or "no budget limit"
+                limits = ", ".join(f"{k}={v}" for k, v in unhonoured.items())
+                raise ctx.error(
+                    stream,
+                    f"budget.{next(iter(unhonoured))}",
+                    f"candidate {name!r} cannot honour {limits} (it honours {kept}); drop it "
+                    "from candidates or leave the limit unset",
+                ) from None
+    if not isinstance(params, Mapping):
+        raise ctx.error(stream, "params", "for strategy auto: each candidate's parameters by name")
+    checked = {}
+    for name, values in params.items():
+        if name not in candidates:
+            raise ctx.error(
+                stream,
+                f"params.{name}",
+                f"for strategy auto, params are given by candidate; {name!r} is not one "
+                f"(candidates: {', '.join(candidates)})",
+            )
+        checked[name] = types.MappingProxyType(
+            _check_params(stream, name, values or {}, f"params.{name}", ctx)
+        )
+    return tuple(candidates), checked
+
+
+def _workers(stream: str, records: Any, ctx: _Context) -> tuple[WorkerSpec, ...] | None:
+    if records is None:
+        return None
+    specs = []
+    seen: set[str] = set()
+    for i, record in enumerate(records):
+        name = record["worker"]
+        if name in seen:
+            raise ctx.error(stream, f"workers.{i}.worker", f"worker {name!r} is listed twice")
+        seen.add(name)
+        capacity = record.get("capacity", "auto")
+        if capacity != "auto" and (
+            isinstance(capacity, bool)
+            or not isinstance(capacity, int | float)
+            or not math.isfinite(capacity)
+            or capacity <= 0
+        ):
+            raise ctx.error(stream, f"workers.{i}.capacity", "must be a number > 0 or auto")
+        state = record.get("state", "active")
+        if state not in ("active", "draining"):
+            raise ctx.error(stream, f"workers.{i}.state", "must be active or draining")
+        specs.append(WorkerSpec(name, None if capacity == "auto" else float(capacity), state))
+    if not any(s.state == "active" for s in specs):
+        raise ctx.error(stream, "workers", "at least one worker must be active")
+    return tuple(specs)
