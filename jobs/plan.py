@@ -420,7 +420,7 @@ def choice_reasons(choice) -> dict[str, str]:
     reasons = {choice.winner: f"auto: {choice.reason}"}
     for verdict in choice.ranking:
         if verdict.strategy != choice.winner:
-            why = f"broke the {verdict.failed} goal" if verdict.failed else "beaten"
+            why = f"broke a hard goal, {verdict.failed}" if verdict.failed else "beaten"
             reasons[verdict.strategy] = f"auto candidate, {why} ({choice.winner} won)"
     return reasons
 
