@@ -82,8 +82,10 @@ def publish_plan(store: RoutingStore, plan) -> dict:
     elif latest == planned_on:
         reason = f"{int(plan['moves'])} moves against v{latest}" if latest else "first version"
         try:
+            chosen = outcome["choice"] or ""
+            why = f" ({chosen})" if chosen.startswith("auto") else ""  # routeplan show says it
             published = store.publish(
-                table, reason=f"{plan['strategy']} plan: {reason}", expected_latest=planned_on
+                table, reason=f"{plan['strategy']} plan{why}: {reason}", expected_latest=planned_on
             )
             outcome.update(action="published", version=published.version, reason=reason)
         except StaleLatestError as err:
