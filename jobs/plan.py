@@ -391,8 +391,8 @@ def rerun_of(current, loads: Loads, workers: Workers, built: dict) -> str | None
         return None
     if isinstance(current, RoutingTable) and current.workers != workers:
         return None
-    given = parameters(built[current.strategy])
-    if any(current.params.get(k) != v for k, v in given.items()):
+    given = parameters(built[current.strategy])  # None: derived when planning (e.g. C̄)
+    if any(v is not None and current.params.get(k) != v for k, v in given.items()):
         return None
     return (
         f"LATEST v{current.version} was planned by {current.strategy} on these same loads, "

@@ -136,6 +136,9 @@ def test_a_rerun_of_the_same_loads_workers_and_parameters_keeps_latest():
     mwf = get_strategy("mwf", consumer_capacity=1.0)
     first = replace(mwf.plan(loads, None, workers, Budget()).table, version=1)
     assert "LATEST v1" in rerun_of(first, loads, workers, {"mwf": mwf})
+    # a parameter the policy leaves to be derived (C̄ from the workers) matches what it became
+    derived = replace(get_strategy("mwf").plan(loads, None, workers, Budget()).table, version=1)
+    assert "LATEST v1" in rerun_of(derived, loads, workers, {"mwf": get_strategy("mwf")})
     moved = PartitionLoad("orders", loads.partition_load * np.linspace(0.9, 1.1, 16))
     assert rerun_of(first, moved, workers, {"mwf": mwf}) is None  # new loads: plan again
     other = get_strategy("mwf", consumer_capacity=2.0)
