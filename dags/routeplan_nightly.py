@@ -119,9 +119,11 @@ A new DAG is paused, and the form's *Unpause … on trigger* box is then checked
 """.format(max_moves=honoured_by("max_moves"))
 
 
-# The Trigger form's sections, in form order: section → {Param: title}
+# The Trigger form's sections, in form order: section → {Param: title}. The form opens with
+# Airflow's default section, "Run Parameters", expanded and the others folded: it holds what an
+# operator sets on most runs.
 FORM = {
-    "What to process": {
+    "Run Parameters": {
         "date": "Day (UTC)",
         "streams": "Streams",
         "window_minutes": "Window (minutes)",
