@@ -549,3 +549,21 @@ def test_cli_plan_reads_the_old_parameters_with_warnings(tmp_path, capsys):
     assert out.err.count("routeplan plan: warning: strategy 'milp': parameter bound is now") == 1
     assert main([*common, "--strategy", "flux", *rounds, "--max-moves", "3"]) == 0
     assert json.loads(capsys.readouterr().out)["moves"] == doc["moves"]
+
+
+def test_cli_plan_says_when_a_workers_file_capacity_is_auto(tmp_path, capsys):
+    """Outside the nightly jobs no learnt capacity exists: an ``auto`` worker is planned at
+    capacity 1, and the command says so."""
+    loads = tmp_path / "loads.csv"
+    loads.write_text("key_group,load\n" + "".join(f"{g},{1 + g % 3}\n" for g in range(12)))
+    workers = tmp_path / "workers.json"
+    records = [
+        {"stream": "s", "worker": "a", "capacity": 2},
+        {"stream": "s", "worker": "b", "capacity": "auto"},
+        {"stream": "s", "worker": "c"},
+    ]
+    workers.write_text(json.dumps({"workers": records}))
+    code = main(["plan", "--loads", str(loads), "--workers", str(workers), "--strategy", "kg"])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "capacity auto for b, c: planned at capacity 1" in err

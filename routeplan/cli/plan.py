@@ -35,7 +35,15 @@ from typing import Any
 import numpy as np
 
 from routeplan.errors import InputError, UsageError
-from routeplan.files import Row, json_text, read_json, read_rows, read_workers_file, reading, where
+from routeplan.files import (
+    Row,
+    json_text,
+    read_json,
+    read_rows,
+    read_workers_and_learn,
+    reading,
+    where,
+)
 from routeplan.model.flow import flow_arrays
 from routeplan.model.hashing import MAX_NUM_KEY_GROUPS
 from routeplan.model.loads import LoadSnapshot
@@ -194,11 +202,17 @@ def read_workers_arg(text: str, stream: str) -> Workers:
         raise InputError(
             f"--workers: {text!r} is neither a number of workers (1..{MAX_WORKERS}) nor a file"
         )
-    by_stream = read_workers_file(path)
+    by_stream, learn = read_workers_and_learn(path)
     only = next(iter(by_stream)) if len(by_stream) == 1 else None
     chosen = stream if stream in by_stream else only
     if chosen is None:
         raise InputError(f"{path}: no workers for stream {stream!r} (it has {sorted(by_stream)})")
+    if learn.get(chosen):
+        print(
+            f"note: {path}: capacity auto for {', '.join(sorted(learn[chosen]))}: planned at "
+            "capacity 1 (the nightly jobs learn it from the logs, silver.worker_capacity)",
+            file=sys.stderr,
+        )
     return by_stream[chosen]
 
 

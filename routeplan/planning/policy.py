@@ -367,9 +367,9 @@ class _Context:
 
 def _check_schema(doc: Any, where: str, lines: Mapping[tuple[Any, ...], int]) -> None:
     """The schema's violations, each as ``file:line: stream 'x': field: message``."""
-    from routeplan.publishing.schemas import _validator
+    from routeplan.publishing.schemas import schema_errors
 
-    errors = sorted(_validator("streams").iter_errors(doc), key=lambda e: list(e.path))
+    errors = schema_errors("streams", doc)
     if not errors:
         return
     messages = []

@@ -43,9 +43,14 @@ def _validator(name: str) -> jsonschema.Validator:
     return cls(schema, registry=_registry(), format_checker=cls.FORMAT_CHECKER)
 
 
+def schema_errors(name: str, document: Any) -> list[jsonschema.ValidationError]:
+    """Every violation of schema ``name`` by ``document``, in document order (by path)."""
+    return sorted(_validator(name).iter_errors(document), key=lambda e: list(e.path))
+
+
 def validate_document(name: str, document: Any, where: str = "") -> None:
     """Raise ``ValueError`` naming every violation of schema ``name``."""
-    errors = sorted(_validator(name).iter_errors(document), key=lambda e: list(e.path))
+    errors = schema_errors(name, document)
     if errors:
         lines = [f"{'/'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in errors[:10]]
         raise ValueError(f"{where or name} is not a valid {name}:\n  " + "\n  ".join(lines))
