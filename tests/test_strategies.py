@@ -136,7 +136,9 @@ def test_every_key_group_assigned_once_to_an_active_worker(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    hot=st.lists(st.floats(0.0, 0.3), min_size=1, max_size=8),
+    # a hot key's share of the stream: none, or at least 1e-4 (loads are message counts; the
+    # planner treats 1e-12 of a message as nothing)
+    hot=st.lists(st.just(0.0) | st.floats(1e-4, 0.3), min_size=1, max_size=8),
     groups=st.integers(50, 400),
     workers=st.integers(2, 30),
     alpha=st.integers(1, 12),
@@ -170,10 +172,14 @@ def test_cg_splits_a_hot_key_only_as_far_as_its_load_needs(
     state = plan.table.strategy_state
     capacity = (1 + epsilon) * snapshot.total / n_virtual
     pieces = state["hot_key_virtual_workers"]
+    needs = {key: int(np.ceil(hot_load[key] / capacity - 1e-9)) for key in pieces}
+    # with more pieces needed than virtual workers, a key finds no empty one and fills the spare
+    # room of several (as many as it takes): the bound below holds when the needs fit
+    fits = sum(needs.values()) <= n_virtual
     for key, parts in pieces.items():
-        need = int(np.ceil(hot_load[key] / capacity - 1e-9))
+        need = needs[key]
         assert need <= len(parts)
-        if epsilon > 0:  # slack to find a salted choice with room for each piece (ε = 0: none)
+        if epsilon > 0 and fits:  # slack to find a salted choice with room for each piece
             assert len(parts) <= min(need + 1, n_virtual)
         assert sum(s for _, s in parts) == pytest.approx(1.0)
         assert len({w for w, _ in plan.table.hot_keys[key]}) <= len(parts)
