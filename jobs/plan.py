@@ -41,6 +41,7 @@ import numpy as np
 
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
 from jobs.workers import learnt_capacities, resolve_workers
+from routeplan import settings
 from routeplan.errors import InputError
 from routeplan.model.capacity import resolve_capacities
 from routeplan.model.hashing import DEFAULT_SEED
@@ -54,6 +55,7 @@ from routeplan.planning.contract import check_budget, finish_plan, parameters
 from routeplan.planning.metrics import observed_imbalance, table_imbalance
 from routeplan.planning.policy import (
     DEFAULT_GOALS,
+    LOAD_METRICS,
     Policies,
     StreamPolicy,
     load_policies,
@@ -67,7 +69,6 @@ from routeplan.planning.registry import (
 )
 from routeplan.publishing.store import RoutingStore
 
-LOAD_METRICS = ("messages", "bytes", "cost_ms")
 # planned beside the chosen strategy, by its kind; without budget limits (they honour none)
 BASELINES = {"key_routing": "kg", "partition_assignment": "kafka_range"}
 PLAN_COLUMNS = (
@@ -447,7 +448,7 @@ def stream_workers(spark, args: RunArgs, stream: str, options: StreamOptions, lo
 def stream_policies(ns, home: Path) -> Policies | None:
     """The deployment's policies (``--policies``, default ``<home>/config/streams.yaml``); None
     when there is no file (every stream then gets the command line's strategy)."""
-    path = Path(ns.policies) if ns.policies else home / "config" / "streams.yaml"
+    path = Path(ns.policies) if ns.policies else settings.policies_file(home)
     if not path.is_file():
         if ns.policies:
             raise SystemExit(f"plan refused: policy file {path} not found")

@@ -57,7 +57,7 @@ def check_policies(*, params=None) -> dict:
     from routeplan.planning.policy import load_policies, policy_from_overrides
 
     given = params.get("policies_path")
-    path = Path(given) if given else Path(HOME) / "config" / "streams.yaml"
+    path = Path(given) if given else settings.policies_file(HOME)
     if not path.is_file():
         if given:
             raise AirflowFailException(f"policies_path {path}: no such file")

@@ -35,6 +35,11 @@ def landing_root(home_dir: str | os.PathLike[str] | None = None) -> Path:
     return (Path(home_dir) if home_dir is not None else home()) / "landing"
 
 
+def policies_file(home_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The streams' planning policies: ``<home>/config/streams.yaml``."""
+    return (Path(home_dir) if home_dir is not None else home()) / "config" / "streams.yaml"
+
+
 def workers_file(home_dir: str | os.PathLike[str] | None = None) -> Path:
     """The workers of every stream: ``<home>/config/workers.json``."""
     return (Path(home_dir) if home_dir is not None else home()) / "config" / "workers.json"

@@ -111,7 +111,7 @@ def main() -> int:
 def install_policies(home: Path) -> None:
     """The sample planning policies (``config/streams.yaml``) as the deployment's, unless it has
     its own."""
-    target = home / "config" / "streams.yaml"
+    target = settings.policies_file(home)
     if target.is_file():
         print(f"==> planning policies: {target}", flush=True)
         return
