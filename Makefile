@@ -2,11 +2,17 @@
 #   make demo   set everything up and run the nightly pipeline end-to-end through Airflow
 #   make test   set everything up and run the test suite
 #   make airflow  start the Airflow UI + scheduler with routeplan's DAGs (Ctrl-C stops all of it)
+#   make cluster-demo  the same nightly run on a cluster on this machine: PostgreSQL, MinIO, a Spark
+#                 standalone master + 2 workers, Airflow's components (scripts/cluster.py)
 
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV   ?= .venv
 JARS   := .jars
+TOOLS  := .tools/bin
+DIST   := dist
+# MinIO (S3-compatible object store for the cluster and its tests), built from its Go module.
+MINIO_VERSION ?= v0.0.0-20260212201848-7aac2a2c5b7c
 
 # One environment for the CLI, the Spark jobs, Airflow and the tests.
 export ROUTEPLAN_HOME ?= $(CURDIR)/var
@@ -21,8 +27,9 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(CURDIR)/$(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test lint airflow bench lock clean chromium
-setup: $(VENV)/.installed $(JARS)/.resolved $(AIRFLOW_HOME)/.migrated chromium
+.PHONY: setup demo test lint airflow bench lock clean chromium postgresql cluster-demo
+setup: $(VENV)/.installed $(JARS)/.resolved $(AIRFLOW_HOME)/.migrated chromium \
+       $(TOOLS)/minio $(DIST)/routeplan.zip postgresql
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (install OpenJDK 17)"; exit 1; }
@@ -32,12 +39,14 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(VENV)/bin/pip check
 	touch $@
 
-# Delta Lake jars from Maven Central into .jars/ (works with an empty ~/.m2).
+# Delta Lake and S3A jars from Maven Central into .jars/ (works with an empty ~/.m2; the AWS SDK
+# bundle that hadoop-aws needs is ~690 MB).
 $(JARS)/.resolved: jars/pom.xml
-	@command -v mvn >/dev/null || { echo "Maven (mvn) is required to fetch the Delta Lake jars"; exit 1; }
+	@command -v mvn >/dev/null || { echo "Maven (mvn) is required to fetch the Spark jars"; exit 1; }
 	rm -rf $(JARS)
 	mvn --batch-mode --quiet -f jars/pom.xml dependency:copy-dependencies \
-	    -DoutputDirectory=$(CURDIR)/$(JARS) -DincludeArtifactIds=delta-spark_4.2_2.13,delta-storage
+	    -DoutputDirectory=$(CURDIR)/$(JARS) \
+	    -DincludeArtifactIds=delta-spark_4.2_2.13,delta-storage,hadoop-aws,bundle,analyticsaccelerator-s3
 	ls $(JARS)/*.jar
 	touch $@
 
@@ -52,6 +61,27 @@ chromium:
 	  $$SUDO apt-get install -y -qq chromium >/dev/null 2>&1 || \
 	    { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }; \
 	  test -x $(CHROMIUM) && $(CHROMIUM) --version; }
+
+# MinIO from its Go module (a real S3-compatible server for the cluster and the S3 tests).
+$(TOOLS)/minio:
+	@command -v go >/dev/null || { echo "Go is required to build MinIO (the object store)"; exit 1; }
+	GOBIN=$(CURDIR)/$(TOOLS) go install github.com/minio/minio@$(MINIO_VERSION)
+	$@ --version | head -1
+
+# routeplan as a zip for Spark executors (spark-submit --py-files): the key-group UDF runs there.
+$(DIST)/routeplan.zip: $(VENV)/.installed $(shell find routeplan jobs -name '*.py' 2>/dev/null)
+	mkdir -p $(DIST)
+	python -c 'import sys, zipfile, pathlib; z = zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED); \
+	  [z.write(p) for d in ("routeplan", "jobs") for p in sorted(pathlib.Path(d).rglob("*.py"))]' $@
+
+# PostgreSQL's server (Debian's package) for Airflow's metadata database on the cluster.
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  command -v apt-get >/dev/null || { echo "install PostgreSQL's server (initdb, postgres)"; exit 1; }; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$SUDO apt-get install -y -qq postgresql >/dev/null 2>&1 || \
+	    { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql >/dev/null; }; }
 
 $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
 	mkdir -p $(AIRFLOW_HOME)
@@ -72,12 +102,15 @@ lint: $(VENV)/.installed
 airflow: setup
 	scripts/airflow-standalone
 
+cluster-demo: setup
+	python scripts/cluster.py demo $(CLUSTER_ARGS)
+
 bench: setup
 	python bench/pipeline.py $(BENCH_ARGS)
 
 lock: $(VENV)/.installed
 	( echo '# Tested pins: `make setup` installs with `pip install -c constraints.txt`. Regenerate with `make lock`.'; \
-	  $(VENV)/bin/pip freeze | grep -v -E '^-e|^routeplan' ) > constraints.txt
+	  $(VENV)/bin/pip freeze | grep -v -E '^-e|^routeplan|^# Editable' ) > constraints.txt
 
 clean:
 	rm -rf $(ROUTEPLAN_HOME)

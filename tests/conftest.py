@@ -75,3 +75,6 @@ def stream_names():
     )  # fmt: skip
     valid = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}", fullmatch=True)
     return st.one_of(edges, valid, st.text(), st.text(alphabet="./\\-_aZ9 \0\n", max_size=12))
+
+
+from object_store import object_store  # noqa: E402, F401 - a MinIO server for S3 tests

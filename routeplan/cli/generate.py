@@ -1,11 +1,18 @@
-"""``routeplan generate``: sample stream logs in a landing directory, and their workers file."""
+"""``routeplan generate``: sample stream logs in a landing directory, and their workers file.
+
+The landing directory and the workers file may be object-store URIs (``ROUTEPLAN_HOME=s3://…``):
+the files are generated in a temporary folder, then uploaded through fsspec.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-from routeplan import settings
+from routeplan import settings, storage
 from routeplan.files import json_text
 from routeplan.parsing import iso_date, name_list, stream_name
 from routeplan.simulation.generate import (
@@ -53,9 +60,48 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    landing = args.landing or settings.landing_root()
+    workers_out = args.workers_out or settings.workers_file()
+    with (
+        local_copy(landing, "landing") as local_landing,
+        local_copy(workers_out, "workers.json") as local_workers,
+    ):
+        summary = _generate(args, local_landing, local_workers)
+    summary.update(landing=str(landing), workers_file=str(workers_out))
+    if args.json:
+        print(json_text(summary, indent=1))
+    else:
+        for stream, counts in summary["streams"].items():
+            print(
+                f"{stream}: {counts['lines']} lines in {counts['files']} files "
+                f"({counts['malformed']} malformed, {counts['duplicates']} duplicates)"
+            )
+        print(f"landing: {summary['landing']}/{summary['day']}  workers: {summary['workers_file']}")
+    return 0
+
+
+@contextlib.contextmanager
+def local_copy(location: str, name: str) -> Iterator[Path]:
+    """``location`` itself when local; else a temporary path whose content is uploaded to
+    ``location`` when the block ends without an error."""
+    if not storage.is_remote(location):
+        yield Path(location)
+        return
+    with tempfile.TemporaryDirectory(prefix="routeplan-generate-") as tmp:
+        local = Path(tmp, name)
+        yield local
+        fs, remote = storage.filesystem(location)
+        if local.is_dir():
+            for path in sorted(p for p in local.rglob("*") if p.is_file()):
+                fs.put_file(str(path), f"{remote}/{path.relative_to(local).as_posix()}")
+        elif local.is_file():
+            fs.put_file(str(local), remote)
+
+
+def _generate(args: argparse.Namespace, landing: Path, workers_out: Path) -> dict:
     config = GeneratorConfig(
-        landing=Path(args.landing or settings.landing_root()),
-        workers_out=Path(args.workers_out or settings.workers_file()),
+        landing=landing,
+        workers_out=workers_out,
         day=args.date,
         streams=args.streams,
         events=args.events,
@@ -74,14 +120,4 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         upstream=args.upstream,
     )
-    summary = generate(config)
-    if args.json:
-        print(json_text(summary, indent=1))
-    else:
-        for stream, counts in summary["streams"].items():
-            print(
-                f"{stream}: {counts['lines']} lines in {counts['files']} files "
-                f"({counts['malformed']} malformed, {counts['duplicates']} duplicates)"
-            )
-        print(f"landing: {summary['landing']}/{summary['day']}  workers: {summary['workers_file']}")
-    return 0
+    return generate(config)

@@ -1,0 +1,151 @@
+"""Where routeplan's files live: a local path or an object-store URI, one way to name them.
+
+``ROUTEPLAN_HOME`` (and every place under it: landing, warehouse, routing, config, reports) is a
+*location*: a local path (``var``, ``/srv/routeplan``) or a URI (``s3://bucket/prefix``). Spark
+names an S3 bucket ``s3a://`` (Hadoop's S3A connector) and the library ``s3://`` (fsspec's
+s3fs); both spellings name the same objects, and fsspec reads either.
+
+* ``join(location, *parts)`` — a child location (``/`` between parts, never a ``..``);
+* ``is_remote(location)`` — a URI with a scheme other than ``file``;
+* ``spark_uri(location)`` / ``library_uri(location)`` — the spelling Spark / fsspec expects;
+* ``filesystem(location)`` — fsspec's file system and the path on it. For S3 it honours the
+  standard AWS variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+  ``AWS_ENDPOINT_URL`` for an S3-compatible server on another address);
+* ``read_bytes`` / ``write_text`` / ``exists`` / ``list_files`` — what jobs, the CLI and the
+  Airflow tasks do with files under the home, on either kind of location.
+
+The routing store (``routeplan.publishing.store``) has its own two back ends: its promises
+(write once, LATEST moved atomically) need more than these helpers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = [
+    "exists",
+    "filesystem",
+    "is_remote",
+    "join",
+    "library_uri",
+    "list_files",
+    "read_bytes",
+    "s3_options",
+    "spark_uri",
+    "write_text",
+]
+
+# Spark's spelling → the library's (fsspec registers both, but one name reads better in logs).
+_LIBRARY_SCHEMES = {"s3a": "s3", "s3n": "s3"}
+_SPARK_SCHEMES = {"s3": "s3a", "s3n": "s3a"}
+
+
+def scheme(location: str | os.PathLike[str]) -> str:
+    """``"s3"`` for ``s3://b/p``, ``""`` for a local path (``C:`` is no scheme either)."""
+    text = os.fspath(location)
+    found = urlsplit(text).scheme if "://" in text else ""
+    return found.lower()
+
+
+def is_remote(location: str | os.PathLike[str]) -> bool:
+    """True for a URI naming another file system than the local one."""
+    return scheme(location) not in ("", "file")
+
+
+def join(location: str | os.PathLike[str], *parts: str) -> str:
+    """``location`` / ``parts``. A part may hold ``/`` but never ``..`` or an empty segment: a
+    location is built from names, never walked up out of."""
+    for part in parts:
+        if any(seg in ("", ".", "..") for seg in part.split("/")):
+            raise ValueError(f"not a relative name: {part!r}")
+    text = os.fspath(location)
+    if is_remote(text):
+        return "/".join([text.rstrip("/"), *parts])
+    return str(Path(text, *parts))
+
+
+def library_uri(location: str | os.PathLike[str]) -> str:
+    """``s3a://b/p`` → ``s3://b/p``; a local path as given."""
+    text = os.fspath(location)
+    found = scheme(text)
+    if found in _LIBRARY_SCHEMES:
+        return _LIBRARY_SCHEMES[found] + text[len(found) :]
+    return text
+
+
+def spark_uri(location: str | os.PathLike[str]) -> str:
+    """``s3://b/p`` → ``s3a://b/p`` (Hadoop's S3A); a local path made absolute."""
+    text = os.fspath(location)
+    found = scheme(text)
+    if found in _SPARK_SCHEMES:
+        return _SPARK_SCHEMES[found] + text[len(found) :]
+    if not found:
+        return str(Path(text).resolve())
+    return text
+
+
+def s3_options() -> dict[str, Any]:
+    """s3fs's options from the standard AWS variables: the endpoint of an S3-compatible server
+    (``AWS_ENDPOINT_URL``, path-style addressing as such servers expect) and its region."""
+    options: dict[str, Any] = {}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        options["endpoint_url"] = endpoint
+        options["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        options["client_kwargs"] = {"region_name": region}
+    return options
+
+
+def filesystem(location: str | os.PathLike[str]) -> tuple[Any, str]:
+    """``(fsspec file system, path on it)`` for ``location``."""
+    import fsspec
+
+    uri = library_uri(location)
+    if not is_remote(uri):
+        return fsspec.filesystem("file"), str(Path(uri).resolve())
+    options = s3_options() if scheme(uri) == "s3" else {}
+    fs, path = fsspec.core.url_to_fs(uri, **options)
+    return fs, path
+
+
+def exists(location: str | os.PathLike[str]) -> bool:
+    fs, path = filesystem(location)
+    return bool(fs.exists(path))
+
+
+def read_bytes(location: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """The file's bytes (at most ``limit + 1`` when ``limit`` is given: enough to tell that it
+    is too large); ``FileNotFoundError`` naming ``location`` when there is none."""
+    fs, path = filesystem(location)
+    try:
+        with fs.open(path, "rb") as handle:
+            return handle.read() if limit is None else handle.read(limit + 1)
+    except FileNotFoundError:
+        raise FileNotFoundError(2, "No such file", os.fspath(location)) from None
+
+
+def write_text(location: str | os.PathLike[str], text: str) -> str:
+    """Write ``text`` to the file at ``location`` (folders made as needed); ``location``."""
+    fs, path = filesystem(location)
+    if not is_remote(location):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with fs.open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return os.fspath(location)
+
+
+def list_files(location: str | os.PathLike[str]) -> list[str]:
+    """Every file under the folder ``location`` (recursively, sorted), as locations spelled like
+    ``location``; empty when there is no such folder."""
+    text = os.fspath(location)
+    fs, path = filesystem(text)
+    if not fs.isdir(path):
+        return []
+    found = sorted(fs.find(path))
+    base = path.rstrip("/")
+    return [join(text, name[len(base) + 1 :]) for name in found if name.startswith(base + "/")]
