@@ -45,8 +45,7 @@ $(JARS)/.resolved: jars/pom.xml
 	@command -v mvn >/dev/null || { echo "Maven (mvn) is required to fetch the Spark jars"; exit 1; }
 	rm -rf $(JARS)
 	mvn --batch-mode --quiet -f jars/pom.xml dependency:copy-dependencies \
-	    -DoutputDirectory=$(CURDIR)/$(JARS) \
-	    -DincludeArtifactIds=delta-spark_4.2_2.13,delta-storage,hadoop-aws,bundle,analyticsaccelerator-s3
+	    -DoutputDirectory=$(CURDIR)/$(JARS)
 	ls $(JARS)/*.jar
 	touch $@
 
@@ -69,10 +68,8 @@ $(TOOLS)/minio:
 	$@ --version | head -1
 
 # routeplan as a zip for Spark executors (spark-submit --py-files): the key-group UDF runs there.
-$(DIST)/routeplan.zip: $(VENV)/.installed $(shell find routeplan jobs -name '*.py' 2>/dev/null)
-	mkdir -p $(DIST)
-	python -c 'import sys, zipfile, pathlib; z = zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED); \
-	  [z.write(p) for d in ("routeplan", "jobs") for p in sorted(pathlib.Path(d).rglob("*.py"))]' $@
+$(DIST)/routeplan.zip: scripts/build_zip.py $(shell find routeplan jobs -name '*.py' 2>/dev/null)
+	python3 scripts/build_zip.py $@
 
 # PostgreSQL's server (Debian's package) for Airflow's metadata database on the cluster.
 postgresql:

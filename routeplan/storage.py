@@ -32,6 +32,7 @@ __all__ = [
     "join",
     "library_uri",
     "list_files",
+    "make_bucket",
     "read_bytes",
     "s3_options",
     "spark_uri",
@@ -149,3 +150,16 @@ def list_files(location: str | os.PathLike[str]) -> list[str]:
     found = sorted(fs.find(path))
     base = path.rstrip("/")
     return [join(text, name[len(base) + 1 :]) for name in found if name.startswith(base + "/")]
+
+
+def make_bucket(location: str | os.PathLike[str]) -> bool:
+    """Create the bucket an object-store ``location`` lives in, if it does not exist yet (a new
+    deployment's first step); True when it was created. A local location needs none."""
+    if not is_remote(location):
+        return False
+    fs, path = filesystem(location)
+    bucket = path.split("/", 1)[0]
+    if fs.exists(bucket):
+        return False
+    fs.mkdir(bucket)
+    return True

@@ -150,6 +150,7 @@ AIRFLOW_ENV_NAMES = (
     "AIRFLOW__CORE__LOAD_EXAMPLES",
     "ROUTEPLAN_JARS",
     "ROUTEPLAN_PY_FILES",
+    "ROUTEPLAN_SCHEMAS",
     "PYSPARK_PYTHON",
 )
 
@@ -293,6 +294,7 @@ class Cluster:
             AIRFLOW__CORE__PARALLELISM="4",
             ROUTEPLAN_JARS=str(REPO / ".jars"),
             ROUTEPLAN_PY_FILES=str(REPO / "dist" / "routeplan.zip"),
+            ROUTEPLAN_SCHEMAS=str(REPO / "schemas"),
         )
         return env
 
@@ -365,7 +367,7 @@ class Cluster:
             data.mkdir(parents=True, exist_ok=True)
             if os.geteuid() == 0:
                 shutil.chown(data, "postgres", "postgres")
-            initdb = tool("initdb", "install PostgreSQL (make cluster-setup does: apt postgresql)")
+            initdb = tool("initdb", "run `make setup` (it installs Debian's postgresql)")
             subprocess.run(
                 self.as_postgres_user(
                     [initdb, "-D", str(data), "--auth=trust", "-U", "postgres", "-E", "UTF8"]
@@ -373,7 +375,7 @@ class Cluster:
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
-        postgres = tool("postgres", "install PostgreSQL (make cluster-setup does: apt postgresql)")
+        postgres = tool("postgres", "run `make setup` (it installs Debian's postgresql)")
         command = [postgres, "-D", str(data), "-p", str(self.ports.postgres)]
         command += ["-c", "listen_addresses=127.0.0.1", "-k", str(data)]
         service = self.run("postgres", self.as_postgres_user(command), self.base_env())
@@ -399,7 +401,7 @@ class Cluster:
         say(f"postgres      on 127.0.0.1:{self.ports.postgres} (data {data})")
 
     def start_object_store(self) -> None:
-        minio = tool("minio", "run `make cluster-setup` (it builds MinIO from its Go module)")
+        minio = tool("minio", "run `make setup` (it builds MinIO from its Go module)")
         env = {
             **self.base_env(),
             "MINIO_ROOT_USER": OBJECT_STORE_USER,
@@ -418,9 +420,7 @@ class Cluster:
         with patched_environ(self.base_env()):
             from routeplan import storage
 
-            fs, _ = storage.filesystem(f"s3://{BUCKET}")
-            if not fs.exists(BUCKET):
-                fs.mkdir(BUCKET)
+            storage.make_bucket(HOME)
         say(f"object-store  on http://{address} (console http://{console}), bucket {BUCKET}")
 
     def start_spark(self) -> None:

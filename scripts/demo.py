@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
-import shutil
 import subprocess
 import sys
 from datetime import date, timedelta
 from pathlib import Path
 
-from routeplan import settings
+from routeplan import settings, storage
 from routeplan.simulation.generate import default_day
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,7 +51,9 @@ def main() -> int:
         "$ROUTEPLAN_HOME/config/streams.yaml, installed from config/streams.yaml if missing",
     )
     args = parser.parse_args()
-    home = settings.home().resolve()
+    home = settings.home()
+    if not storage.is_remote(home):
+        home = str(Path(home).resolve())
 
     conf = {"date": args.date.isoformat()}
     if args.strategy:
@@ -82,7 +84,8 @@ def main() -> int:
             check=True,
         )
 
-    log_dir = home / "logs"
+    local = home if not storage.is_remote(home) else os.environ.get("AIRFLOW_HOME", "var")
+    log_dir = Path(local) / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"demo-{args.date}.log"
     logical = (args.date + timedelta(days=1)).isoformat()
@@ -100,27 +103,26 @@ def main() -> int:
             found = PROGRESS.search(line)
             if found:
                 print("   ", found.group(0)[:150], flush=True)
-    report = home / "reports" / args.date.isoformat() / "publish.json"
-    if proc.returncode != 0 or not report.is_file():
+    report = storage.join(settings.reports_root(home), args.date.isoformat(), "publish.json")
+    if proc.returncode != 0 or not storage.exists(report):
         print(f"routeplan_nightly failed (exit {proc.returncode}); see {log_path}", file=sys.stderr)
         return 1
-    print_summary(json.loads(report.read_text()), home)
+    print_summary(json.loads(storage.read_bytes(report)), home)
     return 0
 
 
-def install_policies(home: Path) -> None:
+def install_policies(home: str) -> None:
     """The sample planning policies (``config/streams.yaml``) as the deployment's, unless it has
     its own."""
     target = settings.policies_file(home)
-    if target.is_file():
+    if storage.exists(target):
         print(f"==> planning policies: {target}", flush=True)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(REPO / "config" / "streams.yaml", target)
+    storage.write_text(target, (REPO / "config" / "streams.yaml").read_text())
     print(f"==> planning policies: {target} (the sample config/streams.yaml)", flush=True)
 
 
-def print_summary(report: dict, home: Path) -> None:
+def print_summary(report: dict, home: str) -> None:
     print(f"\nrouteplan_nightly {report['interval_start']}: routing tables in {home}/routing")
     print(
         f"{'stream':<10} {'kind':<21} {'strategy':<9} {'version':<8} {'action':<10} "
