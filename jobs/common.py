@@ -3,6 +3,16 @@ arguments.
 
 Jobs run unchanged under ``spark-submit`` (Airflow's SparkSubmitOperator, any cluster) and in
 process (tests): the session helper only fills in what spark-submit did not set.
+
+The home (``--home``, default ``$ROUTEPLAN_HOME``) is a *location* (``routeplan.storage``): a
+local folder or an object-store URI (``s3://bucket/prefix``, which Spark reads as
+``s3a://bucket/prefix``). Spark reads and writes the Delta tables and landing files through
+Hadoop's file systems (S3A for a bucket); what the driver reads and writes itself (landing
+listings, CSV headers, Parquet footers, the workers and policies files, the reports) goes
+through ``routeplan.storage``. An S3-compatible server named by ``AWS_ENDPOINT_URL`` gets its
+S3A settings from ``object_store_conf``; the credentials never go on a command line: S3A's
+default provider chain reads ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` from the
+environment (and Spark copies them into ``fs.s3a.*`` when the context starts).
 """
 
 from __future__ import annotations
@@ -11,12 +21,13 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from routeplan import settings
+from routeplan import settings, storage
 from routeplan.model.names import InvalidNameError, check_name
 
 DELTA_CONF = {
@@ -61,21 +72,66 @@ def delta_jars() -> list[str]:
     return jars
 
 
+def object_store_conf(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """S3A's settings (``spark.hadoop.fs.s3a.*``) for the S3-compatible server the environment
+    names (``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``; region ``AWS_REGION``, default
+    us-east-1, path-style addressing as such servers expect); empty without one (AWS itself).
+
+    No secret is among them: S3A's default credential chain reads ``AWS_ACCESS_KEY_ID`` /
+    ``AWS_SECRET_ACCESS_KEY`` from the environment of the JVM (its
+    ``EnvironmentVariableCredentialsProvider``), so they never appear on a spark-submit command
+    line, and instance or web-identity credentials still work on a cluster without them."""
+    env = os.environ if env is None else env
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    if not endpoint:
+        return {}
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return {
+        "spark.hadoop.fs.s3a.endpoint": endpoint,
+        "spark.hadoop.fs.s3a.endpoint.region": region,
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+    }
+
+
+def use_object_store(spark) -> None:
+    """Give the live session's Hadoop configuration ``object_store_conf()`` — for a session
+    made before the environment named the server (a notebook, a test run that started Spark
+    earlier). Its JVM then also lacks the credentials in its environment: those the driver's
+    environment holds are set in the JVM's memory (never on a command line)."""
+    conf = object_store_conf()
+    if not conf:
+        return
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in conf.items():
+        hadoop.set(key.removeprefix("spark.hadoop."), value)
+    getenv = spark.sparkContext._jvm.java.lang.System.getenv
+    for variable, key in (
+        ("AWS_ACCESS_KEY_ID", "fs.s3a.access.key"),
+        ("AWS_SECRET_ACCESS_KEY", "fs.s3a.secret.key"),
+        ("AWS_SESSION_TOKEN", "fs.s3a.session.token"),
+    ):
+        value = os.environ.get(variable)
+        if value and getenv(variable) != value:
+            hadoop.set(key, value)
+
+
 def submit_conf(jobs_dir: Path = JOBS_DIR) -> dict[str, str]:
-    """The ``--conf`` of a spark-submit of ``jobs/<stage>.py``: ``SESSION_CONF`` and the jobs'
-    log4j settings."""
+    """The ``--conf`` of a spark-submit of ``jobs/<stage>.py``: ``SESSION_CONF``, S3A's settings
+    for the environment's object store (``object_store_conf``) and the jobs' log4j settings."""
     log4j = f"-Dlog4j2.configurationFile={jobs_dir / 'log4j2.properties'}"
-    return {**SESSION_CONF, "spark.driver.extraJavaOptions": log4j}
+    return {**SESSION_CONF, **object_store_conf(), "spark.driver.extraJavaOptions": log4j}
 
 
 def spark_session(app: str):  # -> pyspark.sql.SparkSession
     """The active session, or a new one with Delta Lake: under spark-submit only ``DELTA_CONF``
     and UTC are added to what it was given; in process a local one (``$ROUTEPLAN_SPARK_MASTER``,
-    default ``local[2]``) with ``SESSION_CONF`` and ``LOCAL_CONF``."""
+    default ``local[2]``) with ``SESSION_CONF`` and ``LOCAL_CONF``. Either way it reads the
+    object store the environment names (``use_object_store``)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        use_object_store(active)
         return active
     builder = SparkSession.builder.appName(f"routeplan-{app}")
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # set by spark-submit's PythonRunner
@@ -90,47 +146,67 @@ def spark_session(app: str):  # -> pyspark.sql.SparkSession
     builder = builder.config("spark.sql.session.timeZone", "UTC")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    use_object_store(spark)
     return spark
+
+
+def location_arg(text: str | os.PathLike[str]) -> str:
+    """A location given on the command line (``--home``, ``--landing``): a URI as given, a local
+    path made absolute (Spark and the driver then name the same files whatever their cwd)."""
+    text = os.fspath(text)
+    return text if storage.is_remote(text) else str(Path(text).resolve())
+
+
+def is_file(location: str | os.PathLike[str]) -> bool:
+    """True when ``location`` (a local path or URI) is a file (not a folder, not missing)."""
+    fs, path = storage.filesystem(location)
+    return bool(fs.isfile(path))
 
 
 @dataclass(frozen=True)
 class Tables:
-    """Path of each Delta table under ``<home>/warehouse`` (``bronze.stream_events`` → path)."""
+    """Where each Delta table lives under ``<home>/warehouse`` (``bronze.stream_events`` →
+    its location as Spark names it), and the other places under the home a job uses."""
 
-    home: Path
+    home: str  # a location: a local path or a URI
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "home", os.fspath(self.home))  # a Path is welcome too
 
     def path(self, name: str) -> str:
+        """The table's location as Spark names it (``s3a://…``, or an absolute local path)."""
         layer, table = name.split(".")
-        return str(self.home / "warehouse" / layer / table)
+        return storage.spark_uri(storage.join(self.home, "warehouse", layer, table))
 
     @property
-    def routing(self) -> Path:
+    def routing(self) -> str:
         """The routing store: ``$ROUTEPLAN_ROUTING``, else ``<home>/routing``."""
         return settings.routing_root(self.home)
 
     @property
-    def landing(self) -> Path:
+    def landing(self) -> str:
         """``<home>/landing``: stream logs, one folder per day."""
         return settings.landing_root(self.home)
 
     @property
-    def workers_file(self) -> Path:
+    def workers_file(self) -> str:
         """``<home>/config/workers.json``."""
         return settings.workers_file(self.home)
 
-    def report_path(self, interval_start: date, stage: str) -> Path:
-        return self.home / "reports" / interval_start.isoformat() / f"{stage}.json"
+    def report_path(self, interval_start: date, stage: str) -> str:
+        """``<home>/reports/<day>/<stage>.json``."""
+        day = interval_start.isoformat()
+        return storage.join(settings.reports_root(self.home), day, f"{stage}.json")
 
-    def write_report(self, interval_start: date, stage: str, report: dict[str, Any]) -> Path:
+    def write_report(self, interval_start: date, stage: str, report: dict[str, Any]) -> str:
+        """Write a stage's report (JSON) where the DAG's tasks read it; its location."""
         path = self.report_path(interval_start, stage)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report, indent=1, default=str) + "\n")
-        return path
+        return storage.write_text(path, json.dumps(report, indent=1, default=str) + "\n")
 
 
 @dataclass(frozen=True)
 class RunArgs:
-    home: Path
+    home: str  # a location (``location_arg``)
     interval_start: date
     interval_end: date  # exclusive
     streams: tuple[str, ...]  # empty: every stream found
@@ -154,7 +230,9 @@ class RunArgs:
 
 def run_parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--home", default=str(settings.home()), help="default $ROUTEPLAN_HOME")
+    parser.add_argument(
+        "--home", default=settings.home(), help="a folder or a URI (default $ROUTEPLAN_HOME)"
+    )
     parser.add_argument("--interval-start", type=date.fromisoformat, required=True)
     parser.add_argument(
         "--interval-end", type=date.fromisoformat, help="exclusive (default: start + 1 day)"
@@ -174,7 +252,7 @@ def run_args(ns: argparse.Namespace) -> RunArgs:
             check_name(stream)
         except InvalidNameError as error:
             raise SystemExit(f"--streams: {error}") from None
-    return RunArgs(Path(ns.home).resolve(), ns.interval_start, end, streams, ns.run_id)
+    return RunArgs(location_arg(ns.home), ns.interval_start, end, streams, ns.run_id)
 
 
 def write_delta(df, tables: Tables, name: str, replace_where: str, partition_by=()) -> None:
@@ -190,9 +268,17 @@ def write_delta(df, tables: Tables, name: str, replace_where: str, partition_by=
     writer.save(tables.path(name))
 
 
+def table_exists(spark, tables: Tables, name: str) -> bool:
+    """True when the table ``name`` is a Delta table (local or in an object store)."""
+    from delta.tables import DeltaTable
+
+    return bool(DeltaTable.isDeltaTable(spark, tables.path(name)))
+
+
 def read_delta(spark, tables: Tables, name: str):
+    """The Delta table ``name``; a SystemExit naming it when an earlier stage has not made it."""
     path = tables.path(name)
-    if not Path(path, "_delta_log").is_dir():
+    if not table_exists(spark, tables, name):
         raise SystemExit(f"Delta table {name} not found at {path}: run the earlier stages first")
     return spark.read.format("delta").load(path)
 

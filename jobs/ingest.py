@@ -35,9 +35,20 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
-from pathlib import Path
+from pathlib import PurePosixPath
 
-from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
+from jobs.common import (
+    RunArgs,
+    location_arg,
+    log,
+    read_delta,
+    run_args,
+    run_parser,
+    spark_session,
+    table_exists,
+    write_delta,
+)
+from routeplan import storage
 from routeplan.errors import one_line
 from routeplan.model.names import spark_name_regex
 from routeplan.publishing.schemas import load_schema
@@ -103,48 +114,52 @@ def event_fields() -> tuple[Field, ...]:
 
 @dataclass(frozen=True)
 class LandingFile:
-    path: str  # local path
-    uri: str  # as Spark names it in ``_metadata.file_path`` (``file:/…``)
+    path: str  # what Spark and ``routeplan.storage`` read: an absolute local path or s3a://…
+    uri: str  # as Spark names it in ``_metadata.file_path`` (``file:/…`` or ``s3a://…``)
     fmt: str | None  # None: unknown type
     gzip: bool
 
 
-def landing_files(landing: Path, args: RunArgs) -> list[LandingFile]:
-    """Every file under the interval's day folders (hidden and ``_`` files are skipped)."""
+def landing_files(landing: str, args: RunArgs) -> list[LandingFile]:
+    """Every file under the interval's day folders of the ``landing`` location (a local folder
+    or a URI; files whose names start with ``.`` or ``_`` are skipped)."""
     found = []
     for day in args.days():
-        folder = landing / day.isoformat()
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.rglob("*")):
-            if not path.is_file() or path.name.startswith((".", "_")):
+        for location in storage.list_files(storage.join(landing, day.isoformat())):
+            name = PurePosixPath(location)
+            if name.name.startswith((".", "_")):
                 continue
-            gz = path.suffix == ".gz"
-            suffixes = path.suffixes[-2:] if gz else path.suffixes[-1:]
+            gz = name.suffix == ".gz"
+            suffixes = name.suffixes[-2:] if gz else name.suffixes[-1:]
             fmt = SUFFIXES.get(suffixes[0] if suffixes else "")
-            found.append(LandingFile(str(path), f"file:{path.resolve()}", fmt, gz))
+            path = storage.spark_uri(location)
+            uri = path if storage.is_remote(path) else f"file:{path}"
+            found.append(LandingFile(path, uri, fmt, gz))
     return found
 
 
 def probe(file: LandingFile) -> tuple[str | None, object]:
     """``(reason the file cannot be read, None)`` or ``(None, what reading it needs)``.
 
-    The driver reads only what it must: a CSV's header line, a Parquet file's footer. Damage
-    further in is found by Spark while reading (see ``unreadable_file``).
+    The driver reads only what it must: a CSV's header line, a Parquet file's footer (through
+    ``routeplan.storage``, wherever the file is). Damage further in is found by Spark while
+    reading (see ``unreadable_file``).
     """
     if file.fmt is None:
         return f"unknown file type (expected {', '.join(sorted(SUFFIXES))}, optionally .gz)", None
     if file.fmt == "parquet" and file.gzip:
         return "gzip-compressed Parquet is not supported (Parquet compresses itself)", None
-    if file.gzip and Path(file.path).stat().st_size == 0:
+    if file.gzip and not storage.read_bytes(file.path, limit=0):
         return "empty .gz file (0 bytes is not a gzip stream)", None
     if file.fmt == "csv":
         return _csv_header(file)
     if file.fmt == "parquet":
         import pyarrow.parquet as pq
 
+        fs, path = storage.filesystem(file.path)
         try:
-            schema = pq.read_schema(file.path)
+            with fs.open(path, "rb") as handle:
+                schema = pq.read_schema(handle)
         except Exception as error:  # noqa: BLE001 - any failure means "not readable Parquet"
             return f"not a readable Parquet file: {one_line(error)}", None
         return None, tuple((f.name, str(f.type)) for f in schema)
@@ -152,9 +167,10 @@ def probe(file: LandingFile) -> tuple[str | None, object]:
 
 
 def _csv_header(file: LandingFile) -> tuple[str | None, object]:
-    opener = gzip.open if file.gzip else open
+    fs, path = storage.filesystem(file.path)
     try:
-        with opener(file.path, "rb") as handle:
+        with fs.open(path, "rb") as raw:
+            handle = gzip.GzipFile(fileobj=raw) if file.gzip else raw
             first = handle.readline()
     except (OSError, EOFError) as error:
         return f"unreadable gzip file: {one_line(error)}", None
@@ -539,7 +555,7 @@ class TooMuchBadInput(SystemExit):
     """The day has more bad input than the thresholds allow (the tables are written)."""
 
 
-def ingest(spark, args: RunArgs, landing: Path) -> dict:
+def ingest(spark, args: RunArgs, landing: str) -> dict:
     from pyspark.sql import functions as F
 
     tables = args.tables
@@ -605,7 +621,7 @@ def ingest(spark, args: RunArgs, landing: Path) -> dict:
         "stream string, source_file string, raw string, raw_bytes binary, reason string",
     )
     quarantine = files_out if quarantined is None else quarantined.unionByName(files_out)
-    if events is None and Path(tables.path("bronze.stream_events"), "_delta_log").is_dir():
+    if events is None and table_exists(spark, tables, "bronze.stream_events"):
         events = read_delta(spark, tables, "bronze.stream_events").limit(0)
     if events is not None:
         write_delta(
@@ -701,7 +717,7 @@ def check_thresholds(report: dict, max_bad_files: int, max_share: float) -> None
 
 def main(argv: list[str] | None = None) -> dict:
     parser = run_parser(__doc__.splitlines()[0])
-    parser.add_argument("--landing", help="landing directory (default <home>/landing)")
+    parser.add_argument("--landing", help="landing folder or URI (default <home>/landing)")
     parser.add_argument(
         "--max-bad-files",
         type=int,
@@ -718,7 +734,7 @@ def main(argv: list[str] | None = None) -> dict:
     if ns.max_bad_files < 0 or not 0 <= ns.max_quarantined_share <= 1:
         parser.error("--max-bad-files must be >= 0 and --max-quarantined-share in [0, 1]")
     args = run_args(ns)
-    landing = Path(ns.landing).resolve() if ns.landing else args.tables.landing
+    landing = location_arg(ns.landing) if ns.landing else args.tables.landing
     spark = spark_session("ingest")
     report = ingest(spark, args, landing)
     args.tables.write_report(args.interval_start, "ingest", report)

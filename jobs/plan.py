@@ -33,13 +33,23 @@ budget limits (``registry.budget_from_parameters``), each logged as a deprecatio
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 
-from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
+from jobs.common import (
+    RunArgs,
+    is_file,
+    log,
+    read_delta,
+    run_args,
+    run_parser,
+    spark_session,
+    table_exists,
+    write_delta,
+)
 from jobs.workers import learnt_capacities, resolve_workers
 from routeplan import settings
 from routeplan.errors import InputError
@@ -87,7 +97,7 @@ class StreamOptions:
     policy: StreamPolicy
     num_key_groups: int
     hash_seed: int
-    workers_path: Path
+    workers_path: str  # a location
 
     @property
     def planning_window(self) -> str:
@@ -205,7 +215,7 @@ def key_group_flow(spark, args: RunArgs, stream: str, options, window):
     from routeplan.model.flow import flow_arrays
 
     name = "silver.key_group_flow"
-    if not Path(args.tables.path(name), "_delta_log").is_dir():
+    if not table_exists(spark, args.tables, name):
         return None, ()
     frame = read_delta(spark, args.tables, name).where(
         args.interval_predicate() + f" AND (stream = '{stream}' OR upstream_stream = '{stream}')"
@@ -445,11 +455,11 @@ def stream_workers(spark, args: RunArgs, stream: str, options: StreamOptions, lo
     return policy.to_workers(capacities, fallback=1.0)
 
 
-def stream_policies(ns, home: Path) -> Policies | None:
+def stream_policies(ns, home: str | os.PathLike[str]) -> Policies | None:
     """The deployment's policies (``--policies``, default ``<home>/config/streams.yaml``); None
     when there is no file (every stream then gets the command line's strategy)."""
-    path = Path(ns.policies) if ns.policies else settings.policies_file(home)
-    if not path.is_file():
+    path = ns.policies or settings.policies_file(home)
+    if not is_file(path):
         if ns.policies:
             raise SystemExit(f"plan refused: policy file {path} not found")
         log("plan", f"no policy file at {path}: every stream planned with --strategy")
@@ -600,7 +610,7 @@ def main(argv: list[str] | None = None) -> dict:
             policy_for(ns, policies, "unlisted")  # what the streams the file does not list get
     except InputError as err:  # PolicyError is one: it names the file, the stream, the field
         raise SystemExit(f"plan refused: {err}") from None
-    workers_path = Path(ns.workers_path) if ns.workers_path else args.tables.workers_file
+    workers_path = ns.workers_path or args.tables.workers_file
 
     spark = spark_session("plan")
     streams = args.streams or tuple(

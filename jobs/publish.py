@@ -13,9 +13,17 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, date, datetime
-from pathlib import Path
 
-from jobs.common import RunArgs, Tables, log, read_delta, run_args, run_parser, spark_session
+from jobs.common import (
+    RunArgs,
+    Tables,
+    log,
+    read_delta,
+    run_args,
+    run_parser,
+    spark_session,
+    table_exists,
+)
 from routeplan.model.table import table_from_document
 from routeplan.publishing.store import RoutingStore, StaleLatestError
 
@@ -109,7 +117,7 @@ def record_versions(
     """
     path = tables.path("gold.routing_tables")
     known: set[tuple[str, int]] = set()
-    if Path(path, "_delta_log").is_dir():
+    if table_exists(spark, tables, "gold.routing_tables"):
         known = {
             (r["stream"], r["version"])
             for r in spark.read.format("delta").load(path).select("stream", "version").collect()

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from jobs.common import Tables, log, spark_session
+from jobs.common import Tables, location_arg, log, spark_session, table_exists
 from jobs.publish import append_log, record_versions
-from routeplan import settings
+from routeplan import settings, storage
 from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.store import RoutingStore
 
@@ -46,7 +45,7 @@ def from_history(spark, tables: Tables, stream: str, version: int) -> Table:
     """A version from Delta ``gold.routing_tables`` (checksum verified)."""
     path = tables.path("gold.routing_tables")
     rows = []
-    if Path(path, "_delta_log").is_dir():
+    if table_exists(spark, tables, "gold.routing_tables"):
         rows = (
             spark.read.format("delta")
             .load(path)
@@ -61,23 +60,24 @@ def from_history(spark, tables: Tables, stream: str, version: int) -> Table:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--home", default=str(settings.home()), help="default $ROUTEPLAN_HOME")
+    parser.add_argument(
+        "--home", default=settings.home(), help="a folder or a URI (default $ROUTEPLAN_HOME)"
+    )
     parser.add_argument("--stream", required=True)
     parser.add_argument("--version", type=int, required=True, help="the version to restore")
     parser.add_argument("--reason", required=True)
     parser.add_argument("--run-id", default="manual")
-    parser.add_argument("--report", help="JSON report to write (default: none)")
+    parser.add_argument("--report", help="JSON report to write, a path or URI (default: none)")
     ns = parser.parse_args(argv)
     if not ns.reason.strip():
         raise SystemExit("a rollback needs a reason")
-    tables = Tables(Path(ns.home).resolve())
+    tables = Tables(location_arg(ns.home))
     outcome = rollback(
         spark_session("rollback"), tables, ns.stream, ns.version, ns.reason, ns.run_id
     )
     report = {"stage": "rollback", "run_id": ns.run_id, "streams": [outcome]}
     if ns.report:
-        Path(ns.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(ns.report).write_text(json.dumps(report, indent=1) + "\n")
+        storage.write_text(ns.report, json.dumps(report, indent=1) + "\n")
     return report
 
 

@@ -24,11 +24,19 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pandas as pd
 
-from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
+from jobs.common import (
+    RunArgs,
+    log,
+    read_delta,
+    run_args,
+    run_parser,
+    spark_session,
+    table_exists,
+    write_delta,
+)
 from jobs.workers import CAPACITY_TABLE, workers_with_capacities
 from routeplan.model.capacity import (
     DEFAULT_ALPHA,
@@ -74,7 +82,7 @@ def windows(
     heavy_hitters: int,
     num_key_groups: int,
     hash_seed: int,
-    workers_path: Path | None,
+    workers_path: str | None,
     capacity: CapacityOptions | None = None,
 ) -> dict:
     from pyspark.sql import Window
@@ -260,7 +268,7 @@ def _previous_capacities(spark, args: RunArgs) -> dict[str, dict[str, float]]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    if not Path(args.tables.path(CAPACITY_TABLE), "_delta_log").is_dir():
+    if not table_exists(spark, args.tables, CAPACITY_TABLE):
         return {}
     latest = Window.partitionBy("stream", "worker").orderBy(F.desc("interval_start"))
     rows = (
@@ -281,7 +289,7 @@ def _window_summary(
     spark,
     args: RunArgs,
     tables,
-    workers_path: Path | None,
+    workers_path: str | None,
     learnt: Mapping[str, CapacityEstimates],
 ):
     """Totals per window and the observed imbalance of the logged workers (small: collected);
@@ -366,7 +374,7 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(f"--capacity-alpha must be in (0, 1], got {ns.capacity_alpha}")
     if ns.capacity_min_messages < 1 or ns.capacity_busiest_windows < 1:
         raise SystemExit("--capacity-min-messages and --capacity-busiest-windows must be >= 1")
-    workers_path = Path(ns.workers_path) if ns.workers_path else args.tables.workers_file
+    workers_path = ns.workers_path or args.tables.workers_file
     spark = spark_session("windows")
     report = windows(
         spark,

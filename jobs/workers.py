@@ -3,11 +3,11 @@ capacity ``auto`` (or absent) resolved from ``silver.worker_capacity`` (``resolv
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from datetime import date
-from pathlib import Path
 
-from jobs.common import Tables, log
+from jobs.common import Tables, is_file, log, table_exists
 from routeplan.files import read_workers_and_learn
 from routeplan.model.capacity import resolve_capacities
 from routeplan.model.workers import Worker, Workers
@@ -15,7 +15,9 @@ from routeplan.model.workers import Worker, Workers
 CAPACITY_TABLE = "silver.worker_capacity"
 
 
-def read_workers(path: Path | None, stream: str, seen: Iterable[str] = ()) -> Workers:
+def read_workers(
+    path: str | os.PathLike[str] | None, stream: str, seen: Iterable[str] = ()
+) -> Workers:
     """The stream's workers from the workers file (``routeplan.files.read_workers_file``);
     without a file (or an entry for the stream), the workers ``seen`` in the logs at capacity 1
     — said in the job log, never silently. Capacities ``auto`` stay at 1 here (logged):
@@ -27,7 +29,10 @@ def read_workers(path: Path | None, stream: str, seen: Iterable[str] = ()) -> Wo
 
 
 def workers_with_capacities(
-    path: Path | None, stream: str, seen: Iterable[str], learnt: Mapping[str, float]
+    path: str | os.PathLike[str] | None,
+    stream: str,
+    seen: Iterable[str],
+    learnt: Mapping[str, float],
 ) -> Workers:
     """``read_workers`` with the capacities ``auto`` (in the file, or every worker when the
     stream has no file entry) taken from ``learnt`` (messages/s per worker, e.g. tonight's
@@ -62,7 +67,7 @@ def learnt_capacities(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    if not Path(tables.path(CAPACITY_TABLE), "_delta_log").is_dir():
+    if not table_exists(spark, tables, CAPACITY_TABLE):
         log("workers", f"{stream}: no {CAPACITY_TABLE} yet: no learnt capacities")
         return {}
     latest_day = on_or_before or date.max
@@ -85,7 +90,7 @@ def learnt_capacities(
 def resolve_workers(
     spark,
     tables: Tables,
-    path: Path | None,
+    path: str | os.PathLike[str] | None,
     stream: str,
     seen: Iterable[str] = (),
     interval_start: date | None = None,
@@ -101,9 +106,11 @@ def resolve_workers(
     return _resolved(stream, workers, learn, learnt)
 
 
-def _workers(path: Path | None, stream: str, seen: Iterable[str]) -> tuple[Workers, frozenset[str]]:
+def _workers(
+    path: str | os.PathLike[str] | None, stream: str, seen: Iterable[str]
+) -> tuple[Workers, frozenset[str]]:
     """The workers (capacities ``auto`` at 1) and the names whose capacity is to be learnt."""
-    if path is not None and path.is_file():
+    if path is not None and is_file(path):
         by_stream, learn = read_workers_and_learn(path)
         workers = by_stream.get(stream)
         if workers is not None:

@@ -18,18 +18,22 @@ from pathlib import Path
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, AssetAlias, task
 
-from jobs.common import jar_paths, submit_conf
-from routeplan import settings
+from jobs.common import is_file, jar_paths, submit_conf
+from routeplan import settings, storage
 
 REPO = Path(__file__).resolve().parents[1]
 JOBS = Path(os.environ.get("ROUTEPLAN_JOBS_DIR", REPO / "jobs"))
-HOME = str(settings.home(default=REPO / "var"))
+HOME = settings.home(default=REPO / "var")  # a local folder or a URI (routeplan.storage)
 ROUTING_TABLES = AssetAlias("routeplan-routing-tables")
 ANNOUNCED = ("published", "rolled_back")
 
 
 def spark_job(stage: str, application_args: list[str]) -> SparkSubmitOperator:
-    """The task running ``jobs/<stage>.py`` with spark-submit (``$ROUTEPLAN_SPARK_CONN``)."""
+    """The task running ``jobs/<stage>.py`` with spark-submit (``$ROUTEPLAN_SPARK_CONN``).
+
+    On a cluster the executors import routeplan (the windows job's key-group UDF) from the zip
+    ``$ROUTEPLAN_PY_FILES`` names (``make setup`` builds ``dist/routeplan.zip``), shipped with the
+    application as spark-submit's ``--py-files``."""
     return SparkSubmitOperator(
         task_id=stage,
         application=str(JOBS / f"{stage}.py"),
@@ -37,6 +41,7 @@ def spark_job(stage: str, application_args: list[str]) -> SparkSubmitOperator:
         jars=",".join(jar_paths()),
         conf=submit_conf(JOBS),
         name=f"routeplan-{stage}",
+        py_files=os.environ.get("ROUTEPLAN_PY_FILES") or None,
         application_args=application_args,
     )
 
@@ -57,8 +62,8 @@ def check_policies(*, params=None) -> dict:
     from routeplan.planning.policy import load_policies, policy_from_overrides
 
     given = params.get("policies_path")
-    path = Path(given) if given else settings.policies_file(HOME)
-    if not path.is_file():
+    path = given or settings.policies_file(HOME)
+    if not is_file(path):
         if given:
             raise AirflowFailException(f"policies_path {path}: no such file")
         print(f"no planning policies at {path}: every stream is planned with cg (or strategy)")
@@ -83,8 +88,8 @@ def check_policies(*, params=None) -> dict:
 
 @task(outlets=[ROUTING_TABLES])
 def announce(report_path: str, *, outlet_events=None) -> list[dict]:
-    """One asset event per stream the job's report says got a new version."""
-    report = json.loads(Path(report_path).read_text())
+    """One asset event per stream the job's report (a path or URI) says got a new version."""
+    report = json.loads(storage.read_bytes(report_path))
     announced = []
     for outcome in report["streams"]:
         if outcome["action"] not in ANNOUNCED:

@@ -4,9 +4,9 @@ Spark jobs — and JSON written one way.
 * ``read_rows``: the rows of a CSV file (header row) or a JSON Lines file (loads files, rates,
   flows);
 * ``read_json``: one JSON document, within ``routeplan.publishing.documents``' size and depth
-  bounds;
-* ``read_workers_file``: the workers file (``schemas/worker.schema.json``), each stream's
-  ``Workers`` (``read_workers_and_learn``: and the workers whose capacity is ``auto``);
+  bounds, from a local path or an object-store URI (``routeplan.storage``);
+* ``read_workers_file``: the workers file (``schemas/worker.schema.json``, a path or URI), each
+  stream's ``Workers`` (``read_workers_and_learn``: and the workers whose capacity is ``auto``);
 * ``json_text``: strict JSON output (never NaN or Infinity).
 
 Every error met while reading an input file becomes an ``InputError`` whose message starts with
@@ -22,13 +22,15 @@ import gzip
 import io
 import json
 import math
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from routeplan import storage
 from routeplan.errors import InputError, OutputError, UsageError
 from routeplan.model.workers import Workers
-from routeplan.publishing.documents import check_bounds, read_limited
+from routeplan.publishing.documents import DEFAULT_MAX_BYTES, check_bounds
 from routeplan.publishing.schemas import validate_document
 
 __all__ = [
@@ -86,10 +88,10 @@ def reading(path: str | Path) -> Iterator[None]:
         raise InputError(text if text.startswith(str(path)) else f"{path}: {text}") from None
 
 
-def _decode_error_line(path: str | Path) -> str:
+def _decode_error_line(path: str | os.PathLike[str]) -> str:
     """``:line`` of the first byte of ``path`` (gunzipped) that is not UTF-8, or ``""``."""
     try:
-        data = Path(path).read_bytes()
+        data = storage.read_bytes(path)
         if str(path).endswith(".gz"):
             data = gzip.decompress(data)
         data.decode("utf-8")
@@ -138,11 +140,11 @@ def _csv_rows(path: Path, text: str) -> list[Row]:
     return rows
 
 
-def read_json(path: Path) -> Any:
-    """The JSON document in ``path``, within ``routeplan.publishing.documents``' size and depth
-    bounds."""
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """The JSON document in ``path`` (a local path or a URI), within
+    ``routeplan.publishing.documents``' size and depth bounds."""
     with reading(path):
-        data = read_limited(path)
+        data = storage.read_bytes(path, limit=DEFAULT_MAX_BYTES)
         try:
             check_bounds(data, str(path))
         except ValueError as err:
@@ -153,7 +155,7 @@ def read_json(path: Path) -> Any:
             raise InputError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
 
 
-def read_workers_file(path: str | Path) -> dict[str, Workers]:
+def read_workers_file(path: str | os.PathLike[str]) -> dict[str, Workers]:
     """Each stream's ``Workers`` in the workers file at ``path`` (``schemas/worker.schema.json``),
     streams in file order. The file is checked whole: ``InputError`` naming it when it is
     missing, not JSON, breaks the schema, or lists a stream's workers twice or none of them
@@ -163,12 +165,12 @@ def read_workers_file(path: str | Path) -> dict[str, Workers]:
 
 
 def read_workers_and_learn(
-    path: str | Path,
+    path: str | os.PathLike[str],
 ) -> tuple[dict[str, Workers], dict[str, frozenset[str]]]:
     """``read_workers_file``'s workers and, per stream, the workers whose capacity is to be
     learnt from the logs (``"capacity": "auto"`` or no capacity): they hold capacity 1 in the
     ``Workers`` until a job resolves them (``routeplan.model.capacity``)."""
-    path = Path(path)
+    path = os.fspath(path)
     doc = read_json(path)
     with reading(path):
         validate_document("worker", doc, where=str(path))

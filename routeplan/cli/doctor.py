@@ -3,22 +3,22 @@
 Prints ``RoutingStore.doctor``'s report for one stream, or for every stream folder: LATEST's
 state, corrupt version files, temp files and orphan versions left by killed publishers. With
 ``--fix`` it removes temp files and points a broken LATEST at the newest valid version (the store
-does the work, under the publish lock; this module only formats). Exit code 0 when every stream
-is clean (orphans do no harm and are only listed), 1 while problems remain.
+does the work, under the publish lock, or by a conditional write on object storage; this module
+only formats). Exit code 0 when every stream is clean (orphans do no harm and are only listed),
+1 while problems remain. ``--routing`` may be a directory or a URI (``s3://bucket/routing``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from routeplan import settings
 from routeplan.publishing.store import DoctorReport, RoutingStore, version_runs
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    store = RoutingStore(Path(args.routing) if args.routing else settings.routing_root())
+    store = RoutingStore(args.routing or settings.routing_root())
     streams = [args.stream] if args.stream is not None else store.stream_folders()
     reports = [store.doctor(stream, fix=args.fix) for stream in streams]
     if args.json:
@@ -59,7 +59,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--routing",
-        help="routing directory (default $ROUTEPLAN_ROUTING, else $ROUTEPLAN_HOME/routing)",
+        help="routing directory or s3:// URI "
+        "(default $ROUTEPLAN_ROUTING, else $ROUTEPLAN_HOME/routing)",
     )
     p.add_argument("--stream", help="default: every stream folder")
     p.add_argument(

@@ -14,7 +14,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("show", help="summary of a published routing table (LATEST by default)")
     s.add_argument("--stream", required=True, type=stream_name)
     s.add_argument("--version", type=version_number, help="default: LATEST")
-    s.add_argument("--routing", help="routing directory (default $ROUTEPLAN_HOME/routing)")
+    s.add_argument(
+        "--routing", help="routing directory or s3:// URI (default $ROUTEPLAN_HOME/routing)"
+    )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=run)
 
@@ -45,7 +47,7 @@ def table_summary(doc: dict) -> dict:
 def run(args: argparse.Namespace) -> int:
     store = RoutingStore(args.routing or settings.routing_root())
     try:
-        with reading(store.root / args.stream):  # a corrupt stored file: exit code 1
+        with reading(store.folder(args.stream)):  # a corrupt stored file: exit code 1
             doc = store.read_document(args.stream, args.version)
     except FileNotFoundError as err:
         raise FileNotFoundError(f"{err} (looked in {store.root})") from None

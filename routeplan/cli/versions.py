@@ -8,7 +8,6 @@ history (``gold.routing_tables``) records the new version at the next publish or
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from routeplan import settings
 from routeplan.files import json_text, reading
@@ -17,9 +16,10 @@ from routeplan.publishing.diff import diff_tables, format_diff
 from routeplan.publishing.store import RoutingStore
 
 
-def routing_root(args: argparse.Namespace) -> Path:
-    """``--routing``, else ``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing``."""
-    return Path(args.routing) if args.routing else settings.routing_root()
+def routing_root(args: argparse.Namespace) -> str:
+    """``--routing``, else ``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing``: a directory
+    or an object-store URI (``s3://bucket/routing``)."""
+    return args.routing or settings.routing_root()
 
 
 def _version_or_latest(text: str) -> int | None:
@@ -28,7 +28,7 @@ def _version_or_latest(text: str) -> int | None:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     store = RoutingStore(routing_root(args))
-    with reading(store.root / args.stream):  # a corrupt stored file: exit code 1
+    with reading(store.folder(args.stream)):  # a corrupt stored file: exit code 1
         old, new = (store.load(args.stream, v) for v in (args.old, args.new))
     if old is None or new is None:
         raise FileNotFoundError(f"no routing table published for stream {args.stream!r}")
@@ -62,7 +62,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
         )
     rows = []
     for stream in streams:
-        with reading(store.root / stream):  # a corrupt stored file: exit code 1
+        with reading(store.folder(stream)):  # a corrupt stored file: exit code 1
             latest = store.latest_version(stream)
             docs = {v: store.read_document(stream, v) for v in store.versions(stream)}
         for version, doc in docs.items():
@@ -102,7 +102,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         p = sub.add_parser(name, help=help)
         p.add_argument(
             "--routing",
-            help="routing directory (default $ROUTEPLAN_ROUTING, else $ROUTEPLAN_HOME/routing)",
+            help="routing directory or s3:// URI "
+            "(default $ROUTEPLAN_ROUTING, else $ROUTEPLAN_HOME/routing)",
         )
         p.set_defaults(func=func)
         return p

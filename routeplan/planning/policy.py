@@ -23,15 +23,16 @@ capacity learnt from the logs (``StreamPolicy.to_workers`` fills it).
 from __future__ import annotations
 
 import math
+import os
 import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from routeplan import storage
 from routeplan.errors import InputError
 from routeplan.files import reading
 from routeplan.model.plan import BUDGET_LIMITS, Budget
@@ -191,11 +192,12 @@ class Policies:
 # ------------------------------------------------------------------------------- reading
 
 
-def load_policies(path: str | Path) -> Policies:
-    """The policies in the YAML file at ``path``, checked whole (``PolicyError`` otherwise)."""
-    where = str(path)
+def load_policies(path: str | os.PathLike[str]) -> Policies:
+    """The policies in the YAML file at ``path`` (a local path or a URI, ``routeplan.storage``),
+    checked whole (``PolicyError`` otherwise)."""
+    where = os.fspath(path)
     with reading(path):
-        text = Path(path).read_text(encoding="utf-8")
+        text = storage.read_bytes(path).decode("utf-8")
     doc, lines = _parse_yaml(text, where)
     if doc is None:
         doc = {}

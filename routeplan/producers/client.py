@@ -10,7 +10,8 @@
 
 A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``v<N>.json``, as
 ``RoutingStore`` writes it), the routing-table HTTP API at an ``http(s)://`` base URL, or any
-other fsspec URL (``s3://bucket/routing``, ``gs://…``, ``memory://…``) with the store's layout.
+other fsspec URL (``s3://bucket/routing`` or ``s3a://…``, ``gs://…``, ``memory://…``) with the
+store's layout; directories and fsspec URLs are read through ``RoutingStore``.
 A stream name that breaks the name rule (``routeplan.model.names``) is refused before any read, and
 a document is read within ``routeplan.publishing.documents``' bounds (``max_bytes``, nesting depth).
 """
@@ -34,12 +35,13 @@ from urllib.request import url2pathname
 import mmh3
 import numpy as np
 
+from routeplan import storage
 from routeplan.model.hashing import key_group
 from routeplan.model.names import check_name
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table, table_from_document
-from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document, read_limited
+from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document
 from routeplan.publishing.schemas import validate_document
-from routeplan.publishing.store import LATEST_MAX_BYTES, RoutingStore, parse_latest
+from routeplan.publishing.store import RoutingStore
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +64,29 @@ class _Fetched:
     version: int | None  # the version the source says it is, when it knows
 
 
-class _LayoutSource:
-    """``<root>/<stream>/LATEST`` naming ``v<N>.json``: only reads a version when LATEST moved
+class _StoreSource:
+    """A routing store (``<root>/<stream>/LATEST`` naming ``v<N>.json``) read through
+    ``RoutingStore``: a local directory or any fsspec URL. Only reads a version when LATEST moved
     (at most ``max_bytes + 1`` bytes of it: enough to tell it is too large)."""
 
-    def __init__(self, stream: str, version: int | None, max_bytes: int) -> None:
+    def __init__(
+        self,
+        root: str,
+        stream: str,
+        version: int | None,
+        max_bytes: int,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.stream = stream
         self.version = version
         self.max_bytes = max_bytes
+        try:
+            self._store = RoutingStore(root, max_bytes, storage_options)
+        except ImportError as err:  # e.g. "Install s3fs to access S3"
+            scheme = urlsplit(root).scheme
+            raise ImportError(
+                f"reading {scheme}:// routing tables needs its fsspec package: {err}"
+            ) from err
 
     def fetch(self, known: str | None) -> _Fetched | None:
         """The version LATEST (or the pinned one) names; None when that is ``known``."""
@@ -83,25 +100,6 @@ class _LayoutSource:
         pass
 
     def _latest(self) -> int:
-        raise NotImplementedError
-
-    def _read(self, version: int) -> bytes:
-        raise NotImplementedError
-
-    def _where(self, name: str) -> str:
-        raise NotImplementedError
-
-
-class _StoreSource(_LayoutSource):
-    """A local directory, read through ``RoutingStore``."""
-
-    def __init__(
-        self, root: str | os.PathLike[str], stream: str, version: int | None, max_bytes: int
-    ) -> None:
-        super().__init__(stream, version, max_bytes)
-        self._store = RoutingStore(root, max_bytes)
-
-    def _latest(self) -> int:
         version = self._store.latest_version(self.stream)  # ValueError: LATEST names no version
         if version is None:
             raise FileNotFoundError(
@@ -110,54 +108,10 @@ class _StoreSource(_LayoutSource):
         return version
 
     def _read(self, version: int) -> bytes:
-        return read_limited(self._store.path(self.stream, version), self.max_bytes)
+        return self._store.read_bytes(self.stream, version)
 
     def _where(self, name: str) -> str:
-        return str(self._store.root / self.stream / name)
-
-
-class _FsspecSource(_LayoutSource):
-    """Any fsspec URL (``s3://``, ``gs://``, ``memory://`` …) holding the store's layout."""
-
-    def __init__(
-        self,
-        url: str,
-        stream: str,
-        version: int | None,
-        max_bytes: int,
-        storage_options: Mapping[str, Any],
-    ) -> None:
-        super().__init__(stream, version, max_bytes)
-        try:
-            import fsspec
-        except ImportError as err:
-            raise ImportError(
-                f"reading routing tables from {url} needs fsspec: pip install fsspec"
-            ) from err
-        try:
-            self._fs, root = fsspec.core.url_to_fs(url, **storage_options)
-        except ImportError as err:  # e.g. "Install s3fs to access S3"
-            scheme = urlsplit(url).scheme
-            raise ImportError(
-                f"reading {scheme}:// routing tables needs its fsspec package: {err}"
-            ) from err
-        self._url = url.rstrip("/")
-        self._folder = f"{root.rstrip('/')}/{stream}"
-
-    def _latest(self) -> int:
-        path = f"{self._folder}/LATEST"
-        if not self._fs.exists(path):
-            raise FileNotFoundError(
-                f"no routing table published for stream {self.stream!r} in {self._url}"
-            )
-        text = self._fs.cat_file(path, start=0, end=LATEST_MAX_BYTES + 1)
-        return parse_latest(text.decode("utf-8", "replace"), where=self._where("LATEST"))
-
-    def _read(self, version: int) -> bytes:
-        return self._fs.cat_file(f"{self._folder}/v{version}.json", start=0, end=self.max_bytes + 1)
-
-    def _where(self, name: str) -> str:
-        return f"{self._url}/{self.stream}/{name}"
+        return storage.join(self._store.root, self.stream, name)
 
 
 class _HttpSource:
@@ -219,7 +173,7 @@ class _HttpSource:
         self._client.close()
 
 
-_Source = _LayoutSource | _HttpSource
+_Source = _StoreSource | _HttpSource
 
 
 def _open_source(
@@ -242,7 +196,7 @@ def _open_source(
         return _StoreSource(url2pathname(parts.path), stream, version, max_bytes)
     if parts.scheme in ("http", "https"):
         return _HttpSource(text, stream, version, timeout, max_bytes, headers)
-    return _FsspecSource(text, stream, version, max_bytes, storage_options or {})
+    return _StoreSource(text, stream, version, max_bytes, storage_options)
 
 
 def _verified(fetched: _Fetched, stream: str, max_bytes: int) -> Table:

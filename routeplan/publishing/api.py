@@ -10,9 +10,9 @@
 Documents are served as stored (the same JSON, compact; ``schemas/routing_table.schema.json``,
 checksum intact) with the checksum as a strong ETag; ``If-None-Match`` answers 304. Every
 request reads ``LATEST``; a version is parsed, schema-checked and checksum-verified once and
-then kept in a small LRU, re-read if its file changes on disk, and read within the bounds of
-``routeplan.publishing.documents`` (size, nesting). A stored document that fails those checks is
-never served: the answer is 500 naming the file and the failure.
+then kept in a small LRU, re-read if its file changes (on disk or in the bucket), and read within
+the bounds of ``routeplan.publishing.documents`` (size, nesting). A stored document that fails
+those checks is never served: the answer is 500 naming the file and the failure.
 
 Bad input is a 4xx with a short message and never a server path: a stream name that breaks the
 name rule (``routeplan.model.names``) is 404, as a stream that does not exist. ``/streams`` lists a
@@ -36,13 +36,13 @@ from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 
-from routeplan import __version__
+from routeplan import __version__, storage
 from routeplan.model.names import InvalidNameError, check_name
 from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.diff import diff_tables
 from routeplan.publishing.documents import DEFAULT_MAX_BYTES
 from routeplan.publishing.schemas import load_schema
-from routeplan.publishing.store import BrokenLatestError, RoutingStore, version_runs
+from routeplan.publishing.store import LATEST, BrokenLatestError, RoutingStore, version_runs
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class _Published:
     table: Table
     body: bytes
     checksum: str
-    file_id: tuple[int, ...]
+    file_id: tuple[Any, ...]  # RoutingStore.identity: changes when the file is replaced
 
     @property
     def etag(self) -> str:
@@ -87,12 +87,13 @@ class _Tables:
 
     def stream_names(self) -> list[str]:
         """Streams with a LATEST; 503 when the store's root cannot be read (no path said)."""
-        root = self.store.root
         try:
-            if not root.exists():
-                return []
-            if not root.is_dir():
-                raise self._unavailable("the routing store's root is not a directory")
+            if not self.store.is_remote:  # an object-store prefix is never "not a directory"
+                root = Path(self.store.root)
+                if not root.exists():
+                    return []
+                if not root.is_dir():
+                    raise self._unavailable("the routing store's root is not a directory")
             streams = self.store.streams()
         except OSError as err:
             problem = f"the routing store is unreadable ({type(err).__name__})"
@@ -134,14 +135,15 @@ class _Tables:
             log.warning("stream %s cannot be served: %s", stream or "(all)", problem)
         return problem
 
-    def _corrupt(self, path: Path, failure: object) -> HTTPException:
-        """500 naming the file relative to the store's root (the log has the full path): a
+    def _corrupt(self, stream: str, name: str, failure: object) -> HTTPException:
+        """500 naming the file relative to the store's root (the log has the full location): a
         client learns which table is broken, never where the server keeps it."""
-        log.error("refusing to serve %s: %s", path, failure)
         root = self.store.root
-        hidden = str(failure).replace(f"{root}{os.sep}", "").replace(str(root), "<root>")
+        log.error("refusing to serve %s: %s", storage.join(root, stream, name), failure)
+        sep = "/" if self.store.is_remote else os.sep
+        hidden = str(failure).replace(f"{root}{sep}", "").replace(root, "<root>")
         return HTTPException(
-            500, f"stored routing table file {path.relative_to(root)} is not servable: {hidden}"
+            500, f"stored routing table file {stream}/{name} is not servable: {hidden}"
         )
 
     def _unavailable(self, problem: str) -> HTTPException:
@@ -152,7 +154,7 @@ class _Tables:
         latest = self.latest(stream)
         versions = self.store.versions(stream)
         if latest not in versions:
-            raise self._corrupt(self.store.root / stream / "LATEST", f"names v{latest}, not stored")
+            raise self._corrupt(stream, LATEST, f"names v{latest}, not stored")
         return {"stream": stream, "latest_version": latest, "versions": versions}
 
     def latest(self, stream: str) -> int:
@@ -161,7 +163,7 @@ class _Tables:
         try:
             latest = self.store.latest_version(stream)
         except (OSError, ValueError) as err:
-            raise self._corrupt(self.store.root / stream / "LATEST", err) from err
+            raise self._corrupt(stream, LATEST, err) from err
         if latest is None:
             streams = self.store.streams()
             known = f"streams: {', '.join(streams)}" if streams else "none published yet"
@@ -171,21 +173,19 @@ class _Tables:
     def get(self, stream: str, version: int) -> _Published:
         """A verified version (cached while its file is unchanged); 404 if it is not stored."""
         _check_name(stream)
-        path = self.store.path(stream, version)
         try:
-            stat = path.stat()
+            file_id = self.store.identity(stream, version)
         except FileNotFoundError:
             self._forget(stream, version)
             raise self._no_version(stream, version) from None
         except OSError as err:
-            raise self._corrupt(path, err) from err
-        file_id = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            raise self._corrupt(stream, f"v{version}.json", err) from err
         with self._lock:
             hit = self._cache.get((stream, version))
             if hit is not None and hit.file_id == file_id:
                 self._cache.move_to_end((stream, version))
                 return hit
-        published = self._read(stream, version, path, file_id)
+        published = self._read(stream, version, file_id)
         with self._lock:
             self._cache[(stream, version)] = published
             self._cache.move_to_end((stream, version))
@@ -193,7 +193,7 @@ class _Tables:
                 self._cache.popitem(last=False)
         return published
 
-    def _read(self, stream: str, version: int, path: Path, file_id: tuple[int, ...]) -> _Published:
+    def _read(self, stream: str, version: int, file_id: tuple[Any, ...]) -> _Published:
         try:
             doc = self.store.read_document(stream, version)  # JSON + schema
             table = table_from_document(doc)  # checksum and consistency
@@ -203,7 +203,7 @@ class _Tables:
             raise self._no_version(stream, version) from None
         except (OSError, ValueError, KeyError, TypeError) as err:
             self._forget(stream, version)
-            raise self._corrupt(path, err) from err
+            raise self._corrupt(stream, f"v{version}.json", err) from err
         body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
         return _Published(table, body, doc["checksum"], file_id)
 
@@ -314,7 +314,8 @@ def create_app(
     max_bytes: int = DEFAULT_MAX_BYTES,
     dependencies: Sequence[Any] = (),
 ) -> FastAPI:
-    """The API over the routing store at ``root`` (``<root>/<stream>/v<N>.json``, ``LATEST``).
+    """The API over the routing store at ``root`` (``<root>/<stream>/v<N>.json``, ``LATEST``):
+    a directory or an object-store URI (``s3://bucket/routing``, ``s3a://…``).
 
     ``cache_size`` bounds the verified versions kept in memory and ``max_bytes`` the size of a
     version file it reads; ``dependencies`` (FastAPI ``Depends``) run before every endpoint,

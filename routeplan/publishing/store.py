@@ -1,14 +1,32 @@
-"""The routing-table store on a file system: ``<root>/<stream>/v<N>.json`` plus ``LATEST``.
+"""The routing-table store: ``<root>/<stream>/v<N>.json`` plus ``LATEST``, on a local file system
+or on object storage (``s3://bucket/prefix``; ``s3a://`` names the same bucket).
 
-A version file is written once (temp file, fsync, hard link that fails if the name exists) and
-never changed. ``LATEST`` holds the current file name and moves by an atomic rename, so a reader
-sees the old or the new version, never a mix. Publishers of one stream take an exclusive lock
-(``<stream>/.lock``), so two publishes never race for a version number or for ``LATEST``.
-Rollback publishes a new version whose routing is an older one's. Old JSON files may be pruned
-(``keep_versions``); Delta ``gold.routing_tables`` keeps every version.
+A version file is written once and never changed. ``LATEST`` holds the current file name and
+moves atomically, so a reader sees the old or the new version, never a mix. Rollback publishes a
+new version whose routing is an older one's. Old JSON files may be pruned (``keep_versions``);
+Delta ``gold.routing_tables`` keeps every version. One ``RoutingStore`` holds this logic over two
+back ends, chosen from the root (``routeplan.storage.is_remote``):
+
+* a local path: a version is a temp file, fsynced, then hard-linked to its name (the link fails
+  if the name exists); ``LATEST`` moves by an atomic rename. Publishers of one stream take an
+  exclusive lock (``<stream>/.lock``), so two publishes never race for a number or for LATEST.
+* object storage (fsspec; conditional writes on S3): a PUT is atomic, so there are no temp files.
+  A version is a conditional create (``If-None-Match: *``, refused when the object exists).
+  ``LATEST`` is read with its ETag and moved by a conditional PUT (``If-Match`` on that ETag, or
+  ``If-None-Match: *`` when there was none), refused when someone moved it first. There is no
+  lock: a publish is optimistic. It reads LATEST, numbers the version max(stored) + 1 (the next
+  one when the create is refused), creates it, then moves LATEST conditionally. When that move
+  is refused, a publish with ``expected_latest`` raises ``StaleLatestError`` (its caller planned
+  against an older table); one without retries from the top, up to ``PUBLISH_ATTEMPTS`` times
+  (each refusal is another publish's success: progress, never a livelock). The version written
+  by a refused attempt stays, never deleted: LATEST never names it, and ``doctor`` lists it as a
+  harmless orphan while it is newer than LATEST. LATEST therefore only moves forward, two
+  publishers never lose an update, and a reader never sees a torn table. ``doctor --fix`` moves
+  a broken LATEST by the same conditional write; ``prune`` deletes objects. Other fsspec schemes
+  (``gs://``, ``memory://``) are read the same way, but publishing needs S3's conditional writes.
 
 A stream name becomes a folder, so every method that takes one refuses a name that breaks the
-name rule (``routeplan.model.names``) with ``InvalidNameError`` before it touches the file system.
+name rule (``routeplan.model.names``) with ``InvalidNameError`` before it touches storage.
 Documents are read within ``routeplan.publishing.documents``' bounds (size, nesting). After a fault
 — a garbage ``LATEST``, a publisher killed mid-way — ``doctor`` says what is wrong and repairs what
 it safely can; a publish refuses to build on a broken ``LATEST`` and says to run it.
@@ -17,19 +35,21 @@ it safely can; a publish refuses to build on a broken ``LATEST`` and says to run
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import groupby
 from pathlib import Path
 from types import EllipsisType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
+from routeplan import storage
 from routeplan.errors import one_line
 from routeplan.model.names import check_name, is_valid_name
 from routeplan.model.table import Table, table_from_document
@@ -38,66 +58,102 @@ from routeplan.publishing.schemas import validate_document
 
 _VERSION_FILE = re.compile(r"^v(\d+)\.json$")
 TEMP_PREFIX = ".tmp-"
+LATEST = "LATEST"
 LATEST_MAX_BYTES = 256  # "v<N>.json\n" needs < 30; more is garbage, never read whole
+# on object storage: how often a publish tries when LATEST moved first. A retry starts at once:
+# a pause would only let a publisher that publishes again and again starve the one that waits.
+PUBLISH_ATTEMPTS = 50
 
 LatestState = Literal["ok", "missing", "garbage", "missing_version", "invalid_version"]
 
 
 class RoutingStore:
-    """Versions of each stream's routing table under one root directory.
+    """Versions of each stream's routing table under one root: a local directory or an
+    object-store URI (``s3://bucket/prefix``, ``s3a://…``).
 
-    ``max_bytes`` bounds the version files it reads (``routeplan.publishing.documents``).
+    ``max_bytes`` bounds the version files it reads (``routeplan.publishing.documents``);
+    ``storage_options`` go to fsspec for a URI root (default: ``routeplan.storage``'s, from the
+    AWS variables). ``root`` is the root as a string (``s3a://`` spelled ``s3://``).
     """
 
-    def __init__(self, root: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.root = Path(root)
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._files: _Files = (
+            _ObjectFiles(os.fspath(root), storage_options)
+            if storage.is_remote(root)
+            else _LocalFiles(root)
+        )
+        self.root = self._files.root
         self.max_bytes = max_bytes
 
-    def folder(self, stream: str) -> Path:
+    @property
+    def is_remote(self) -> bool:
+        """True when the store is on object storage (no local paths, no lock)."""
+        return isinstance(self._files, _ObjectFiles)
+
+    def folder(self, stream: str) -> str:
         """``<root>/<stream>``; ``InvalidNameError`` when ``stream`` breaks the name rule."""
-        return self.root / check_name(stream, "stream")
+        return self._files.location(check_name(stream))
 
     def streams(self) -> list[str]:
         """Streams with a ``LATEST`` (folders whose names break the name rule are skipped)."""
-        return [s for s in self.stream_folders() if (self.root / s / "LATEST").is_file()]
+        return [s for s in self.stream_folders() if self._files.is_file(s, LATEST)]
 
     def stream_folders(self) -> list[str]:
         """Every folder under the root whose name obeys the name rule, with a LATEST or not."""
-        if not self.root.is_dir():
-            return []
-        return sorted(p.name for p in self.root.iterdir() if is_valid_name(p.name) and p.is_dir())
+        return sorted(name for name in self._files.folders() if is_valid_name(name))
 
     def versions(self, stream: str) -> list[int]:
-        folder = self.folder(stream)
-        if not folder.is_dir():
-            return []
-        found = (_VERSION_FILE.match(p.name) for p in folder.iterdir())
+        found = (_VERSION_FILE.match(name) for name in self._files.names(check_name(stream)))
         return sorted(int(m.group(1)) for m in found if m)
 
     def latest_version(self, stream: str) -> int | None:
         """The version ``LATEST`` names (None: no LATEST); ValueError when it names none."""
-        latest = self.folder(stream) / "LATEST"
-        if not latest.is_file():
+        found = self._files.read_latest(check_name(stream))
+        if found is None:
             return None
-        return parse_latest(_read_latest(latest), where=str(latest))
+        return parse_latest(found[0], where=self._files.location(stream, LATEST))
 
     def checked_latest(self, stream: str) -> int | None:
         """``latest_version``, and the version it names is stored; ``BrokenLatestError`` (with a
         short message, no path) when LATEST is garbage or names a file that is not there."""
-        latest = self.folder(stream) / "LATEST"
-        if not latest.is_file():
-            return None
+        return self._checked_latest(stream)[0]
+
+    def _checked_latest(self, stream: str) -> tuple[int | None, str | None]:
+        """``checked_latest`` and the tag ``LATEST`` had (its ETag on object storage)."""
+        found = self._files.read_latest(check_name(stream))
+        if found is None:
+            return None, None
+        text, tag = found
         try:
-            version = parse_latest(_read_latest(latest))
+            version = parse_latest(text)
         except ValueError as err:
             raise BrokenLatestError(stream, str(err)) from None
-        if not self.path(stream, version).is_file():
+        if not self._files.is_file(stream, _version_name(version)):
             kept = f"versions {version_runs(self.versions(stream))}"
             raise BrokenLatestError(stream, f"LATEST names v{version}, not stored ({kept})")
-        return version
+        return version, tag
 
     def path(self, stream: str, version: int) -> Path:
-        return self.folder(stream) / f"v{version}.json"
+        """The version's file on the local disk; ValueError for a store on object storage (read
+        it with ``read_document`` or ``read_bytes``)."""
+        if not isinstance(self._files, _LocalFiles):
+            raise ValueError(f"{self.root} is on object storage: its versions have no local path")
+        return Path(self._files.location(check_name(stream), _version_name(version)))
+
+    def identity(self, stream: str, version: int) -> tuple[Any, ...]:
+        """What changes when the version's file is replaced (device, inode, size, mtime on disk;
+        ETag and size on object storage): a cache's key. ``FileNotFoundError`` when not stored."""
+        return self._files.identity(check_name(stream), _version_name(version))
+
+    def read_bytes(self, stream: str, version: int) -> bytes:
+        """The version file's bytes, at most ``max_bytes + 1`` (enough for ``parse_document`` to
+        tell that it is too large); ``FileNotFoundError`` when it is not stored."""
+        return self._files.read(check_name(stream), _version_name(version), self.max_bytes)
 
     def read_document(self, stream: str, version: int | None = None) -> dict[str, Any]:
         """A version's JSON (LATEST when ``version`` is None), bounded and schema-checked."""
@@ -105,16 +161,16 @@ class RoutingStore:
             version = self.latest_version(stream)
             if version is None:
                 raise FileNotFoundError(f"no routing table published for stream {stream!r}")
-        path = self.path(stream, version)
-        if not path.is_file():
+        if not self._files.is_file(check_name(stream), _version_name(version)):
             kept = self.versions(stream)
             raise FileNotFoundError(
                 f"no routing table v{version} for stream {stream!r} in {self.root} "
                 f"(JSON versions kept: {version_runs(kept)}; "
                 "Delta gold.routing_tables keeps them all)"
             )
-        doc = parse_document(read_limited(path, self.max_bytes), str(path), self.max_bytes)
-        validate_document("routing_table", doc, where=str(path))
+        where = self._files.location(stream, _version_name(version))
+        doc = parse_document(self.read_bytes(stream, version), where, self.max_bytes)
+        validate_document("routing_table", doc, where=where)
         return doc
 
     def load(self, stream: str, version: int | None = None) -> Table | None:
@@ -136,24 +192,40 @@ class RoutingStore:
         With ``expected_latest`` the publish is refused (``StaleLatestError``) unless LATEST
         still names that version (``None``: no version yet) — a plan made against an older table
         must not overwrite a newer one. A LATEST that is garbage or names a missing file refuses
-        every publish (``BrokenLatestError``) until ``routeplan doctor --fix`` repairs it.
+        every publish (``BrokenLatestError``) until ``routeplan doctor --fix`` repairs it. On
+        object storage a publish without ``expected_latest`` that keeps losing the race for
+        LATEST gives up after ``PUBLISH_ATTEMPTS`` tries (``StaleLatestError``).
         """
-        folder = self.folder(table.stream)
-        folder.mkdir(parents=True, exist_ok=True)
-        with _locked(folder / ".lock"):
-            parent = self.checked_latest(table.stream)
-            if expected_latest is not ... and parent != expected_latest:
-                raise StaleLatestError(
-                    f"{table.stream}: expected LATEST v{expected_latest}, found v{parent}"
-                )
-            version = max(self.versions(table.stream), default=0) + 1
-            created = (now or datetime.now(UTC)).isoformat(timespec="seconds")
-            published = table.published(version, parent, created, reason, restored_version)
-            doc = published.to_document()
-            validate_document("routing_table", doc, where=f"{table.stream} v{version}")
-            _write_once(self.path(table.stream, version), json.dumps(doc, indent=1) + "\n")
-            _replace_atomically(folder / "LATEST", f"v{version}.json\n")
-        return published
+        stream = table.stream
+        created = (now or datetime.now(UTC)).isoformat(timespec="seconds")
+        with self._files.locked(check_name(stream), create=True):
+            written: Table | None = None  # the last attempt's version: its move was refused
+            for _ in range(PUBLISH_ATTEMPTS):
+                parent, tag = self._checked_latest(stream)
+                if written is not None and parent == written.version:
+                    return written  # the refused move had landed (a retry after a lost answer)
+                if expected_latest is not ... and parent != expected_latest:
+                    raise StaleLatestError(
+                        f"{stream}: expected LATEST v{expected_latest}, found v{parent}"
+                    )
+                version = max(self.versions(stream), default=0) + 1
+                while True:
+                    published = table.published(version, parent, created, reason, restored_version)
+                    doc = published.to_document()
+                    validate_document("routing_table", doc, where=f"{stream} v{version}")
+                    try:
+                        self._files.create(stream, _version_name(version), _document_text(doc))
+                        break
+                    except FileExistsError:
+                        if not self.is_remote:
+                            raise
+                        version += 1  # another publisher took the number
+                if self._files.move_latest(stream, f"{_version_name(version)}\n", tag):
+                    return published
+                written = published  # someone moved LATEST first: an orphan; look again
+        raise StaleLatestError(
+            f"{stream}: LATEST moved during each of {PUBLISH_ATTEMPTS} attempts to publish"
+        )
 
     def rollback(
         self, stream: str, version: int, reason: str, now: datetime | None = None
@@ -191,19 +263,16 @@ class RoutingStore:
 
     def prune(self, stream: str, keep_versions: int) -> list[int]:
         """Delete all but the newest ``keep_versions`` JSON files (never LATEST's); the deleted."""
-        folder = self.folder(stream)
+        check_name(stream)
         if keep_versions < 1:
             raise ValueError(f"keep_versions must be >= 1, got {keep_versions}")
-        if not folder.is_dir():
+        if not self._files.has_folder(stream):
             return []
-        with _locked(folder / ".lock"):
+        with self._files.locked(stream):
             latest = self.latest_version(stream)
             versions = self.versions(stream)
             doomed = [v for v in versions[:-keep_versions] if v != latest]
-            for version in doomed:
-                self.path(stream, version).unlink()
-            if doomed:
-                _fsync_dir(folder)
+            self._files.delete(stream, [_version_name(v) for v in doomed])
         return doomed
 
     def doctor(self, stream: str, fix: bool = False) -> DoctorReport:
@@ -213,32 +282,32 @@ class RoutingStore:
         Checks ``LATEST`` (missing, garbage, naming a missing or corrupt version), every version
         file (bounded JSON, schema, checksum, the stream and version it holds), temp files left
         by interrupted publishes and orphans (valid versions newer than LATEST: a publisher died
-        between writing the file and moving LATEST). ``fix`` removes temp files and, only when
-        LATEST is broken or missing, points it at the newest valid version. It never deletes a
-        version file and never promotes an orphan over a valid LATEST.
+        between writing the file and moving LATEST, or lost the race for LATEST on object
+        storage). ``fix`` removes temp files and, only when LATEST is broken or missing, points
+        it at the newest valid version (on object storage by a conditional write: when LATEST
+        moved meanwhile it is left as it is). It never deletes a version file and never promotes
+        an orphan over a valid LATEST.
         """
-        folder = self.folder(stream)
-        if not folder.is_dir():
-            return self._inspect(stream)
-        with _locked(folder / ".lock"):
-            found = self._inspect(stream)
+        check_name(stream)
+        if not self._files.has_folder(stream):
+            return self._inspect(stream)[0]
+        with self._files.locked(stream):
+            found, tag = self._inspect(stream)
             if not fix:
                 return found
             done = []
-            for name in found.temp_files:
-                (folder / name).unlink(missing_ok=True)
-                done.append(f"removed temp file {name}")
+            if found.temp_files:
+                self._files.delete(stream, list(found.temp_files))
+                done += [f"removed temp file {name}" for name in found.temp_files]
             if found.latest_problem and found.valid_versions:
                 newest = found.valid_versions[-1]
-                _replace_atomically(folder / "LATEST", f"v{newest}.json\n")
-                done.append(f"LATEST now names v{newest} ({found.latest_was})")
-            if done:
-                _fsync_dir(folder)
-            return replace(self._inspect(stream), fixed=tuple(done))
+                if self._files.move_latest(stream, f"{_version_name(newest)}\n", tag):
+                    done.append(f"LATEST now names v{newest} ({found.latest_was})")
+            return replace(self._inspect(stream)[0], fixed=tuple(done))
 
-    def _inspect(self, stream: str) -> DoctorReport:
-        folder = self.folder(stream)
-        names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    def _inspect(self, stream: str) -> tuple[DoctorReport, str | None]:
+        """The report, and the tag of the LATEST it read (for a conditional repair)."""
+        names = sorted(self._files.names(stream))
         found = (_VERSION_FILE.match(name) for name in names)
         versions = sorted(int(m.group(1)) for m in found if m)
         valid, corrupt = [], []
@@ -251,10 +320,12 @@ class RoutingStore:
                 valid.append(version)
         corrupt_versions = {version for version, _ in corrupt}
         latest: LatestState = "missing"
-        named, detail = None, ""
-        if (folder / "LATEST").is_file():
+        named, detail, tag = None, "", None
+        read = self._files.read_latest(stream) if LATEST in names else None
+        if read is not None:
+            text, tag = read
             try:
-                named = parse_latest(_read_latest(folder / "LATEST"))
+                named = parse_latest(text)
             except ValueError as err:
                 latest, detail = "garbage", str(err)
             else:
@@ -262,7 +333,7 @@ class RoutingStore:
                 if named in corrupt_versions:
                     latest = "invalid_version"
         orphans = () if latest == "garbage" else (v for v in valid if named is None or v > named)
-        return DoctorReport(
+        report = DoctorReport(
             stream=stream,
             latest=latest,
             latest_version=named,
@@ -272,12 +343,12 @@ class RoutingStore:
             orphan_versions=tuple(orphans),
             temp_files=tuple(n for n in names if n.startswith(TEMP_PREFIX)),
         )
+        return report, tag
 
     def _check_version(self, stream: str, version: int) -> None:
         """Raise unless ``v<version>.json`` is whole: JSON, schema, checksum, what it says."""
-        path = self.path(stream, version)
-        where = f"{stream}/{path.name}"
-        doc = parse_document(read_limited(path, self.max_bytes), where, self.max_bytes)
+        where = f"{stream}/{_version_name(version)}"
+        doc = parse_document(self.read_bytes(stream, version), where, self.max_bytes)
         validate_document("routing_table", doc, where=where)
         table_from_document(doc)
         if (doc["stream"], doc["version"]) != (stream, version):
@@ -379,21 +450,272 @@ def version_runs(versions: list[int]) -> str:
     return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs) or "none"
 
 
-def _read_latest(path: Path) -> str:
-    """A ``LATEST`` file's text, at most ``LATEST_MAX_BYTES`` (+1) of it."""
-    with open(path, "rb") as handle:
-        return handle.read(LATEST_MAX_BYTES + 1).decode("utf-8", "replace")
+def _version_name(version: int) -> str:
+    return f"v{version}.json"
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock on ``path`` for the duration of the block."""
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def _document_text(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=1) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# the two back ends: what the store needs of its storage, one stream folder at a time
+
+
+class _Files(Protocol):
+    """A store's files by (stream, file name). ``tag`` identifies the LATEST a writer read, for
+    a conditional move (None: there was none, or the back end moves LATEST under its lock)."""
+
+    root: str
+
+    def location(self, *names: str) -> str: ...
+    def folders(self) -> list[str]: ...
+    def has_folder(self, stream: str) -> bool: ...
+    def names(self, stream: str) -> list[str]: ...
+    def is_file(self, stream: str, name: str) -> bool: ...
+    def read(self, stream: str, name: str, limit: int) -> bytes: ...
+    def read_latest(self, stream: str) -> tuple[str, str | None] | None: ...
+    def identity(self, stream: str, name: str) -> tuple[Any, ...]: ...
+    def create(self, stream: str, name: str, text: str) -> None: ...
+    def move_latest(self, stream: str, text: str, tag: str | None) -> bool: ...
+    def delete(self, stream: str, names: list[str]) -> None: ...
+    def locked(
+        self, stream: str, create: bool = False
+    ) -> contextlib.AbstractContextManager[None]: ...
+
+
+class _LocalFiles:
+    """A directory: write once by hard link, LATEST moved by rename, one lock per stream folder;
+    every change fsynced (file and folder)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.base = Path(root)
+        self.root = str(self.base)
+
+    def location(self, *names: str) -> str:
+        return storage.join(self.base, *names)
+
+    def folders(self) -> list[str]:
+        if not self.base.is_dir():
+            return []
+        return [p.name for p in self.base.iterdir() if p.is_dir()]
+
+    def has_folder(self, stream: str) -> bool:
+        return (self.base / stream).is_dir()
+
+    def names(self, stream: str) -> list[str]:
+        folder = self.base / stream
+        return [p.name for p in folder.iterdir()] if folder.is_dir() else []
+
+    def is_file(self, stream: str, name: str) -> bool:
+        return (self.base / stream / name).is_file()
+
+    def read(self, stream: str, name: str, limit: int) -> bytes:
+        return read_limited(self.base / stream / name, limit)
+
+    def read_latest(self, stream: str) -> tuple[str, str | None] | None:
+        latest = self.base / stream / LATEST
+        if not latest.is_file():
+            return None
+        with open(latest, "rb") as handle:
+            return handle.read(LATEST_MAX_BYTES + 1).decode("utf-8", "replace"), None
+
+    def identity(self, stream: str, name: str) -> tuple[Any, ...]:
+        stat = (self.base / stream / name).stat()
+        return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+    def create(self, stream: str, name: str, text: str) -> None:
+        path = self.base / stream / name
+        tmp = _fsynced_temp(path.parent, text)
         try:
-            yield
+            os.link(tmp, path)  # fails with FileExistsError: a version is never rewritten
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            tmp.unlink()
+        _fsync_dir(path.parent)
+
+    def move_latest(self, stream: str, text: str, tag: str | None) -> bool:
+        """Always moves: the caller holds the stream's lock."""
+        folder = self.base / stream
+        os.replace(_fsynced_temp(folder, text), folder / LATEST)
+        _fsync_dir(folder)
+        return True
+
+    def delete(self, stream: str, names: list[str]) -> None:
+        for name in names:
+            (self.base / stream / name).unlink(missing_ok=True)
+        if names:
+            _fsync_dir(self.base / stream)
+
+    @contextlib.contextmanager
+    def locked(self, stream: str, create: bool = False) -> Iterator[None]:
+        """An exclusive advisory lock on ``<stream>/.lock`` (the folder made with ``create``)."""
+        folder = self.base / stream
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / ".lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class _ObjectFiles:
+    """An fsspec URI. On S3: reads with the object's ETag, a version created with
+    ``If-None-Match: *``, LATEST moved with ``If-Match: <ETag>``; no lock. Listings and
+    existence are asked of the server every time (never s3fs's listing cache: another process
+    writes the same folders). Other schemes are read-only here."""
+
+    def __init__(self, root: str, storage_options: Mapping[str, Any] | None) -> None:
+        self.root = storage.library_uri(root).rstrip("/")
+        if storage_options is None:
+            self.fs, path = storage.filesystem(self.root)
+        else:
+            import fsspec
+
+            self.fs, path = fsspec.core.url_to_fs(self.root, **storage_options)
+        self.base = path.rstrip("/")
+        self.s3 = storage.scheme(self.root) == "s3"
+
+    def location(self, *names: str) -> str:
+        return storage.join(self.root, *names)
+
+    def _path(self, *names: str) -> str:
+        return "/".join([self.base, *names])
+
+    def _entries(self, folder: str) -> list[dict[str, Any]]:
+        """What is directly in ``folder`` (fsspec entries), fresh from the server."""
+        try:
+            found = self.fs.ls(folder, detail=True, refresh=True)
+        except FileNotFoundError:
+            return []
+        prefix = folder.rstrip("/") + "/"
+        return [entry for entry in found if entry["name"].startswith(prefix)]
+
+    def _child(self, entry: dict[str, Any]) -> str:
+        return entry["name"].rstrip("/").rsplit("/", 1)[-1]
+
+    def folders(self) -> list[str]:
+        return [self._child(e) for e in self._entries(self.base) if e["type"] == "directory"]
+
+    def has_folder(self, stream: str) -> bool:
+        return bool(self._entries(self._path(stream)))
+
+    def names(self, stream: str) -> list[str]:
+        return [self._child(e) for e in self._entries(self._path(stream)) if e["type"] == "file"]
+
+    def _info(self, stream: str, name: str) -> dict[str, Any]:
+        info = self.fs.info(self._path(stream, name), refresh=True)
+        if info.get("type") != "file":
+            raise FileNotFoundError(errno.ENOENT, "no such object", self.location(stream, name))
+        return info
+
+    def is_file(self, stream: str, name: str) -> bool:
+        try:
+            self._info(stream, name)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def read(self, stream: str, name: str, limit: int) -> bytes:
+        return self._read(stream, name, limit)[0]
+
+    def read_latest(self, stream: str) -> tuple[str, str | None] | None:
+        try:
+            data, tag = self._read(stream, LATEST, LATEST_MAX_BYTES)
+        except FileNotFoundError:
+            return None
+        return data.decode("utf-8", "replace"), tag
+
+    def _read(self, stream: str, name: str, limit: int) -> tuple[bytes, str | None]:
+        """At most ``limit + 1`` bytes of the object and its ETag (of the same object: one GET)."""
+        path = self._path(stream, name)
+        try:
+            if not self.s3:
+                with self.fs.open(path, "rb") as handle:
+                    return handle.read(limit + 1), None
+            from fsspec.asyn import sync
+
+            bucket, key, _ = self.fs.split_path(path)
+            return sync(self.fs.loop, _get_object, self.fs, bucket, key, limit + 1)
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                errno.ENOENT, "no such object", self.location(stream, name)
+            ) from None
+
+    def identity(self, stream: str, name: str) -> tuple[Any, ...]:
+        info = self._info(stream, name)
+        return (info.get("ETag"), info.get("size"), str(info.get("LastModified")))
+
+    def create(self, stream: str, name: str, text: str) -> None:
+        if not self._put(stream, name, text, IfNoneMatch="*"):
+            raise FileExistsError(
+                errno.EEXIST, "a version is written once", self.location(stream, name)
+            )
+
+    def move_latest(self, stream: str, text: str, tag: str | None) -> bool:
+        """Moves LATEST unless it changed since it had ``tag`` (None: unless there is one)."""
+        condition = {"IfNoneMatch": "*"} if tag is None else {"IfMatch": tag}
+        return self._put(stream, LATEST, text, **condition)
+
+    def _put(self, stream: str, name: str, text: str, **condition: str) -> bool:
+        """One conditional PUT; False when the server refused its condition."""
+        if not self.s3:
+            raise NotImplementedError(
+                f"{self.root}: publishing needs conditional writes, which routeplan uses on "
+                "S3 (s3://) only; this store can be read"
+            )
+        bucket, key, _ = self.fs.split_path(self._path(stream, name))
+        try:
+            self.fs.call_s3(
+                "put_object", Bucket=bucket, Key=key, Body=text.encode("utf-8"), **condition
+            )
+        except OSError as err:
+            if _condition_refused(err):
+                return False
+            raise
+        finally:
+            self.fs.invalidate_cache(self._path(stream))
+        return True
+
+    def delete(self, stream: str, names: list[str]) -> None:
+        if names:
+            self.fs.rm([self._path(stream, name) for name in names])
+
+    def locked(self, stream: str, create: bool = False) -> contextlib.AbstractContextManager[None]:
+        """No lock on object storage: every change is a conditional write."""
+        return contextlib.nullcontext()
+
+
+async def _get_object(fs: Any, bucket: str, key: str, limit: int) -> tuple[bytes, str]:
+    """GET ``key``: at most ``limit`` bytes of it and its ETag (s3fs's client, its loop)."""
+    resp = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+    body, data = resp["Body"], bytearray()
+    try:
+        while len(data) < limit:
+            chunk = await body.read(limit - len(data))  # may return less than asked
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        body.close()
+    return bytes(data), resp["ETag"]
+
+
+_REFUSALS = ("PreconditionFailed", "ConditionalRequestConflict")  # 412; 409 (a concurrent one)
+
+
+def _condition_refused(err: BaseException) -> bool:
+    """True when ``err`` (s3fs wraps botocore's ``ClientError``) says a condition did not hold."""
+    seen: BaseException | None = err
+    for _ in range(4):
+        if seen is None:
+            break
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict) and response.get("Error", {}).get("Code") in _REFUSALS:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _fsynced_temp(folder: Path, text: str) -> Path:
@@ -411,18 +733,3 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _write_once(path: Path, text: str) -> None:
-    tmp = _fsynced_temp(path.parent, text)
-    try:
-        os.link(tmp, path)  # fails with FileExistsError: a version is never rewritten
-    finally:
-        tmp.unlink()
-    _fsync_dir(path.parent)
-
-
-def _replace_atomically(path: Path, text: str) -> None:
-    tmp = _fsynced_temp(path.parent, text)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
