@@ -53,21 +53,18 @@ JOBS_DIR = Path(__file__).resolve().parent
 
 
 def jars_dir() -> Path:
-    """Where ``make setup`` puts the Delta Lake jars: ``$ROUTEPLAN_JARS``, default ./.jars."""
+    """Where ``make setup`` puts the Delta Lake and S3A jars: ``$ROUTEPLAN_JARS``, default
+    ./.jars. On a cluster every node holds them at this path (the images in docker/ do)."""
     return Path(os.environ.get("ROUTEPLAN_JARS", JOBS_DIR.parent / ".jars"))
 
 
-def jar_paths() -> list[str]:
-    """The Delta Lake jars in ``jars_dir()`` (none before ``make setup``)."""
-    return sorted(str(p) for p in jars_dir().glob("*.jar"))
-
-
 def delta_jars() -> list[str]:
-    """``jar_paths()``; an error saying to run ``make setup`` when there are none."""
-    jars = jar_paths()
+    """The jars in ``jars_dir()``; an error saying to run ``make setup`` when there are none."""
+    jars = sorted(str(p) for p in jars_dir().glob("*.jar"))
     if not jars:
         raise RuntimeError(
-            f"no Delta Lake jars in {jars_dir()}: run `make setup` (it fetches them with Maven)"
+            f"no jars in {jars_dir()}: run `make setup` (it fetches Delta Lake's and S3A's with "
+            "Maven)"
         )
     return jars
 
@@ -117,9 +114,18 @@ def use_object_store(spark) -> None:
 
 def submit_conf(jobs_dir: Path = JOBS_DIR) -> dict[str, str]:
     """The ``--conf`` of a spark-submit of ``jobs/<stage>.py``: ``SESSION_CONF``, S3A's settings
-    for the environment's object store (``object_store_conf``) and the jobs' log4j settings."""
+    for the environment's object store (``object_store_conf``), the jobs' log4j settings, and
+    ``jars_dir()`` on the driver's and the executors' class path — the jars are installed on
+    every node, never copied per application (the AWS SDK bundle alone is ~690 MB)."""
     log4j = f"-Dlog4j2.configurationFile={jobs_dir / 'log4j2.properties'}"
-    return {**SESSION_CONF, **object_store_conf(), "spark.driver.extraJavaOptions": log4j}
+    class_path = str(jars_dir() / "*")
+    return {
+        **SESSION_CONF,
+        **object_store_conf(),
+        "spark.driver.extraJavaOptions": log4j,
+        "spark.driver.extraClassPath": class_path,
+        "spark.executor.extraClassPath": class_path,
+    }
 
 
 def spark_session(app: str):  # -> pyspark.sql.SparkSession
@@ -155,12 +161,6 @@ def location_arg(text: str | os.PathLike[str]) -> str:
     path made absolute (Spark and the driver then name the same files whatever their cwd)."""
     text = os.fspath(text)
     return text if storage.is_remote(text) else str(Path(text).resolve())
-
-
-def is_file(location: str | os.PathLike[str]) -> bool:
-    """True when ``location`` (a local path or URI) is a file (not a folder, not missing)."""
-    fs, path = storage.filesystem(location)
-    return bool(fs.isfile(path))
 
 
 @dataclass(frozen=True)

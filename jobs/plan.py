@@ -41,7 +41,6 @@ import numpy as np
 
 from jobs.common import (
     RunArgs,
-    is_file,
     log,
     read_delta,
     run_args,
@@ -51,7 +50,7 @@ from jobs.common import (
     write_delta,
 )
 from jobs.workers import learnt_capacities, resolve_workers
-from routeplan import settings
+from routeplan import settings, storage
 from routeplan.errors import InputError
 from routeplan.model.capacity import resolve_capacities
 from routeplan.model.hashing import DEFAULT_SEED
@@ -459,7 +458,7 @@ def stream_policies(ns, home: str | os.PathLike[str]) -> Policies | None:
     """The deployment's policies (``--policies``, default ``<home>/config/streams.yaml``); None
     when there is no file (every stream then gets the command line's strategy)."""
     path = ns.policies or settings.policies_file(home)
-    if not is_file(path):
+    if not storage.is_file(path):
         if ns.policies:
             raise SystemExit(f"plan refused: policy file {path} not found")
         log("plan", f"no policy file at {path}: every stream planned with --strategy")

@@ -7,7 +7,8 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import date
 
-from jobs.common import Tables, is_file, log, table_exists
+from jobs.common import Tables, log, table_exists
+from routeplan import storage
 from routeplan.files import read_workers_and_learn
 from routeplan.model.capacity import resolve_capacities
 from routeplan.model.workers import Worker, Workers
@@ -110,7 +111,7 @@ def _workers(
     path: str | os.PathLike[str] | None, stream: str, seen: Iterable[str]
 ) -> tuple[Workers, frozenset[str]]:
     """The workers (capacities ``auto`` at 1) and the names whose capacity is to be learnt."""
-    if path is not None and is_file(path):
+    if path is not None and storage.is_file(path):
         by_stream, learn = read_workers_and_learn(path)
         workers = by_stream.get(stream)
         if workers is not None:

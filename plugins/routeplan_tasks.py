@@ -18,7 +18,7 @@ from pathlib import Path
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, AssetAlias, task
 
-from jobs.common import is_file, jar_paths, submit_conf
+from jobs.common import submit_conf
 from routeplan import settings, storage
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,7 +38,6 @@ def spark_job(stage: str, application_args: list[str]) -> SparkSubmitOperator:
         task_id=stage,
         application=str(JOBS / f"{stage}.py"),
         conn_id=os.environ.get("ROUTEPLAN_SPARK_CONN", "spark_local"),
-        jars=",".join(jar_paths()),
         conf=submit_conf(JOBS),
         name=f"routeplan-{stage}",
         py_files=os.environ.get("ROUTEPLAN_PY_FILES") or None,
@@ -63,7 +62,7 @@ def check_policies(*, params=None) -> dict:
 
     given = params.get("policies_path")
     path = given or settings.policies_file(HOME)
-    if not is_file(path):
+    if not storage.is_file(path):
         if given:
             raise AirflowFailException(f"policies_path {path}: no such file")
         print(f"no planning policies at {path}: every stream is planned with cg (or strategy)")

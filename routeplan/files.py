@@ -30,7 +30,7 @@ from typing import Any
 from routeplan import storage
 from routeplan.errors import InputError, OutputError, UsageError
 from routeplan.model.workers import Workers
-from routeplan.publishing.documents import DEFAULT_MAX_BYTES, check_bounds
+from routeplan.publishing.documents import check_bounds, read_limited
 from routeplan.publishing.schemas import validate_document
 
 __all__ = [
@@ -144,7 +144,7 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     """The JSON document in ``path`` (a local path or a URI), within
     ``routeplan.publishing.documents``' size and depth bounds."""
     with reading(path):
-        data = storage.read_bytes(path, limit=DEFAULT_MAX_BYTES)
+        data = read_limited(path)
         try:
             check_bounds(data, str(path))
         except ValueError as err:

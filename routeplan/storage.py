@@ -11,8 +11,9 @@ s3fs); both spellings name the same objects, and fsspec reads either.
 * ``filesystem(location)`` — fsspec's file system and the path on it. For S3 it honours the
   standard AWS variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
   ``AWS_ENDPOINT_URL`` for an S3-compatible server on another address);
-* ``read_bytes`` / ``write_text`` / ``exists`` / ``list_files`` — what jobs, the CLI and the
-  Airflow tasks do with files under the home, on either kind of location.
+* ``read_bytes`` / ``write_text`` / ``exists`` / ``is_file`` / ``list_files`` /
+  ``make_bucket`` — what jobs, the CLI and the Airflow tasks do with files under the home, on
+  either kind of location.
 
 The routing store (``routeplan.publishing.store``) has its own two back ends: its promises
 (write once, LATEST moved atomically) need more than these helpers.
@@ -28,6 +29,7 @@ from urllib.parse import urlsplit
 __all__ = [
     "exists",
     "filesystem",
+    "is_file",
     "is_remote",
     "join",
     "library_uri",
@@ -117,6 +119,12 @@ def filesystem(location: str | os.PathLike[str]) -> tuple[Any, str]:
 def exists(location: str | os.PathLike[str]) -> bool:
     fs, path = filesystem(location)
     return bool(fs.exists(path))
+
+
+def is_file(location: str | os.PathLike[str]) -> bool:
+    """True when ``location`` is a file (not a folder, not missing)."""
+    fs, path = filesystem(location)
+    return bool(fs.isfile(path))
 
 
 def read_bytes(location: str | os.PathLike[str], limit: int | None = None) -> bytes:

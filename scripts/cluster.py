@@ -260,6 +260,9 @@ class Cluster:
 
     paths: Paths
     ports: Ports = field(default_factory=Ports.local)
+    # False: the scheduler starts only the runs someone triggers (the demo and the tests), not
+    # the nightly schedule's, which would process yesterday alongside them
+    schedule: bool = False
     services: list[Service] = field(default_factory=list)
 
     # -- environment
@@ -292,6 +295,7 @@ class Cluster:
             AIRFLOW__CORE__PLUGINS_FOLDER=str(REPO / "plugins"),
             AIRFLOW__CORE__LOAD_EXAMPLES="False",
             AIRFLOW__CORE__PARALLELISM="4",
+            AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE=str(self.schedule),
             ROUTEPLAN_JARS=str(REPO / ".jars"),
             ROUTEPLAN_PY_FILES=str(REPO / "dist" / "routeplan.zip"),
             ROUTEPLAN_SCHEMAS=str(REPO / "schemas"),
@@ -367,6 +371,12 @@ class Cluster:
             data.mkdir(parents=True, exist_ok=True)
             if os.geteuid() == 0:
                 shutil.chown(data, "postgres", "postgres")
+                reach = subprocess.run(self.as_postgres_user(["test", "-w", str(data)]))
+                if reach.returncode != 0:
+                    raise SystemExit(
+                        f"the user postgres cannot reach {data} (a parent folder is private): "
+                        "put the cluster's folder (--dir) where every user may enter"
+                    )
             initdb = tool("initdb", "run `make setup` (it installs Debian's postgresql)")
             subprocess.run(
                 self.as_postgres_user(
@@ -608,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--free-ports", action="store_true", help="pick free ports")
     args = parser.parse_args(argv)
     ports = Ports.free() if args.free_ports else Ports.local()
-    cluster = Cluster(Paths(args.dir.resolve()), ports)
+    cluster = Cluster(Paths(args.dir.resolve()), ports, schedule=args.command == "up")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with cluster:
         if args.command == "demo":

@@ -28,10 +28,12 @@ _CHUNK = 1 << 20
 
 
 def read_limited(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-    """At most ``max_bytes + 1`` bytes of the file at ``path`` (one more than allowed: enough
-    for ``parse_document`` to tell that it is too large, without reading all of it)."""
-    with open(path, "rb") as handle:
-        return handle.read(max_bytes + 1)
+    """At most ``max_bytes + 1`` bytes of the file at ``path``, a local path or a URI (one more
+    than allowed: enough for ``parse_document`` to tell that it is too large, without reading
+    all of it)."""
+    from routeplan import storage
+
+    return storage.read_bytes(path, limit=max_bytes)
 
 
 def parse_document(
