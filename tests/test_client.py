@@ -344,14 +344,15 @@ def test_an_fsspec_url_reads_the_same_layout(tmp_path, logs):
 
 
 def test_a_scheme_without_its_fsspec_package_says_which_to_install():
+    """s3fs comes with routeplan; another store's package (gcsfs for gs://) may be missing."""
     pytest.importorskip("fsspec")
     try:
-        import s3fs  # noqa: F401
+        import gcsfs  # noqa: F401
     except ImportError:
-        with pytest.raises(ImportError, match="s3:// .* s3fs"):
-            Router.open("s3://bucket/routing", "s")
+        with pytest.raises(ImportError, match="gs:// .* gcsfs"):
+            Router.open("gs://bucket/routing", "s")
     else:
-        pytest.skip("s3fs is installed")
+        pytest.skip("gcsfs is installed")
 
 
 # --------------------------------------------------------------------------------------------
