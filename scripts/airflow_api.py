@@ -23,7 +23,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -328,12 +328,25 @@ class AirflowClient:
             out.extend(_format_log_item(item))
         return "\n".join(out[-lines:])
 
-    def wait_for_run(self, dag_id: str, run_id: str, timeout: float = 600.0) -> dict:
-        """Poll until the run succeeds (return it) or fails (raise with failed tasks' logs)."""
+    def wait_for_run(
+        self,
+        dag_id: str,
+        run_id: str,
+        timeout: float = 600.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> dict:
+        """Poll until the run succeeds (return it) or fails (raise with failed tasks' logs).
+        With ``progress``, each task's new state is told as ``"<task>: <state>"``."""
         deadline = time.monotonic() + timeout
         next_check = time.monotonic() + 10
         sick_since: float | None = None
+        states: dict[str, str] = {}
         while True:
+            if progress is not None:
+                for ti in self.task_instances(dag_id, run_id):
+                    if ti["state"] and states.get(ti["task_id"]) != ti["state"]:
+                        states[ti["task_id"]] = ti["state"]
+                        progress(f"{ti['task_id']}: {ti['state']}")
             run = self._ok(self.get(f"dags/{dag_id}/dagRuns/{run_id}"))
             if run["state"] == "success":
                 return run

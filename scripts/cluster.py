@@ -527,8 +527,10 @@ class Cluster:
             client.wait_for_dag("routeplan_nightly", timeout=180)
             client.unpause("routeplan_nightly")
             run_id = client.trigger("routeplan_nightly", {"date": day.isoformat(), **(conf or {})})
-            say(f"triggered routeplan_nightly run {run_id} for {day}; waiting (UI shows progress)")
-            return client.wait_for_run("routeplan_nightly", run_id, timeout=1800)
+            say(f"triggered routeplan_nightly run {run_id} for {day}")
+            return client.wait_for_run(
+                "routeplan_nightly", run_id, timeout=1800, progress=lambda line: say(line, "   ")
+            )
         finally:
             client.close()
 
@@ -562,8 +564,8 @@ def patched_environ(values: Mapping[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def say(message: str) -> None:
-    print(f"==> {message}", flush=True)
+def say(message: str, prefix: str = "==>") -> None:
+    print(f"{prefix} {message}", flush=True)
 
 
 # ----------------------------------------------------------------------------- the demo
@@ -596,7 +598,12 @@ def demo(cluster: Cluster, day: date, events: int) -> int:
         report = storage.read_bytes(
             storage.join(settings.reports_root(home), str(day), "publish.json")
         )
-    print_summary(json.loads(report), home)
+    print_summary(
+        json.loads(report),
+        home,
+        "python scripts/cluster.py up   (this cluster, kept running: Airflow's UI, MinIO's "
+        "console, Spark's UI; routeplan show --routing " + home + "/routing --stream <stream>)",
+    )
     print(f"\nlogs of every component: {cluster.paths.root / 'logs'}")
     print(f"executors' work directories: {cluster.paths.root / 'spark'}/worker-N/<app>/<executor>")
     return 0

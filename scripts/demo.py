@@ -122,7 +122,10 @@ def install_policies(home: str) -> None:
     print(f"==> planning policies: {target} (the sample config/streams.yaml)", flush=True)
 
 
-def print_summary(report: dict, home: str) -> None:
+NEXT = "routeplan show --stream <stream>   |   make airflow  (UI on http://localhost:8080)"
+
+
+def print_summary(report: dict, home: str, next_steps: str = NEXT) -> None:
     print(f"\nrouteplan_nightly {report['interval_start']}: routing tables in {home}/routing")
     print(
         f"{'stream':<10} {'kind':<21} {'strategy':<9} {'version':<8} {'action':<10} "
@@ -138,9 +141,7 @@ def print_summary(report: dict, home: str) -> None:
         if (s.get("choice") or "").startswith("auto"):
             print(f"{s['stream']}: {s['choice']}")
     print("\nimbalance = max over workers of load/capacity relative to the fair share, minus 1")
-    print(
-        "next: routeplan show --stream <stream>   |   make airflow  (UI on http://localhost:8080)"
-    )
+    print(f"next: {next_steps}")
 
 
 if __name__ == "__main__":
