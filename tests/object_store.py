@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,6 +22,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from airflow_api import free_port  # noqa: E402  (scripts/ is not a package)
+
 MINIO = Path(os.environ.get("ROUTEPLAN_MINIO", REPO / ".tools" / "bin" / "minio"))
 USER, PASSWORD = "routeplan-test", "routeplan-test-secret"
 
@@ -35,12 +38,6 @@ class ObjectStore:
     def uri(self, *parts: str) -> str:
         """``s3://<bucket>/<parts…>``."""
         return "/".join([f"s3://{self.bucket}", *parts])
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
