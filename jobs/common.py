@@ -268,6 +268,22 @@ def write_delta(df, tables: Tables, name: str, replace_where: str, partition_by=
     writer.save(tables.path(name))
 
 
+def write_deltas(tables: Tables, writes: Mapping[str, tuple[Any, str, tuple[str, ...]]]) -> None:
+    """``write_delta`` of several tables at once: ``{name: (frame, replace_where,
+    partition_by)}``, each from its own thread. Their Spark jobs share the cores, and each
+    table's Delta commit (driver-side log work) overlaps the others' jobs instead of waiting
+    its turn. Every write finishes before the first error, if any, is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(writes) or 1, thread_name_prefix="delta") as pool:
+        futures = [
+            pool.submit(write_delta, frame, tables, name, where, partition_by)
+            for name, (frame, where, partition_by) in writes.items()
+        ]
+    for future in futures:
+        future.result()
+
+
 def table_exists(spark, tables: Tables, name: str) -> bool:
     """True when the table ``name`` is a Delta table (local or in an object store)."""
     from delta.tables import DeltaTable

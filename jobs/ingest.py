@@ -270,10 +270,11 @@ def _read_jsonl(spark, paths: list[str]):
     )
     text = text.where(F.trim("value") != "")  # blank lines are not rows
     text = text.withColumn("v", F.expr("try_parse_json(value)"))
-    root = F.expr("schema_of_variant(v)")
+    # a JSON text that parses and starts with { is an object (cheaper than its variant schema)
+    starts_an_object = F.expr("trim(LEADING ' \t\r\n' FROM value)").startswith("{")
     malformed = (
         F.when(F.col("v").isNull(), F.lit("malformed line: not valid JSON"))
-        .when(~root.startswith("OBJECT<"), F.lit("malformed line: not a JSON object"))
+        .when(~starts_an_object, F.lit("malformed line: not a JSON object"))
         .when(_text_after_the_object(), F.lit("malformed line: text after the JSON object"))
     )
     columns = {}
@@ -303,17 +304,20 @@ def _read_jsonl(spark, paths: list[str]):
 def _text_after_the_object():
     """True when the line ``value``, parsed as the JSON object ``v``, goes on after it
     (``try_parse_json`` ignores what follows the first value). A line that does not end in ``}``
-    goes on; one that does goes on iff it holds more ``}`` than the parsed object written back
-    (``to_json``) — unless it escapes ``}`` as ``\\u007d``, which the exact skeleton comparison
-    settles."""
+    goes on; one whose only ``}`` is its last character does not (the usual flat event: decided
+    without writing ``v`` back); otherwise it goes on iff it holds more ``}`` than the parsed
+    object written back (``to_json``) — unless it escapes ``}`` as ``\\u007d``, which the exact
+    skeleton comparison settles."""
     from pyspark.sql import functions as F
 
     def closing(text):
         return F.length(text) - F.length(F.replace(text, F.lit("}"), F.lit("")))
 
     value, written_back = F.col("value"), F.expr("to_json(v)")
+    trimmed = F.expr("trim(TRAILING ' \t\r\n' FROM value)")
     return (
-        F.when(~F.expr("trim(TRAILING ' \t\r\n' FROM value)").endswith("}"), F.lit(True))
+        F.when(~trimmed.endswith("}"), F.lit(True))
+        .when(F.instr(value, "}") == F.length(trimmed), F.lit(False))
         .when(
             F.lower(value).contains("\\u007d"),
             _skeleton_length(value) != _skeleton_length(written_back),
@@ -415,8 +419,8 @@ def _read_parquet(spark, paths: list[str]):
 
 
 def classify(raw, args: RunArgs):
-    """Typed events with ``reason`` (null for valid rows, else why the row is quarantined)."""
-    from pyspark.sql import Window
+    """Typed events with ``reason`` (null for valid rows, else why the row is quarantined;
+    duplicates are marked by ``mark_duplicates``)."""
     from pyspark.sql import functions as F
 
     fields = {f.name: f for f in event_fields()}
@@ -424,11 +428,13 @@ def classify(raw, args: RunArgs):
         (F.col("malformed").isNotNull(), F.col("malformed")),
         (F.col("bad_utf8"), F.lit("invalid UTF-8 (the raw bytes are in raw_bytes)")),
     ]
-    values = {}
+    computed = []  # typed values, computed once in a first projection (the checks read them)
     for field in fields.values():
         value, field_checks = _field_rule(field)
-        values[field.name] = value
+        computed.append(value.alias(f"{field.name}__v"))
         checks += field_checks
+    raw = raw.select("*", *computed)
+    values = {name: F.col(f"{name}__v") for name in fields}
     start = datetime.combine(args.interval_start, datetime.min.time(), UTC)
     end = datetime.combine(args.interval_end, datetime.min.time(), UTC)
     checks.append(
@@ -462,25 +468,51 @@ def classify(raw, args: RunArgs):
         "source_file",
         reason.alias("reason"),
     )
-    # valid copies first: a broken copy of an event must not push its valid twin out
-    first = Window.partitionBy("stream", "event_id").orderBy(
-        F.col("reason").isNotNull(), "source_file", "raw"
+    return typed
+
+
+def mark_duplicates(typed):
+    """``typed`` with every later valid copy of an event quarantined as a duplicate.
+
+    The first valid copy of a (stream, event_id) is kept — by source file, then raw text; a
+    broken copy never pushes its valid twin out. Only the rows whose event_id occurs more than
+    once among the valid rows are ranked (found by a narrow aggregation on the ids, persisted
+    and counted first, so the planner knows its size and broadcasts it when small): the wide
+    rows are not shuffled for the rare duplicate. ``typed`` is read several times: persist it.
+    Returns ``(rows, the persisted ids)``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ids = ["stream", "event_id"]
+    twice = (
+        typed.where(F.col("reason").isNull())
+        .groupBy(*ids)
+        .agg(F.count("*").alias("copies"))
+        .where("copies > 1")
+        .select(*ids)
+        .persist()
     )
+    twice.count()
+    first = Window.partitionBy(*ids).orderBy(F.col("reason").isNotNull(), "source_file", "raw")
     rank = F.when(F.col("reason").isNull(), F.row_number().over(first))
-    return typed.withColumn(
+    ranked = typed.join(twice, ids, "left_semi").withColumn(
         "reason",
         F.coalesce(
             "reason",
             F.when(rank > 1, F.lit("duplicate event_id (the first copy was kept)")),
         ),
     )
+    return typed.join(twice, ids, "left_anti").unionByName(ranked), twice
 
 
 def _field_rule(field: Field):
-    """``(typed value, [(condition, reason)…])`` of one field, from its texts and type."""
+    """``(typed value, [(condition, reason)…])`` of one field, from its texts and type. The
+    conditions read the value as the column ``<field>__v`` (computed once, by ``classify``); a
+    present value that breaks the field's rule is null there."""
     from pyspark.sql import functions as F
 
     text, kind = F.col(field.name), F.col(f"{field.name}__t")
+    typed = F.col(f"{field.name}__v")
     shown = F.substring(F.expr(f"make_valid_utf8(`{field.name}`)"), 1, SHOWN)
     absent = kind == "null"
     checks = []
@@ -499,12 +531,12 @@ def _field_rule(field: Field):
         if field.kind == "name":
             checks.append(
                 (
-                    value.isNotNull() & ~value.rlike(spark_name_regex()),
+                    typed.isNotNull() & ~typed.rlike(spark_name_regex()),
                     F.concat(F.lit(f"invalid {field.name} name: "), shown),
                 )
             )
         elif not field.required:
-            checks.append((value == "", F.lit(f"invalid {field.name}: empty string")))
+            checks.append((typed == "", F.lit(f"invalid {field.name}: empty string")))
         return value, checks
     if field.kind == "ts":
         checks.append(
@@ -523,7 +555,7 @@ def _field_rule(field: Field):
             )
             .when(kind.isin("string", "text"), F.try_to_timestamp(text))
         )
-        checks.append((~absent & value.isNull(), F.concat(F.lit("unparseable ts: "), shown)))
+        checks.append((~absent & typed.isNull(), F.concat(F.lit("unparseable ts: "), shown)))
         return value, checks
     # integer | number: a JSON number, or text in JSON number syntax
     checks.append(
@@ -533,7 +565,7 @@ def _field_rule(field: Field):
     exact = number.try_cast("decimal(38,10)")
     if field.kind == "integer":
         in_range = (exact == F.floor(exact)) & (exact <= F.lit(field.maximum))
-        value = F.when(in_range, exact.try_cast("int" if field.maximum < 2**31 else "long"))
+        value = exact.try_cast("int" if field.maximum < 2**31 else "long")
     else:
         value = number.try_cast("double")
         in_range = ~F.isnan(value) & (value != float("inf"))
@@ -541,11 +573,11 @@ def _field_rule(field: Field):
         in_range = in_range & (value >= F.lit(field.minimum))
     checks.append(
         (
-            ~absent & kind.isin("number", "text") & ~F.coalesce(in_range, F.lit(False)),
+            ~absent & kind.isin("number", "text") & typed.isNull(),
             F.concat(F.lit(f"invalid {field.name}: "), shown),
         )
     )
-    return value, checks
+    return F.when(in_range, value), checks
 
 
 # ---------------------------------------------------------------------------- the job
@@ -582,7 +614,7 @@ def ingest(spark, args: RunArgs, landing: str) -> dict:
     while True:  # Spark finds damage deep inside a file: set the file aside and read again
         readable = [f for uri, f in files.items() if uri not in bad]
         try:
-            rows, counts = _read_and_count(spark, args, readable, needs)
+            rows, cached, counts = _read_and_count(spark, args, readable, needs)
             break
         except Exception as error:  # noqa: BLE001 - re-raised unless a landing file caused it
             found = unreadable_file(error, files)
@@ -643,8 +675,8 @@ def ingest(spark, args: RunArgs, landing: str) -> dict:
         f"interval_start = '{args.interval_start}'",
         partition_by=("interval_start",),
     )
-    if rows is not None:
-        rows.unpersist()
+    for frame in cached:
+        frame.unpersist()
     by_reason: dict[str, int] = {}
     by_file: dict[str, int] = {}
     for r in (  # one pass over the interval's quarantine for both breakdowns
@@ -669,15 +701,18 @@ def ingest(spark, args: RunArgs, landing: str) -> dict:
 
 
 def _read_and_count(spark, args: RunArgs, files: list[LandingFile], needs: dict[str, object]):
-    """``(rows persisted with reason/selected, counts by outcome)`` — one pass over the files."""
+    """``(rows with reason/selected, the persisted frames they derive from, counts by
+    outcome)``: the files are read and parsed once (unpersist the frames when done)."""
     from pyspark.sql import functions as F
 
     raw = read_raw(spark, files, needs)
     if raw is None:
-        return None, {}
-    rows = classify(raw, args).withColumn("date", F.to_date("ts"))
+        return None, (), {}
+    typed = classify(raw, args).persist()
+    rows, twice = mark_duplicates(typed)
+    rows = rows.withColumn("date", F.to_date("ts"))
     selected = F.col("stream").isin(list(args.streams)) if args.streams else F.lit(True)
-    rows = rows.withColumn("selected", selected | F.col("reason").isNotNull()).persist()
+    rows = rows.withColumn("selected", selected | F.col("reason").isNotNull())
     try:
         outcome = (
             F.when(~F.col("selected"), "not_selected")
@@ -689,9 +724,10 @@ def _read_and_count(spark, args: RunArgs, files: list[LandingFile], needs: dict[
             for r in rows.groupBy(outcome.alias("k")).agg(F.count("*").alias("n")).collect()
         }
     except Exception:
-        rows.unpersist()
+        typed.unpersist()
+        twice.unpersist()
         raise
-    return rows, counts
+    return rows, (typed, twice), counts
 
 
 def check_thresholds(report: dict, max_bad_files: int, max_share: float) -> None:

@@ -36,6 +36,7 @@ from jobs.common import (
     spark_session,
     table_exists,
     write_delta,
+    write_deltas,
 )
 from jobs.workers import CAPACITY_TABLE, workers_with_capacities
 from routeplan.model.capacity import (
@@ -49,6 +50,7 @@ from routeplan.model.hashing import DEFAULT_NUM_KEY_GROUPS, DEFAULT_SEED, key_gr
 from routeplan.planning.metrics import observed_imbalance
 
 LOADS = ("messages", "bytes", "cost_ms")
+UNRECORDED = "(unrecorded)"  # silver.worker_load's worker for events that name none
 CAPACITY_COLUMNS = (
     "interval_start date, stream string, worker string, capacity double, "
     "observed_capacity double, method string, windows int, messages long, busy_seconds double, "
@@ -114,25 +116,44 @@ def windows(
     dims = ["stream", "window_start", "window_end"]
     with_date = lambda df: df.withColumn("date", F.to_date("window_start"))  # noqa: E731
 
-    per_key = base.groupBy(*dims, "key").agg(*sums).persist()
-    key_group_load = (
-        per_key.withColumn("key_group", key_group_column(F.col("key"), num_key_groups, hash_seed))
-        .groupBy(*dims, "key_group")
-        .agg(*[F.sum(c).alias(c) for c in LOADS], F.count("*").alias("distinct_keys"))
+    # one row per key and window, with its key group (the hash runs once per such row)
+    per_key = (
+        base.groupBy(*dims, "key")
+        .agg(*sums)
+        .withColumn("key_group", key_group_column(F.col("key"), num_key_groups, hash_seed))
+        .persist()
     )
-    totals = per_key.groupBy(*dims).agg(F.sum("messages").alias("window_messages"))
+    key_group_load = per_key.groupBy(*dims, "key_group").agg(
+        *[F.sum(c).alias(c) for c in LOADS], F.count("*").alias("distinct_keys")
+    )
+    totals = per_key.groupBy(*dims).agg(
+        *[F.sum(c).alias(c) for c in LOADS], F.count("*").alias("distinct_keys")
+    )
     ranked = Window.partitionBy(*dims).orderBy(F.desc("messages"), "key")
     key_load = (
         per_key.withColumn("rank", F.row_number().over(ranked))
         .where(F.col("rank") <= heavy_hitters)
-        .join(totals, dims)
+        .join(totals.select(*dims, F.col("messages").alias("window_messages")), dims)
         .withColumn("share", F.col("messages") / F.col("window_messages"))
-        .withColumn("key_group", key_group_column(F.col("key"), num_key_groups, hash_seed))
-        .drop("window_messages")
+        .select(*dims, "key", *LOADS, "rank", "share", "key_group")
+        .persist()
     )
-    worker_load = base.groupBy(
-        *dims, F.coalesce("worker", F.lit("(unrecorded)")).alias("worker")
-    ).agg(*sums, F.countDistinct("key").alias("distinct_keys"))
+    # one pass for what the workers did: silver.worker_load, capacities and the imbalance
+    by_worker = (
+        base.groupBy(*dims, "worker")
+        .agg(
+            *sums,
+            F.count(F.when(F.col("costed"), 1)).alias("costed_messages"),
+            F.countDistinct("key").alias("distinct_keys"),
+        )
+        .persist()
+    )
+    worker_load = by_worker.select(
+        *dims,
+        F.coalesce("worker", F.lit(UNRECORDED)).alias("worker"),
+        *LOADS,
+        "distinct_keys",
+    )
     partition_load = (
         base.where(F.col("partition").isNotNull())
         .groupBy(*dims, "partition")
@@ -164,24 +185,16 @@ def windows(
         "silver.partition_load": partition_load,
         "silver.key_group_flow": key_group_flow,
     }
-    for name, frame in outputs.items():
-        write_delta(with_date(frame), tables, name, where, partition_by=("date",))
-
-    capacity_input = (
-        base.where(F.col("worker").isNotNull())
-        .groupBy(*dims, "worker")
-        .agg(
-            F.count("*").alias("messages"),
-            F.count(F.when(F.col("costed"), 1)).alias("costed_messages"),
-            F.sum("cost_ms").alias("cost_ms"),
-        )
-        .collect()
+    write_deltas(
+        tables, {name: (with_date(frame), where, ("date",)) for name, frame in outputs.items()}
     )
-    learnt = _worker_capacity(spark, args, capacity_input, capacity or CapacityOptions())
-    summary = _window_summary(spark, args, tables, workers_path, learnt)
+    worker_rows = by_worker.collect()  # small: a row per stream, window and worker
+    logged = [r for r in worker_rows if r["worker"] is not None]
+    learnt = _worker_capacity(spark, args, logged, capacity or CapacityOptions())
+    summary = _window_summary(spark, args, worker_rows, totals, key_load, workers_path, learnt)
     write_delta(with_date(summary), tables, "silver.window_summary", where)
-    per_key.unpersist()
-    base.unpersist()
+    for frame in (by_worker, key_load, per_key, base):
+        frame.unpersist()
     rows = summary.orderBy("stream", "window_start").collect()
     report = {
         "stage": "windows",
@@ -288,24 +301,22 @@ def _previous_capacities(spark, args: RunArgs) -> dict[str, dict[str, float]]:
 def _window_summary(
     spark,
     args: RunArgs,
-    tables,
+    worker_rows: list,
+    totals,
+    key_load,
     workers_path: str | None,
     learnt: Mapping[str, CapacityEstimates],
 ):
-    """Totals per window and the observed imbalance of the logged workers (small: collected);
-    capacities ``auto`` are the ones just ``learnt``."""
+    """Totals per window (``totals``), its top key (rank 1 of ``key_load``) and the observed
+    imbalance over ``silver.worker_load``'s workers (``worker_rows``: stream, window_start,
+    worker — None for unrecorded —, messages…); capacities ``auto`` are the ones just
+    ``learnt``."""
     from pyspark.sql import functions as F
 
-    where = args.interval_predicate()
-    worker_rows = (
-        read_delta(spark, tables, "silver.worker_load")
-        .where(where)
-        .select("stream", "window_start", "worker", "messages")
-        .collect()
-    )
     loads: dict[tuple, dict[str, float]] = {}
     for r in worker_rows:
-        loads.setdefault((r["stream"], r["window_start"]), {})[r["worker"]] = float(r["messages"])
+        worker = r["worker"] or UNRECORDED
+        loads.setdefault((r["stream"], r["window_start"]), {})[worker] = float(r["messages"])
     imbalance_rows = []
     workers_of: dict[str, object] = {}
     for (stream, window_start), by_worker in loads.items():
@@ -322,23 +333,16 @@ def _window_summary(
     imbalance = spark.createDataFrame(
         imbalance_rows, "stream string, window_start timestamp, imbalance double, workers int"
     )
-    groups = read_delta(spark, tables, "silver.key_group_load").where(where)
-    hitters = read_delta(spark, tables, "silver.key_load").where(where)
-    return (
-        groups.groupBy("stream", "window_start", "window_end")
-        .agg(*[F.sum(c).alias(c) for c in LOADS], F.sum("distinct_keys").alias("distinct_keys"))
-        .join(
-            hitters.where("rank = 1").select(
-                "stream",
-                "window_start",
-                F.col("key").alias("top_key"),
-                F.col("share").alias("top_key_share"),
-            ),
-            ["stream", "window_start"],
-            "left",
-        )
-        .join(imbalance, ["stream", "window_start"], "left")
-    )
+    return totals.join(
+        key_load.where("rank = 1").select(
+            "stream",
+            "window_start",
+            F.col("key").alias("top_key"),
+            F.col("share").alias("top_key_share"),
+        ),
+        ["stream", "window_start"],
+        "left",
+    ).join(imbalance, ["stream", "window_start"], "left")
 
 
 def main(argv: list[str] | None = None) -> dict:
