@@ -41,12 +41,16 @@ SESSION_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
     "spark.ui.showConsoleProgress": "false",
+    # the driver holds the parsed day while ingest writes its two tables (local: all of Spark)
+    "spark.driver.memory": "2g",
+    # Delta replays a table's log with this many tasks (default 50: seconds of task overhead
+    # per table and write, measured by bench/pipeline.py); routeplan's logs are small — a commit
+    # per table and night, a checkpoint every 10
+    "spark.databricks.delta.snapshotPartitions": "2",
 }
 # Only in process (no spark-submit): a small local session.
 LOCAL_CONF = {
     "spark.ui.enabled": "false",
-    "spark.driver.memory": "2g",
-    "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
 }
 JOBS_DIR = Path(__file__).resolve().parent

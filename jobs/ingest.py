@@ -46,7 +46,7 @@ from jobs.common import (
     run_parser,
     spark_session,
     table_exists,
-    write_delta,
+    write_deltas,
 )
 from routeplan import storage
 from routeplan.errors import one_line
@@ -655,26 +655,21 @@ def ingest(spark, args: RunArgs, landing: str) -> dict:
     quarantine = files_out if quarantined is None else quarantined.unionByName(files_out)
     if events is None and table_exists(spark, tables, "bronze.stream_events"):
         events = read_delta(spark, tables, "bronze.stream_events").limit(0)
-    if events is not None:
-        write_delta(
-            events,
-            tables,
-            "bronze.stream_events",
-            args.interval_predicate(),
-            partition_by=("stream", "date"),
+    writes = {
+        "bronze.quarantine": (
+            quarantine.select(
+                F.lit(args.interval_start).alias("interval_start"),
+                "*",
+                F.lit(args.run_id).alias("run_id"),
+                now.alias("ingested_at"),
+            ),
+            f"interval_start = '{args.interval_start}'",
+            ("interval_start",),
         )
-    write_delta(
-        quarantine.select(
-            F.lit(args.interval_start).alias("interval_start"),
-            "*",
-            F.lit(args.run_id).alias("run_id"),
-            now.alias("ingested_at"),
-        ),
-        tables,
-        "bronze.quarantine",
-        f"interval_start = '{args.interval_start}'",
-        partition_by=("interval_start",),
-    )
+    }
+    if events is not None:
+        writes["bronze.stream_events"] = (events, args.interval_predicate(), ("stream", "date"))
+    write_deltas(tables, writes)
     for frame in cached:
         frame.unpersist()
     by_reason: dict[str, int] = {}

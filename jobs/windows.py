@@ -191,11 +191,13 @@ def windows(
     worker_rows = by_worker.collect()  # small: a row per stream, window and worker
     logged = [r for r in worker_rows if r["worker"] is not None]
     learnt = _worker_capacity(spark, args, logged, capacity or CapacityOptions())
-    summary = _window_summary(spark, args, worker_rows, totals, key_load, workers_path, learnt)
+    summary = _window_summary(
+        spark, args, worker_rows, totals, key_load, workers_path, learnt
+    ).persist()
     write_delta(with_date(summary), tables, "silver.window_summary", where)
-    for frame in (by_worker, key_load, per_key, base):
-        frame.unpersist()
     rows = summary.orderBy("stream", "window_start").collect()
+    for frame in (summary, by_worker, key_load, per_key, base):
+        frame.unpersist()
     report = {
         "stage": "windows",
         "run_id": args.run_id,
