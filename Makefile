@@ -102,7 +102,9 @@ airflow: setup
 cluster-demo: setup
 	python scripts/cluster.py demo $(CLUSTER_ARGS)
 
+# BENCH_ARGS="--sizes 200000" for a quick run (both scripts take --sizes)
 bench: setup
+	python bench/peer_duckdb.py $(BENCH_ARGS)
 	python bench/pipeline.py $(BENCH_ARGS)
 
 lock: $(VENV)/.installed

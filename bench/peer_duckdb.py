@@ -19,7 +19,8 @@ comparison is honest: any disagreement fails the run (exit 1) after the results 
 
 Not covered on the DuckDB side: ``silver.worker_capacity`` and ``window_summary.imbalance``
 (per-window Python work on a few hundred rows in Spark's job); landing files other than JSON
-Lines (the generated data has none); invalid UTF-8 (DuckDB's ``read_text`` refuses such files).
+Lines (the generated data has none); invalid UTF-8 (DuckDB's CSV reader refuses such files); a
+line holding the byte 0x01 (the separator of DuckDB's line reader here).
 """
 
 from __future__ import annotations
@@ -211,11 +212,12 @@ def classify_sql(files: list[str], start: date, end: date) -> str:
             typed.append(f'"{n}__v" AS "{n}"')
     listed = ", ".join(map(_sql_text, files))
     return f"""
-    WITH lines AS (
+    WITH lines AS (  -- one column per line: no quoting, a separator JSON Lines never hold
         SELECT filename AS source_file, regexp_replace(line, '\\r$', '') AS raw
-        FROM (SELECT filename, unnest(string_split(content, chr(10))) AS line
-              FROM read_text([{listed}]))
-        WHERE trim(line) <> ''
+        FROM read_csv([{listed}], columns = {{'line': 'VARCHAR'}}, header = false,
+                      delim = chr(1), quote = '', escape = '', filename = true,
+                      auto_detect = false, strict_mode = false)
+        WHERE line IS NOT NULL AND trim(line) <> ''
     ), parsed AS (  -- one parse: null when not valid JSON (text after the value included)
         SELECT *, try(json_extract(raw, {paths})) AS j FROM lines
     ), texts AS (
@@ -230,12 +232,17 @@ def classify_sql(files: list[str], start: date, end: date) -> str:
     ), typed AS (
         SELECT {", ".join(typed)}, raw, source_file, {reason} AS reason FROM vals
     )
+    , twice AS (  -- ids of events with more than one valid copy: only those are ranked
+        SELECT stream, event_id FROM typed WHERE reason IS NULL GROUP BY ALL HAVING count(*) > 1
+    )
+    SELECT *, CAST(ts AS DATE) AS date FROM typed ANTI JOIN twice USING (stream, event_id)
+    UNION ALL BY NAME
     SELECT * REPLACE (
         coalesce(reason, CASE WHEN reason IS NULL AND row_number() OVER (
             PARTITION BY stream, event_id, reason IS NULL ORDER BY source_file, raw) > 1
             THEN '{DUPLICATE}' END) AS reason),
         CAST(ts AS DATE) AS date
-    FROM typed
+    FROM typed SEMI JOIN twice USING (stream, event_id)
     """
 
 
