@@ -75,7 +75,7 @@ def run_size(events: int, root: Path, spark) -> list[tuple[str, int, float]]:
     return rows
 
 
-def submit_seconds(home: Path, application: Path, args: list[str]) -> float:
+def submit_seconds(application: Path, args: list[str]) -> float:
     """Wall seconds of one ``spark-submit`` of ``application`` as the DAG's tasks run it
     (``submit_conf``, ``local[2]``); its output is shown only when it fails."""
     spark_submit = shutil.which("spark-submit") or str(Path(sys.executable).parent / "spark-submit")
@@ -97,10 +97,10 @@ def submit_costs(events: int, root: Path) -> dict[str, float]:
     generate_sample(events, home)
     probe = root / "probe.py"
     probe.write_text(PROBE)
-    costs = {"session only (probe)": submit_seconds(home, probe, [])}
+    costs = {"session only (probe)": submit_seconds(probe, [])}
     args = ["--home", str(home), "--interval-start", DAY.isoformat()]
     for stage in STAGES:
-        costs[stage] = submit_seconds(home, JOBS_DIR / f"{stage}.py", args)
+        costs[stage] = submit_seconds(JOBS_DIR / f"{stage}.py", args)
         print(f"  spark-submit {stage}: {costs[stage]:.1f} s", flush=True)
     return costs
 

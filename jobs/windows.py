@@ -191,9 +191,7 @@ def windows(
     worker_rows = by_worker.collect()  # small: a row per stream, window and worker
     logged = [r for r in worker_rows if r["worker"] is not None]
     learnt = _worker_capacity(spark, args, logged, capacity or CapacityOptions())
-    summary = _window_summary(
-        spark, args, worker_rows, totals, key_load, workers_path, learnt
-    ).persist()
+    summary = _window_summary(spark, worker_rows, totals, key_load, workers_path, learnt).persist()
     write_delta(with_date(summary), tables, "silver.window_summary", where)
     rows = summary.orderBy("stream", "window_start").collect()
     for frame in (summary, by_worker, key_load, per_key, base):
@@ -302,7 +300,6 @@ def _previous_capacities(spark, args: RunArgs) -> dict[str, dict[str, float]]:
 
 def _window_summary(
     spark,
-    args: RunArgs,
     worker_rows: list,
     totals,
     key_load,
