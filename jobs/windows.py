@@ -35,7 +35,6 @@ from jobs.common import (
     run_parser,
     spark_session,
     table_exists,
-    write_delta,
     write_deltas,
 )
 from jobs.workers import CAPACITY_TABLE, workers_with_capacities
@@ -107,7 +106,7 @@ def windows(
             (F.col(c) if c in events.columns else F.lit(None).cast("string")).alias(c)
             for c in ("upstream_stream", "upstream_key")
         ],
-    ).persist()
+    )
     sums = [
         F.count("*").alias("messages"),
         F.sum("bytes").alias("bytes"),
@@ -177,6 +176,10 @@ def windows(
         .groupBy(*dims, "upstream_stream", "upstream_key_group", "key_group")
         .agg(F.sum("messages").alias("messages"))
     )
+    worker_rows = by_worker.collect()  # small: a row per stream, window and worker
+    logged = [r for r in worker_rows if r["worker"] is not None]
+    learnt, learnt_rows = _worker_capacity(spark, args, logged, capacity or CapacityOptions())
+    summary = _window_summary(spark, worker_rows, totals, key_load, workers_path, learnt).persist()
     where = args.interval_predicate()
     outputs = {
         "silver.key_group_load": key_group_load,
@@ -185,16 +188,17 @@ def windows(
         "silver.partition_load": partition_load,
         "silver.key_group_flow": key_group_flow,
     }
-    write_deltas(
-        tables, {name: (with_date(frame), where, ("date",)) for name, frame in outputs.items()}
+    # all seven tables in one round: each table's Delta work overlaps the others'
+    writes = {name: (with_date(frame), where, ("date",)) for name, frame in outputs.items()}
+    writes["silver.window_summary"] = (with_date(summary), where, ())
+    writes[CAPACITY_TABLE] = (
+        learnt_rows,
+        args.interval_predicate("interval_start"),
+        ("interval_start",),
     )
-    worker_rows = by_worker.collect()  # small: a row per stream, window and worker
-    logged = [r for r in worker_rows if r["worker"] is not None]
-    learnt = _worker_capacity(spark, args, logged, capacity or CapacityOptions())
-    summary = _window_summary(spark, worker_rows, totals, key_load, workers_path, learnt).persist()
-    write_delta(with_date(summary), tables, "silver.window_summary", where)
+    write_deltas(tables, writes)
     rows = summary.orderBy("stream", "window_start").collect()
-    for frame in (summary, by_worker, key_load, per_key, base):
+    for frame in (summary, by_worker, key_load, per_key):
         frame.unpersist()
     report = {
         "stage": "windows",
@@ -218,14 +222,12 @@ def windows(
     return report
 
 
-def _worker_capacity(
-    spark, args: RunArgs, rows: list, options: CapacityOptions
-) -> dict[str, CapacityEstimates]:
+def _worker_capacity(spark, args: RunArgs, rows: list, options: CapacityOptions):
     """Estimate each logged worker's capacity per stream from its per-window loads (``rows``:
     stream, window_start, window_end, worker, messages, costed_messages, cost_ms), smoothed with
-    the latest estimate of an earlier interval, and replace the interval's rows of
-    ``silver.worker_capacity``. Workers without an estimate are logged, never silently left
-    out."""
+    the latest estimate of an earlier interval. Returns ``(stream → CapacityEstimates, the
+    interval's rows of silver.worker_capacity as a DataFrame)``. Workers without an estimate
+    are logged, never silently left out."""
     by_stream: dict[str, list] = {}
     for r in rows:
         by_stream.setdefault(r["stream"], []).append(r)
@@ -265,14 +267,7 @@ def _worker_capacity(
                     now,
                 )
             )
-    write_delta(
-        spark.createDataFrame(out, CAPACITY_COLUMNS),
-        args.tables,
-        CAPACITY_TABLE,
-        args.interval_predicate("interval_start"),
-        partition_by=("interval_start",),
-    )
-    return found
+    return found, spark.createDataFrame(out, CAPACITY_COLUMNS)
 
 
 def _previous_capacities(spark, args: RunArgs) -> dict[str, dict[str, float]]:
