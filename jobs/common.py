@@ -41,8 +41,10 @@ SESSION_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
     "spark.ui.showConsoleProgress": "false",
-    # the driver holds the parsed day while ingest writes its two tables (local: all of Spark)
-    "spark.driver.memory": "2g",
+    # the driver holds the parsed day while ingest writes its two tables (local: all of Spark;
+    # with 2g a day of 10M events failed ingest: "Could not allocate memory to grow
+    # BytesToBytesMap", measured by bench/peer_duckdb.py)
+    "spark.driver.memory": "4g",
     # Delta replays a table's log with this many tasks (default 50: seconds of task overhead
     # per table and write, measured by bench/pipeline.py); routeplan's logs are small — a commit
     # per table and night, a checkpoint every 10
