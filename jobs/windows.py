@@ -24,6 +24,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pandas as pd
 
@@ -222,7 +223,9 @@ def windows(
     return report
 
 
-def _worker_capacity(spark, args: RunArgs, rows: list, options: CapacityOptions):
+def _worker_capacity(
+    spark, args: RunArgs, rows: list, options: CapacityOptions
+) -> tuple[dict[str, CapacityEstimates], Any]:
     """Estimate each logged worker's capacity per stream from its per-window loads (``rows``:
     stream, window_start, window_end, worker, messages, costed_messages, cost_ms), smoothed with
     the latest estimate of an earlier interval. Returns ``(stream → CapacityEstimates, the
