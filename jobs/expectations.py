@@ -1,29 +1,36 @@
-"""routeplan's Great Expectations suites, run on pandas DataFrames.
+"""routeplan's Great Expectations suites, run on Spark DataFrames from the GX project in ``gx/``.
 
-Each public ``validate_*`` function builds its suite for the given parameters, validates one
-DataFrame with Great Expectations 1.x (ephemeral context, pandas data source, dataframe asset,
-whole-dataframe batch definition, validation definition) and returns a
-:class:`ValidationOutcome` with one readable line per failed expectation.
+The project (``gx/great_expectations.yml``, ``$ROUTEPLAN_GX`` elsewhere) is reviewed like code:
+the five suites are files (``gx/expectations/routeplan/*.json``), each with one validation
+definition (its dataframe asset of the Spark data source ``routeplan``, the whole DataFrame) and
+one checkpoint, whose ``UpdateDataDocsAction`` adds the result to the Data Docs site. What
+depends on the data (the number of key groups, the workers, the partitions, the consumers) is an
+expectation parameter (``{"$PARAMETER": "num_key_groups"}`` in a suite), given by each call.
 
-Every call builds its own in-memory context, so calls are independent of each other and can
-be repeated any number of times in one process with the same suite names. Note that
-``gx.get_context`` also makes that context GX's process-wide "current" context.
+``open_context(output_dir)`` opens the project; a run writes its validation results to
+``<output_dir>/gx/validations`` and the Data Docs site to ``<output_dir>/data_docs``, never into
+``gx/``. Each public ``validate_*`` function runs one suite's checkpoint on one DataFrame and
+returns a :class:`ValidationOutcome`: one readable line per failed expectation, and the result's
+page in the site.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import great_expectations as gx
-import pandas as pd
-from great_expectations.data_context.types.base import (
-    DataContextConfig,
-    InMemoryStoreBackendDefaults,
-    ProgressBarsConfig,
-)
+from great_expectations.data_context import FileDataContext
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from routeplan import settings
 
 __all__ = [
     "KEY_GROUP_LOAD_COLUMNS",
@@ -35,8 +42,10 @@ __all__ = [
     "PLAN_ASSIGNMENT_SUITE",
     "PLAN_METRICS_COLUMNS",
     "PLAN_METRICS_SUITE",
+    "SUITES",
     "ValidationFailed",
     "ValidationOutcome",
+    "open_context",
     "validate_key_group_load",
     "validate_partition_assignment",
     "validate_partition_metrics",
@@ -44,11 +53,19 @@ __all__ = [
     "validate_plan_metrics",
 ]
 
+
 KEY_GROUP_LOAD_SUITE = "routeplan.key_group_load"
 PLAN_ASSIGNMENT_SUITE = "routeplan.plan_assignment"
 PLAN_METRICS_SUITE = "routeplan.plan_metrics"
 PARTITION_ASSIGNMENT_SUITE = "routeplan.partition_assignment"
 PARTITION_METRICS_SUITE = "routeplan.partition_metrics"
+SUITES = (
+    KEY_GROUP_LOAD_SUITE,
+    PLAN_ASSIGNMENT_SUITE,
+    PLAN_METRICS_SUITE,
+    PARTITION_ASSIGNMENT_SUITE,
+    PARTITION_METRICS_SUITE,
+)
 
 KEY_GROUP_LOAD_COLUMNS: tuple[str, ...] = (
     "stream",
@@ -77,9 +94,9 @@ PARTITION_METRICS_COLUMNS: tuple[str, ...] = (
     "migrated_load_share",
 )
 
-_MAX_SHOWN_VALUES = 5  # unexpected values quoted per failure line
+DATA_DOCS_SITE = "routeplan"  # the site's name in gx/great_expectations.yml
+_MAX_SHOWN_VALUES = 5  # unexpected values quoted per failure line (the checkpoints' result_format)
 _MAX_SHOWN_KWARG_ITEMS = 5  # list items quoted per expectation argument (e.g. value_set)
-_RESULT_FORMAT = {"result_format": "BASIC", "partial_unexpected_count": _MAX_SHOWN_VALUES}
 _HIDDEN_KWARGS = frozenset({"batch_id", "result_format", "catch_exceptions"})
 
 
@@ -89,12 +106,16 @@ class ValidationFailed(Exception):
 
 @dataclass(frozen=True)
 class ValidationOutcome:
-    """The result of running one suite on one DataFrame."""
+    """The result of running one suite on one DataFrame.
+
+    ``data_docs_page`` is the result's page, relative to the Data Docs site
+    (``validations/routeplan/<suite>/…/<batch>.html``)."""
 
     suite: str
     success: bool
     failures: list[str]
     statistics: dict
+    data_docs_page: str | None = None
 
     def raise_for_failures(self) -> None:
         """Raise :class:`ValidationFailed` listing every failure line, unless the suite passed."""
@@ -108,7 +129,41 @@ class ValidationOutcome:
         )
 
 
-def validate_key_group_load(df: pd.DataFrame, num_key_groups: int) -> ValidationOutcome:
+# --------------------------------------------------------------------------------------------
+# The project
+
+
+def open_context(
+    output_dir: str | os.PathLike[str], project: Path | None = None
+) -> FileDataContext:
+    """The GX project ``project`` (default ``gx/``), writing validation results to
+    ``<output_dir>/gx/validations`` and the Data Docs site to ``<output_dir>/data_docs``
+    (``routeplan.settings.data_docs_root``): ``output_dir`` is a home, or a local stand-in.
+
+    Opening it reads the project's files and writes none of them."""
+    project = settings.current().gx if project is None else project
+    if not (project / "great_expectations.yml").is_file():
+        raise FileNotFoundError(
+            f"no Great Expectations project at {project}: set ROUTEPLAN_GX to the repository's "
+            "gx/ folder"
+        )
+    output = Path(output_dir).resolve()
+    return gx.get_context(
+        context_root_dir=project,
+        runtime_environment={
+            "routeplan_validation_results": str(output / "gx" / "validations"),
+            "routeplan_data_docs": settings.data_docs_root(output),
+        },
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The suites
+
+
+def validate_key_group_load(
+    context: FileDataContext, df: DataFrame, num_key_groups: int
+) -> ValidationOutcome:
     """Validate per-window key-group load rows against suite ``routeplan.key_group_load``.
 
     Columns: stream, window_start, window_end, key_group, messages, bytes, cost_ms,
@@ -117,32 +172,15 @@ def validate_key_group_load(df: pd.DataFrame, num_key_groups: int) -> Validation
     window_end > window_start.
     """
     _check_num_key_groups(num_key_groups)
-    ex = gx.expectations
-    expectations: list[Any] = [
-        ex.ExpectColumnValuesToNotBeNull(column=column) for column in KEY_GROUP_LOAD_COLUMNS
-    ]
-    expectations += [
-        ex.ExpectColumnValuesToBeBetween(column=column, min_value=0)
-        for column in ("messages", "bytes", "cost_ms")
-    ]
-    expectations += [
-        ex.ExpectColumnValuesToBeBetween(column="distinct_keys", min_value=1),
-        ex.ExpectColumnValuesToBeBetween(
-            column="key_group", min_value=0, max_value=num_key_groups - 1
-        ),
-        ex.ExpectCompoundColumnsToBeUnique(column_list=["stream", "window_start", "key_group"]),
-        ex.ExpectColumnPairValuesAToBeGreaterThanB(
-            column_A="window_end", column_B="window_start", or_equal=False
-        ),
-    ]
-    return _run_suite(KEY_GROUP_LOAD_SUITE, df, expectations)
+    return _run_checkpoint(context, KEY_GROUP_LOAD_SUITE, df, {"num_key_groups": num_key_groups})
 
 
 def validate_plan_assignment(
-    df: pd.DataFrame,
-    active_workers: list[str],
+    context: FileDataContext,
+    df: DataFrame,
+    active_workers: Sequence[str],
     num_key_groups: int,
-    draining_workers: list[str] = (),
+    draining_workers: Sequence[str] = (),
 ) -> ValidationOutcome:
     """Validate one proposed key group -> worker map against ``routeplan.plan_assignment``.
 
@@ -157,32 +195,25 @@ def validate_plan_assignment(
     if isinstance(active_workers, str) or isinstance(draining_workers, str):
         raise TypeError("workers must be lists of worker names, not strings")
     active, draining = set(active_workers), set(draining_workers)
+    _check_spark_frame(df)
+    placement = F.lit("not_draining")
     if draining:
-        unmoved = df["worker"].isin(draining) & (df["worker"] == df["previous_worker"])
-        placement = df["worker"].map(lambda w: "active" if w in active else "unknown worker")
-        placement = placement.where(~df["worker"].isin(draining), "moved onto a draining worker")
-        df = df.assign(placement=placement.where(~unmoved, "draining_unmoved"))
-    ex = gx.expectations
-    expectations: list[Any] = [
-        ex.ExpectTableRowCountToEqual(value=num_key_groups),
-        ex.ExpectColumnValuesToNotBeNull(column="key_group"),
-        ex.ExpectColumnValuesToBeUnique(column="key_group"),
-        ex.ExpectColumnValuesToBeBetween(
-            column="key_group", min_value=0, max_value=num_key_groups - 1
-        ),
-        ex.ExpectColumnValuesToNotBeNull(column="worker"),
-        ex.ExpectColumnValuesToBeInSet(column="worker", value_set=sorted(active | draining)),
-    ]
-    if draining:
-        expectations.append(
-            ex.ExpectColumnValuesToBeInSet(
-                column="placement", value_set=["active", "draining_unmoved"]
-            )
+        if "previous_worker" not in df.columns:
+            raise ValueError("draining workers given but the frame has no previous_worker column")
+        on_draining = F.col("worker").isin(sorted(draining))
+        unmoved = on_draining & (F.col("worker") == F.col("previous_worker"))
+        placement = (
+            F.when(unmoved, "draining_unmoved")
+            .when(on_draining, "moved onto a draining worker")
+            .otherwise(placement)
         )
-    return _run_suite(PLAN_ASSIGNMENT_SUITE, df, expectations)
+    parameters = {"num_key_groups": num_key_groups, "workers": sorted(active | draining)}
+    return _run_checkpoint(
+        context, PLAN_ASSIGNMENT_SUITE, df.withColumn("placement", placement), parameters
+    )
 
 
-def validate_plan_metrics(df: pd.DataFrame) -> ValidationOutcome:
+def validate_plan_metrics(context: FileDataContext, df: DataFrame) -> ValidationOutcome:
     """Validate per-stream plan metrics against suite ``routeplan.plan_metrics``.
 
     Columns: stream, strategy, predicted_imbalance, imbalance_bound, migrated_load_share.
@@ -190,22 +221,11 @@ def validate_plan_metrics(df: pd.DataFrame) -> ValidationOutcome:
     predicted_imbalance <= imbalance_bound on every row (the caller sets imbalance_bound to
     today's observed imbalance plus a tolerance).
     """
-    ex = gx.expectations
-    expectations: list[Any] = [
-        ex.ExpectColumnValuesToNotBeNull(column=column) for column in PLAN_METRICS_COLUMNS
-    ]
-    expectations += [
-        ex.ExpectColumnValuesToBeBetween(column="predicted_imbalance", min_value=0),
-        ex.ExpectColumnValuesToBeBetween(column="migrated_load_share", min_value=0, max_value=1),
-        ex.ExpectColumnPairValuesAToBeGreaterThanB(
-            column_A="imbalance_bound", column_B="predicted_imbalance", or_equal=True
-        ),
-    ]
-    return _run_suite(PLAN_METRICS_SUITE, df, expectations)
+    return _run_checkpoint(context, PLAN_METRICS_SUITE, df, {})
 
 
 def validate_partition_assignment(
-    df: pd.DataFrame, consumers: list[str], partitions: list[int]
+    context: FileDataContext, df: DataFrame, consumers: Sequence[str], partitions: Sequence[int]
 ) -> ValidationOutcome:
     """Validate one proposed partition -> consumer map against
     ``routeplan.partition_assignment`` (paper 002 plans).
@@ -216,21 +236,11 @@ def validate_partition_assignment(
     """
     if isinstance(consumers, str):
         raise TypeError("consumers must be a list of consumer names, not a string")
-    ex = gx.expectations
-    expectations: list[Any] = [
-        ex.ExpectColumnValuesToNotBeNull(column="partition"),
-        ex.ExpectColumnValuesToBeUnique(column="partition"),
-        ex.ExpectColumnValuesToBeBetween(column="partition", min_value=0),
-        ex.ExpectColumnDistinctValuesToContainSet(
-            column="partition", value_set=sorted(set(partitions))
-        ),
-        ex.ExpectColumnValuesToNotBeNull(column="consumer"),
-        ex.ExpectColumnValuesToBeInSet(column="consumer", value_set=sorted(set(consumers))),
-    ]
-    return _run_suite(PARTITION_ASSIGNMENT_SUITE, df, expectations)
+    parameters = {"partitions": sorted(set(partitions)), "consumers": sorted(set(consumers))}
+    return _run_checkpoint(context, PARTITION_ASSIGNMENT_SUITE, df, parameters)
 
 
-def validate_partition_metrics(df: pd.DataFrame) -> ValidationOutcome:
+def validate_partition_metrics(context: FileDataContext, df: DataFrame) -> ValidationOutcome:
     """Validate per-stream partition-plan metrics against ``routeplan.partition_metrics``.
 
     Columns: stream, strategy, consumers, lower_bound, overloaded, migrated_load_share.
@@ -238,23 +248,11 @@ def validate_partition_metrics(df: pd.DataFrame) -> ValidationOutcome:
     single partition that alone exceeds C); consumers >= lower_bound; lower_bound >= 1;
     0 <= migrated_load_share <= 1.
     """
-    ex = gx.expectations
-    expectations: list[Any] = [
-        ex.ExpectColumnValuesToNotBeNull(column=column) for column in PARTITION_METRICS_COLUMNS
-    ]
-    expectations += [
-        ex.ExpectColumnValuesToBeBetween(column="overloaded", min_value=0, max_value=0),
-        ex.ExpectColumnValuesToBeBetween(column="lower_bound", min_value=1),
-        ex.ExpectColumnPairValuesAToBeGreaterThanB(
-            column_A="consumers", column_B="lower_bound", or_equal=True
-        ),
-        ex.ExpectColumnValuesToBeBetween(column="migrated_load_share", min_value=0, max_value=1),
-    ]
-    return _run_suite(PARTITION_METRICS_SUITE, df, expectations)
+    return _run_checkpoint(context, PARTITION_METRICS_SUITE, df, {})
 
 
 # --------------------------------------------------------------------------------------------
-# Running a suite
+# Running a checkpoint
 
 
 def _check_num_key_groups(num_key_groups: int) -> None:
@@ -264,52 +262,56 @@ def _check_num_key_groups(num_key_groups: int) -> None:
         raise ValueError(f"num_key_groups must be >= 1, got {num_key_groups}")
 
 
-def _context_config() -> DataContextConfig:
-    # In-memory stores, no data-docs site, and no tqdm "Calculating Metrics" bars on stderr.
-    return DataContextConfig(
-        store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False),
-        progress_bars=ProgressBarsConfig(globally=False, metric_calculations=False),
-        analytics_enabled=False,
-    )
+def _check_spark_frame(df: Any) -> None:
+    if not isinstance(df, DataFrame):
+        raise TypeError(f"expected a Spark DataFrame, got {type(df).__name__}")
 
 
-def _run_suite(suite_name: str, df: pd.DataFrame, expectations: list[Any]) -> ValidationOutcome:
-    """Build a fresh ephemeral context, run ``expectations`` on ``df`` and summarise."""
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"expected a pandas DataFrame, got {type(df).__name__}")
-
-    context = gx.get_context(mode="ephemeral", project_config=_context_config())
-    batch_definition = (
-        context.data_sources.add_pandas(name="routeplan")
-        .add_dataframe_asset(name=suite_name)
-        .add_batch_definition_whole_dataframe(name="whole_dataframe")
-    )
-    # One store write for the whole suite (suite.add_expectation on a saved suite re-serialises
-    # it every time). ExpectationSuite(expectations=...) logs and drops an expectation it cannot
-    # take instead of raising, so check that none went missing.
-    suite = context.suites.add(gx.ExpectationSuite(name=suite_name, expectations=expectations))
-    if len(suite.expectations) != len(expectations):
-        raise RuntimeError(
-            f"suite {suite_name}: GX kept {len(suite.expectations)} of "
-            f"{len(expectations)} expectations"
+def _run_checkpoint(
+    context: FileDataContext, suite_name: str, df: DataFrame, parameters: dict[str, Any]
+) -> ValidationOutcome:
+    """Run the suite's checkpoint on ``df`` with ``parameters`` and summarise its result."""
+    _check_spark_frame(df)
+    checkpoint = context.checkpoints.get(suite_name)
+    cached = df.is_cached
+    try:
+        result = checkpoint.run(
+            batch_parameters={"dataframe": df}, expectation_parameters=parameters
         )
-    validation = context.validation_definitions.add(
-        gx.ValidationDefinition(name=suite_name, data=batch_definition, suite=suite)
-    )
-    result = validation.run(batch_parameters={"dataframe": df}, result_format=_RESULT_FORMAT)
+    finally:
+        if not cached:  # GX persists the batch's DataFrame; free what it cached
+            df.unpersist()
+    [(identifier, validation)] = result.run_results.items()
 
-    # GX does not return results in suite order; report failures in the order they were declared.
+    # GX does not return results in suite order; report failures in the order the suite file
+    # declares them.
+    suite = checkpoint.validation_definitions[0].suite
     order = {expectation.id: index for index, expectation in enumerate(suite.expectations)}
     failed = sorted(
-        (r for r in result.results if not r.success),
+        (r for r in validation.results if not r.success),
         key=lambda r: order.get(r.expectation_config.id, len(order)),
+    )
+    [site] = context.get_docs_sites_urls(
+        resource_identifier=identifier, site_names=[DATA_DOCS_SITE]
     )
     return ValidationOutcome(
         suite=suite_name,
-        success=bool(result.success),
+        success=bool(validation.success),
         failures=[_describe_failure(r) for r in failed],
-        statistics=dict(result.statistics),
+        statistics=dict(validation.statistics),
+        data_docs_page=_site_page(context, site["site_url"]),
     )
+
+
+def _site_page(context: FileDataContext, url: str) -> str:
+    """A ``file://`` URL in the Data Docs site as a path relative to the site's folder."""
+    [index] = context.get_docs_sites_urls(site_names=[DATA_DOCS_SITE])
+    site_folder = _url_path(index["site_url"]).parent
+    return _url_path(url).relative_to(site_folder).as_posix()
+
+
+def _url_path(url: str) -> Path:
+    return Path(unquote(urlsplit(url).path))
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,10 +340,12 @@ def _describe_failure(validation_result: Any) -> str:
             text += f" of {observed['element_count']} rows"
         values = list(observed.get("partial_unexpected_list") or [])[:_MAX_SHOWN_VALUES]
         if "column_A" in config.kwargs and "column_B" in config.kwargs:
-            # Column-pair results are (A, B) tuples; name the columns.
+            # Column-pair results are (A, B) pairs; name the columns.
             names = (config.kwargs["column_A"], config.kwargs["column_B"])
             values = [
-                dict(zip(names, v, strict=True)) if isinstance(v, tuple) and len(v) == 2 else v
+                dict(zip(names, v, strict=True))
+                if isinstance(v, tuple | list) and len(v) == 2
+                else v
                 for v in values
             ]
         if values:
@@ -367,6 +371,8 @@ def _exception_message(exception_info: Any) -> str | None:
 
 
 def _format_argument(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # a parameter expression's result ("num_key_groups - 1")
     if isinstance(value, list | tuple) and len(value) > _MAX_SHOWN_KWARG_ITEMS:
         shown = ", ".join(_format_value(v) for v in value[:_MAX_SHOWN_KWARG_ITEMS])
         return f"[{shown}, ... ({len(value)} in all)]"
@@ -376,21 +382,16 @@ def _format_argument(value: Any) -> str:
 
 
 def _format_value(value: Any) -> str:
-    """Readable text for a value from a result (numpy scalars, timestamps, rows, nulls)."""
+    """Readable text for a value from a result (rows, timestamps, nulls)."""
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{k}: {_format_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, tuple):
         return "(" + ", ".join(_format_value(v) for v in value) + ")"
     if isinstance(value, list):
         return "[" + ", ".join(_format_value(v) for v in value) + "]"
-    if value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "null"
-    if hasattr(value, "dtype") and hasattr(value, "item"):  # numpy scalar
-        if getattr(value.dtype, "kind", "") in "mM":
-            timestamp = pd.Timestamp(value)
-            return "null" if timestamp is pd.NaT else timestamp.isoformat()
-        return _format_value(value.item())
-    if isinstance(value, pd.Timestamp):
+    if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, str):
         return repr(value)

@@ -10,25 +10,38 @@ routeplan.partition_metrics (no consumer over the bin capacity, no fewer consume
 lower bound) instead.
 Results go to Delta ``gold.validations``; any failure exits non-zero, naming each failed
 expectation, so the DAG stops before publish.
+
+The suites, validation definitions and checkpoints are the GX project in ``gx/``; each checkpoint
+adds its result to the Data Docs site ``<home>/data_docs`` (``routeplan docs`` serves it), its
+validation result to ``<home>/gx/validations``. The task log and the report name each result's
+page and the site's index. For an object-store home both are built in a local temporary folder
+and uploaded at the end; that index lists this run's results only (earlier pages stay).
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 
-import pandas as pd
+from great_expectations.data_context import FileDataContext
 
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
 from jobs.expectations import (
     PARTITION_METRICS_COLUMNS,
+    PLAN_METRICS_COLUMNS,
     ValidationOutcome,
+    open_context,
     validate_key_group_load,
     validate_partition_assignment,
     validate_partition_metrics,
     validate_plan_assignment,
     validate_plan_metrics,
 )
+from routeplan import settings, storage
 from routeplan.model.table import PartitionAssignment, RoutingTable, table_from_document
 from routeplan.publishing.store import RoutingStore
 
@@ -38,20 +51,24 @@ VALIDATION_COLUMNS = (
 )
 
 
-def validate(spark, args: RunArgs, tolerance: float) -> list[tuple[str, ValidationOutcome]]:
+def validate(
+    spark, args: RunArgs, tolerance: float, context: FileDataContext
+) -> list[tuple[str, ValidationOutcome]]:
+    """Run the suites on the interval's loads and selected plans; write ``gold.validations``."""
     tables = args.tables
     plans = (
         read_delta(spark, tables, "gold.plans")
         .where(args.interval_predicate("interval_start") + " AND selected")
-        .toPandas()
+        .collect()
     )
-    if plans.empty:
+    if not plans:
         raise SystemExit(f"no selected plans for {args.interval_start}: run the plan job first")
     outcomes = []
-    for plan in plans.itertuples():
+    for plan in plans:
         table = table_from_document(json.loads(plan.table_document))
         if isinstance(table, PartitionAssignment):
-            outcomes += [(plan.stream, o) for o in validate_partitions(spark, args, plan, table)]
+            checked = validate_partitions(spark, args, plan, table, context)
+            outcomes += [(plan.stream, o) for o in checked]
             continue
         if not isinstance(table, RoutingTable):
             raise SystemExit(f"{plan.stream}: cannot validate a {table.kind} plan")
@@ -59,39 +76,33 @@ def validate(spark, args: RunArgs, tolerance: float) -> list[tuple[str, Validati
             read_delta(spark, tables, "silver.key_group_load")
             .where(args.interval_predicate() + f" AND stream = '{plan.stream}'")
             .drop("date")
-            .toPandas()
         )
-        outcomes.append((plan.stream, validate_key_group_load(loads, table.num_key_groups)))
-        assignment = pd.DataFrame(
-            {"key_group": range(table.num_key_groups), "worker": list(table.key_group_worker)}
+        outcomes.append(
+            (plan.stream, validate_key_group_load(context, loads, table.num_key_groups))
         )
+        rows = list(enumerate(table.key_group_worker))
+        columns = "key_group int, worker string"
         active = [w.name for w in table.workers.active]
         draining = [w.name for w in table.workers.items if w.state == "draining"]
         if draining:  # gradual scale-in: a group may stay on the draining worker that holds it
             previous = _previous_table(tables, plan, table)
-            assignment["previous_worker"] = (
-                list(previous.key_group_worker) if previous else [None] * table.num_key_groups
-            )
+            held = previous.key_group_worker if previous else [None] * table.num_key_groups
+            rows = [(group, worker, held[group]) for group, worker in rows]
+            columns += ", previous_worker string"
+        assignment = spark.createDataFrame(rows, columns)
         outcomes.append(
             (
                 plan.stream,
-                validate_plan_assignment(assignment, active, table.num_key_groups, draining),
+                validate_plan_assignment(
+                    context, assignment, active, table.num_key_groups, draining
+                ),
             )
         )
         # equal imbalances differ in the last bits when summed in another order
         bound = plan.observed_imbalance * (1 + 1e-9) + tolerance
-        metrics = pd.DataFrame(
-            [
-                {
-                    "stream": plan.stream,
-                    "strategy": plan.strategy,
-                    "predicted_imbalance": plan.predicted_imbalance,
-                    "imbalance_bound": bound,
-                    "migrated_load_share": json.loads(plan.metrics)["migrated_load_share"],
-                }
-            ]
-        )
-        outcomes.append((plan.stream, validate_plan_metrics(metrics)))
+        numbers = [plan.predicted_imbalance, bound, json.loads(plan.metrics)["migrated_load_share"]]
+        metrics = _metrics_frame(spark, PLAN_METRICS_COLUMNS, plan.stream, plan.strategy, numbers)
+        outcomes.append((plan.stream, validate_plan_metrics(context, metrics)))
     now = datetime.now(UTC)
     rows = [
         (
@@ -111,9 +122,19 @@ def validate(spark, args: RunArgs, tolerance: float) -> list[tuple[str, Validati
     return outcomes
 
 
+def _metrics_frame(spark, columns: tuple[str, ...], stream: str, strategy: str, numbers: list):
+    """A one-row frame of ``columns``: the stream, the strategy and a plan's numbers (doubles;
+    a missing one stays null, for the suite to name)."""
+    schema = ", ".join(
+        [f"{columns[0]} string", f"{columns[1]} string", *(f"{c} double" for c in columns[2:])]
+    )
+    values = [None if n is None else float(n) for n in numbers]
+    return spark.createDataFrame([(stream, strategy, *values)], schema)
+
+
 def _previous_table(tables, plan, table: RoutingTable) -> RoutingTable | None:
     """The published table the plan was made against (None for a first plan)."""
-    if plan.current_version is None or pd.isna(plan.current_version):
+    if plan.current_version is None:
         return None
     previous = RoutingStore(tables.routing).load(plan.stream, int(plan.current_version))
     if not isinstance(previous, RoutingTable) or previous.num_key_groups != table.num_key_groups:
@@ -121,7 +142,9 @@ def _previous_table(tables, plan, table: RoutingTable) -> RoutingTable | None:
     return previous
 
 
-def validate_partitions(spark, args: RunArgs, plan, table: PartitionAssignment) -> list:
+def validate_partitions(
+    spark, args: RunArgs, plan, table: PartitionAssignment, context: FileDataContext
+) -> list[ValidationOutcome]:
     """The partition-plan suites for one selected plan."""
     seen = (
         read_delta(spark, args.tables, "silver.partition_load")
@@ -130,27 +153,40 @@ def validate_partitions(spark, args: RunArgs, plan, table: PartitionAssignment) 
         .distinct()
         .collect()
     )
-    assignment = pd.DataFrame(
-        {
-            "partition": list(table.partition_consumer),
-            "consumer": list(table.partition_consumer.values()),
-        }
+    assignment = spark.createDataFrame(
+        list(table.partition_consumer.items()), "partition int, consumer string"
     )
     consumers = [w.name for w in table.consumers.active]
     predicted = json.loads(plan.metrics)  # the Delta column of the predicted numbers
-    metrics = pd.DataFrame(
-        [
-            {
-                "stream": plan.stream,
-                "strategy": plan.strategy,
-                **{k: predicted[k] for k in PARTITION_METRICS_COLUMNS[2:]},
-            }
-        ]
-    )
+    numbers = [predicted[column] for column in PARTITION_METRICS_COLUMNS[2:]]
+    metrics = _metrics_frame(spark, PARTITION_METRICS_COLUMNS, plan.stream, plan.strategy, numbers)
     return [
-        validate_partition_assignment(assignment, consumers, [r["partition"] for r in seen]),
-        validate_partition_metrics(metrics),
+        validate_partition_assignment(
+            context, assignment, consumers, [r["partition"] for r in seen]
+        ),
+        validate_partition_metrics(context, metrics),
     ]
+
+
+@contextmanager
+def gx_output(home: str) -> Iterator[Path]:
+    """The local folder a run's validation results and Data Docs go to (``open_context``): the
+    home itself, or for an object-store home a temporary folder, uploaded to the home when the
+    run's validations are done."""
+    if not storage.is_remote(home):
+        yield Path(home)
+        return
+    with tempfile.TemporaryDirectory(prefix="routeplan-gx-") as local:
+        yield Path(local)
+        for path in sorted(p for p in Path(local).rglob("*") if p.is_file()):
+            target = storage.join(home, path.relative_to(local).as_posix())
+            storage.write_bytes(target, path.read_bytes())
+
+
+def data_docs_url(home: str, page: str = "index.html") -> str:
+    """A page of the home's Data Docs site: a ``file://`` URL, or the object's URI."""
+    location = storage.join(settings.data_docs_root(home), page)
+    return location if storage.is_remote(location) else Path(location).as_uri()
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -164,23 +200,39 @@ def main(argv: list[str] | None = None) -> dict:
     ns = parser.parse_args(argv)
     args = run_args(ns)
     spark = spark_session("validate")
-    outcomes = validate(spark, args, ns.imbalance_tolerance)
+    with gx_output(args.home) as output:
+        outcomes = validate(spark, args, ns.imbalance_tolerance, open_context(output))
     failed = [(stream, o) for stream, o in outcomes if not o.success]
+    index = data_docs_url(args.home)
     report = {
         "stage": "validate",
         "run_id": args.run_id,
         "interval_start": args.interval_start,
+        "data_docs": index,
         "suites": [
-            {"stream": s, "suite": o.suite, "success": o.success, "failures": o.failures}
+            {
+                "stream": s,
+                "suite": o.suite,
+                "success": o.success,
+                "failures": o.failures,
+                "data_docs_page": data_docs_url(args.home, o.data_docs_page),
+            }
             for s, o in outcomes
         ],
     }
     args.tables.write_report(args.interval_start, "validate", report)
-    for stream, outcome in outcomes:
-        log("validate", f"{stream}: {outcome.suite}: {'passed' if outcome.success else 'FAILED'}")
+    for entry in report["suites"]:
+        verdict = "passed" if entry["success"] else "FAILED"
+        log(
+            "validate", f"{entry['stream']}: {entry['suite']}: {verdict}: {entry['data_docs_page']}"
+        )
+    log("validate", f"Data Docs: {index}")
     if failed:
         lines = [f"{stream}: {o.suite}: {f}" for stream, o in failed for f in o.failures]
-        raise SystemExit("validation failed, nothing will be published:\n  " + "\n  ".join(lines))
+        raise SystemExit(
+            f"validation failed, nothing will be published (Data Docs: {index}):\n  "
+            + "\n  ".join(lines)
+        )
     return report
 
 

@@ -1,26 +1,46 @@
-"""Tests for jobs/expectations.py: routeplan's Great Expectations suites on pandas DataFrames."""
+"""Tests for jobs/expectations.py: routeplan's Great Expectations suites, read from the GX
+project in gx/, run on Spark DataFrames, with Data Docs built outside the checkout."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import shutil
+import subprocess
+import threading
+import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 import pytest
+from great_expectations.data_context import FileDataContext
+from pyspark.sql import DataFrame, SparkSession
 
 from jobs.expectations import (
+    KEY_GROUP_LOAD_COLUMNS,
     KEY_GROUP_LOAD_SUITE,
     PARTITION_ASSIGNMENT_SUITE,
     PARTITION_METRICS_SUITE,
     PLAN_ASSIGNMENT_SUITE,
     PLAN_METRICS_SUITE,
+    SUITES,
     ValidationFailed,
     ValidationOutcome,
+    open_context,
     validate_key_group_load,
     validate_partition_assignment,
     validate_partition_metrics,
     validate_plan_assignment,
     validate_plan_metrics,
 )
+from routeplan import settings
+from routeplan.cli import docs
+from routeplan.errors import InputError
+
+pytestmark = pytest.mark.spark
+
+GX_PROJECT = settings.current().gx
 
 NUM_KEY_GROUPS = 8
 WORKERS = ["worker-a", "worker-b", "worker-c"]
@@ -35,6 +55,43 @@ IN_SET = "expect_column_values_to_be_in_set"
 COMPOUND_UNIQUE = "expect_compound_columns_to_be_unique"
 PAIR_A_GT_B = "expect_column_pair_values_a_to_be_greater_than_b"
 ROW_COUNT = "expect_table_row_count_to_equal"
+
+
+def project_files(project: Path) -> dict[str, bytes]:
+    """Every file under a GX project folder (ignored ones too) and its bytes."""
+    return {str(p.relative_to(project)): p.read_bytes() for p in project.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def project_before() -> dict[str, bytes]:
+    """The repository's gx/ folder before this module validated anything."""
+    return project_files(GX_PROJECT)
+
+
+@pytest.fixture(scope="module")
+def output_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this module's validation results and Data Docs go (a home would hold them)."""
+    return tmp_path_factory.mktemp("gx_output")
+
+
+@pytest.fixture(scope="module")
+def context(spark: SparkSession, project_before: dict, output_dir: Path) -> FileDataContext:
+    """The repository's GX project, opened once for the module (as the validate job does)."""
+    return open_context(output_dir)
+
+
+def sdf(frame: pd.DataFrame) -> DataFrame:
+    """A Spark DataFrame of the pandas ``frame``'s rows (NaN and NaT become nulls)."""
+
+    def plain(value: object) -> object:
+        if value is None or value is pd.NaT or (isinstance(value, float) and pd.isna(value)):
+            return None
+        if isinstance(value, pd.Timestamp):
+            return value.to_pydatetime()
+        return value.item() if hasattr(value, "item") else value
+
+    rows = [tuple(plain(v) for v in row) for row in frame.astype(object).itertuples(index=False)]
+    return SparkSession.getActiveSession().createDataFrame(rows, [str(c) for c in frame.columns])
 
 
 def load_frame() -> pd.DataFrame:
@@ -103,8 +160,8 @@ def _set(frame: pd.DataFrame, row: int, column: str, value: object) -> pd.DataFr
 # Good data
 
 
-def test_good_key_group_load_passes() -> None:
-    outcome = validate_key_group_load(load_frame(), NUM_KEY_GROUPS)
+def test_good_key_group_load_passes(context: FileDataContext) -> None:
+    outcome = validate_key_group_load(context, sdf(load_frame()), NUM_KEY_GROUPS)
     assert outcome.suite == KEY_GROUP_LOAD_SUITE
     assert outcome.success, outcome.failures
     assert outcome.failures == []
@@ -114,17 +171,17 @@ def test_good_key_group_load_passes() -> None:
     outcome.raise_for_failures()
 
 
-def test_good_plan_assignment_passes() -> None:
-    outcome = validate_plan_assignment(assignment_frame(), WORKERS, NUM_KEY_GROUPS)
+def test_good_plan_assignment_passes(context: FileDataContext) -> None:
+    outcome = validate_plan_assignment(context, sdf(assignment_frame()), WORKERS, NUM_KEY_GROUPS)
     assert outcome.suite == PLAN_ASSIGNMENT_SUITE
     assert outcome.success, outcome.failures
     assert outcome.failures == []
-    assert outcome.statistics["evaluated_expectations"] == 6
+    assert outcome.statistics["evaluated_expectations"] == 7  # the 6 checks and placement
     outcome.raise_for_failures()
 
 
-def test_good_plan_metrics_passes() -> None:
-    outcome = validate_plan_metrics(metrics_frame())
+def test_good_plan_metrics_passes(context: FileDataContext) -> None:
+    outcome = validate_plan_metrics(context, sdf(metrics_frame()))
     assert outcome.suite == PLAN_METRICS_SUITE
     assert outcome.success, outcome.failures
     assert outcome.failures == []
@@ -193,38 +250,44 @@ LOAD_BREAKAGES: list[tuple[str, Callable[[pd.DataFrame], pd.DataFrame], str, str
     ids=[case[0] for case in LOAD_BREAKAGES],
 )
 def test_broken_key_group_load_fails(
+    context: FileDataContext,
     mutate: Callable[[pd.DataFrame], pd.DataFrame],
     expectation: str,
     column: str,
     observed: str,
 ) -> None:
-    line = only_failure(validate_key_group_load(mutate(load_frame()), NUM_KEY_GROUPS))
+    line = only_failure(validate_key_group_load(context, sdf(mutate(load_frame())), NUM_KEY_GROUPS))
     assert line.startswith(expectation + "(")
     assert column in line
     assert observed in line
 
 
-def test_null_window_end_fails_not_null_and_window_order() -> None:
-    outcome = validate_key_group_load(_set(load_frame(), 3, "window_end", pd.NaT), NUM_KEY_GROUPS)
+def test_null_window_end_fails_not_null_only(context: FileDataContext) -> None:
+    # On Spark a comparison with null is unknown, not false: the window-order check skips the
+    # row, and the not-null check names it.
+    outcome = validate_key_group_load(
+        context, sdf(_set(load_frame(), 3, "window_end", pd.NaT)), NUM_KEY_GROUPS
+    )
     assert not outcome.success
-    assert len(outcome.failures) == 2
+    assert len(outcome.failures) == 1
     assert outcome.failures[0].startswith(NOT_NULL + "(column='window_end')")
-    assert outcome.failures[1].startswith(PAIR_A_GT_B + "(column_A='window_end'")
-    assert "{window_end: null, window_start: 2024-05-01T10:05:00}" in outcome.failures[1]
+    assert "1 unexpected of 5 rows" in outcome.failures[0]
 
 
-def test_key_group_range_follows_num_key_groups() -> None:
+def test_key_group_range_follows_num_key_groups(context: FileDataContext) -> None:
     # The good frame uses key group 7: valid for 8 key groups, out of range for 4.
     # Same suite name twice in one process, with different parameters.
-    assert validate_key_group_load(load_frame(), NUM_KEY_GROUPS).success
-    line = only_failure(validate_key_group_load(load_frame(), 4))
+    assert validate_key_group_load(context, sdf(load_frame()), NUM_KEY_GROUPS).success
+    line = only_failure(validate_key_group_load(context, sdf(load_frame()), 4))
     assert line.startswith(BETWEEN + "(column='key_group'")
     assert "max_value=3" in line
     assert "unexpected values: [7]" in line
 
 
-def test_missing_column_is_reported_not_raised() -> None:
-    outcome = validate_key_group_load(load_frame().drop(columns=["bytes"]), NUM_KEY_GROUPS)
+def test_missing_column_is_reported_not_raised(context: FileDataContext) -> None:
+    outcome = validate_key_group_load(
+        context, sdf(load_frame().drop(columns=["bytes"])), NUM_KEY_GROUPS
+    )
     assert not outcome.success
     assert len(outcome.failures) == 2  # not-null and >= 0 on bytes
     assert [line.split("(")[0] for line in outcome.failures] == [NOT_NULL, BETWEEN]
@@ -233,13 +296,13 @@ def test_missing_column_is_reported_not_raised() -> None:
         assert 'The column "bytes" in BatchData does not exist' in line
 
 
-def test_failure_lines_quote_at_most_five_values() -> None:
+def test_failure_lines_quote_at_most_five_values(context: FileDataContext) -> None:
     frame = pd.concat([load_frame()] * 2, ignore_index=True)
     frame["window_start"] = [W0 + pd.Timedelta(minutes=m) for m in range(len(frame))]
     frame["window_end"] = frame["window_start"] + pd.Timedelta(minutes=5)
     frame["messages"] = [-(i + 1) for i in range(len(frame))]  # 10 negative values
     frame = _set(frame, 0, "stream", None)
-    outcome = validate_key_group_load(frame, NUM_KEY_GROUPS)
+    outcome = validate_key_group_load(context, sdf(frame), NUM_KEY_GROUPS)
     assert [line.split("(")[0] for line in outcome.failures] == [NOT_NULL, BETWEEN]
     messages_line = outcome.failures[1]
     assert "10 unexpected of 10 rows" in messages_line
@@ -247,11 +310,11 @@ def test_failure_lines_quote_at_most_five_values() -> None:
     assert "-6" not in messages_line
 
 
-def test_failures_follow_suite_order() -> None:
+def test_failures_follow_suite_order(context: FileDataContext) -> None:
     # GX returns results in its own order (here the compound-key error would come before the
     # messages range failure); failure lines follow the order the suite declares them in.
     frame = load_frame().drop(columns=["stream"]).assign(messages=-1)
-    outcome = validate_key_group_load(frame, NUM_KEY_GROUPS)
+    outcome = validate_key_group_load(context, sdf(frame), NUM_KEY_GROUPS)
     assert [line.split("(")[0] for line in outcome.failures] == [
         NOT_NULL,
         BETWEEN,
@@ -262,15 +325,19 @@ def test_failures_follow_suite_order() -> None:
     assert 'The column "stream" in BatchData does not exist' in outcome.failures[2]
 
 
-def test_validation_does_not_modify_the_frame() -> None:
-    frame = load_frame()
-    before = frame.copy(deep=True)
-    validate_key_group_load(frame, NUM_KEY_GROUPS)
-    pd.testing.assert_frame_equal(frame, before)
+def test_validation_does_not_modify_the_frame(context: FileDataContext) -> None:
+    frame = sdf(load_frame())
+    before = frame.collect()
+    validate_key_group_load(context, frame, NUM_KEY_GROUPS)
+    assert frame.collect() == before
+    assert frame.columns == list(KEY_GROUP_LOAD_COLUMNS)
+    assert not frame.is_cached  # GX persisted the batch; the suite's run frees it again
 
 
-def test_no_progress_bars_on_the_terminal(capfd: pytest.CaptureFixture[str]) -> None:
-    validate_plan_metrics(metrics_frame())
+def test_no_progress_bars_on_the_terminal(
+    context: FileDataContext, capfd: pytest.CaptureFixture[str]
+) -> None:
+    validate_plan_metrics(context, sdf(metrics_frame()))
     captured = capfd.readouterr()
     assert "Calculating Metrics" not in captured.err + captured.out
 
@@ -279,20 +346,20 @@ def test_no_progress_bars_on_the_terminal(capfd: pytest.CaptureFixture[str]) -> 
 # routeplan.plan_assignment
 
 
-def test_missing_key_group_fails_row_count() -> None:
+def test_missing_key_group_fails_row_count(context: FileDataContext) -> None:
     frame = assignment_frame()
     frame = frame[frame["key_group"] != 5].reset_index(drop=True)
-    line = only_failure(validate_plan_assignment(frame, WORKERS, NUM_KEY_GROUPS))
+    line = only_failure(validate_plan_assignment(context, sdf(frame), WORKERS, NUM_KEY_GROUPS))
     assert line.startswith(ROW_COUNT + f"(value={NUM_KEY_GROUPS})")
     assert f"observed value {NUM_KEY_GROUPS - 1}" in line
 
 
-def test_key_group_assigned_twice_fails_uniqueness_and_row_count() -> None:
+def test_key_group_assigned_twice_fails_uniqueness_and_row_count(context: FileDataContext) -> None:
     frame = assignment_frame()
     frame = pd.concat(
         [frame, pd.DataFrame({"key_group": [2], "worker": ["worker-a"]})], ignore_index=True
     )
-    outcome = validate_plan_assignment(frame, WORKERS, NUM_KEY_GROUPS)
+    outcome = validate_plan_assignment(context, sdf(frame), WORKERS, NUM_KEY_GROUPS)
     assert not outcome.success
     assert outcome.failures[0].startswith(ROW_COUNT)
     assert f"observed value {NUM_KEY_GROUPS + 1}" in outcome.failures[0]
@@ -301,64 +368,66 @@ def test_key_group_assigned_twice_fails_uniqueness_and_row_count() -> None:
     assert len(outcome.failures) == 2
 
 
-def test_duplicate_key_group_replacing_another_fails_uniqueness() -> None:
+def test_duplicate_key_group_replacing_another_fails_uniqueness(context: FileDataContext) -> None:
     frame = _set(assignment_frame(), 7, "key_group", 6)  # 7 rows cover 0..6, key group 7 lost
-    line = only_failure(validate_plan_assignment(frame, WORKERS, NUM_KEY_GROUPS))
+    line = only_failure(validate_plan_assignment(context, sdf(frame), WORKERS, NUM_KEY_GROUPS))
     assert line.startswith(UNIQUE + "(column='key_group')")
 
 
-def test_worker_not_active_fails() -> None:
+def test_worker_not_active_fails(context: FileDataContext) -> None:
     frame = _set(assignment_frame(), 4, "worker", "worker-retired")
-    line = only_failure(validate_plan_assignment(frame, WORKERS, NUM_KEY_GROUPS))
+    line = only_failure(validate_plan_assignment(context, sdf(frame), WORKERS, NUM_KEY_GROUPS))
     assert line.startswith(IN_SET + "(column='worker'")
     assert "'worker-retired'" in line
 
 
-def test_worker_removed_from_active_set_fails() -> None:
+def test_worker_removed_from_active_set_fails(context: FileDataContext) -> None:
     # worker-c holds key groups 2 and 5; the plan is fine until worker-c leaves the active set.
     line = only_failure(
-        validate_plan_assignment(assignment_frame(), ["worker-a", "worker-b"], NUM_KEY_GROUPS)
+        validate_plan_assignment(
+            context, sdf(assignment_frame()), ["worker-a", "worker-b"], NUM_KEY_GROUPS
+        )
     )
     assert line.startswith(IN_SET + "(column='worker'")
     assert "2 unexpected of 8 rows" in line
     assert "unexpected values: ['worker-c', 'worker-c']" in line
 
 
-def test_null_worker_fails() -> None:
+def test_null_worker_fails(context: FileDataContext) -> None:
     line = only_failure(
         validate_plan_assignment(
-            _set(assignment_frame(), 3, "worker", None), WORKERS, NUM_KEY_GROUPS
+            context, sdf(_set(assignment_frame(), 3, "worker", None)), WORKERS, NUM_KEY_GROUPS
         )
     )
     assert line.startswith(NOT_NULL + "(column='worker')")
 
 
-def test_null_key_group_fails() -> None:
+def test_null_key_group_fails(context: FileDataContext) -> None:
     # Uniqueness and range checks skip nulls, so only the not-null expectation reports it.
     line = only_failure(
         validate_plan_assignment(
-            _set(assignment_frame(), 3, "key_group", None), WORKERS, NUM_KEY_GROUPS
+            context, sdf(_set(assignment_frame(), 3, "key_group", None)), WORKERS, NUM_KEY_GROUPS
         )
     )
     assert line.startswith(NOT_NULL + "(column='key_group')")
     assert "1 unexpected of 8 rows" in line
 
 
-def test_key_group_out_of_range_fails() -> None:
+def test_key_group_out_of_range_fails(context: FileDataContext) -> None:
     frame = _set(assignment_frame(), 7, "key_group", NUM_KEY_GROUPS)
-    line = only_failure(validate_plan_assignment(frame, WORKERS, NUM_KEY_GROUPS))
+    line = only_failure(validate_plan_assignment(context, sdf(frame), WORKERS, NUM_KEY_GROUPS))
     assert line.startswith(BETWEEN + "(column='key_group'")
     assert f"unexpected values: [{NUM_KEY_GROUPS}]" in line
 
 
-def test_num_key_groups_must_be_positive() -> None:
+def test_num_key_groups_must_be_positive(context: FileDataContext) -> None:
     with pytest.raises(ValueError, match="num_key_groups"):
-        validate_plan_assignment(assignment_frame(), WORKERS, 0)
+        validate_plan_assignment(context, sdf(assignment_frame()), WORKERS, 0)
 
 
-def test_non_dataframe_is_rejected() -> None:
+def test_non_dataframe_is_rejected(context: FileDataContext) -> None:
     with pytest.raises(TypeError, match="DataFrame"):
-        validate_plan_metrics(metrics_frame().to_dict())  # type: ignore[arg-type]
+        validate_plan_metrics(context, metrics_frame().to_dict())  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,37 +473,37 @@ METRICS_BREAKAGES: list[tuple[str, Callable[[pd.DataFrame], pd.DataFrame], str, 
     ids=[case[0] for case in METRICS_BREAKAGES],
 )
 def test_broken_plan_metrics_fails(
+    context: FileDataContext,
     mutate: Callable[[pd.DataFrame], pd.DataFrame],
     expectation: str,
     column: str,
     observed: str,
 ) -> None:
-    line = only_failure(validate_plan_metrics(mutate(metrics_frame())))
+    line = only_failure(validate_plan_metrics(context, sdf(mutate(metrics_frame()))))
     assert line.startswith(expectation + "(")
     assert column in line
     assert observed in line
 
 
-def test_null_imbalance_bound_fails() -> None:
-    outcome = validate_plan_metrics(_set(metrics_frame(), 0, "imbalance_bound", None))
+def test_null_imbalance_bound_fails(context: FileDataContext) -> None:
+    outcome = validate_plan_metrics(context, sdf(_set(metrics_frame(), 0, "imbalance_bound", None)))
     assert not outcome.success
-    assert len(outcome.failures) == 2
+    # On Spark the row-wise comparison skips a row missing a side (null is unknown, not false);
+    # the not-null check names the missing bound.
+    assert len(outcome.failures) == 1
     assert outcome.failures[0].startswith(NOT_NULL + "(column='imbalance_bound')")
-    # A missing bound also fails the row-wise comparison (only rows missing both are skipped).
-    assert outcome.failures[1].startswith(PAIR_A_GT_B + "(column_A='imbalance_bound'")
-    assert "{imbalance_bound: null, predicted_imbalance: 1.05}" in outcome.failures[1]
 
 
 # --------------------------------------------------------------------------------------------
 # raise_for_failures
 
 
-def test_raise_for_failures_lists_every_failure() -> None:
+def test_raise_for_failures_lists_every_failure(context: FileDataContext) -> None:
     frame = metrics_frame()
     frame.loc[0, "predicted_imbalance"] = 2.0  # above its bound
     frame.loc[1, "migrated_load_share"] = 3.0  # out of [0, 1]
     frame = _set(frame, 2, "stream", None)
-    outcome = validate_plan_metrics(frame)
+    outcome = validate_plan_metrics(context, sdf(frame))
     assert len(outcome.failures) == 3
     with pytest.raises(ValidationFailed) as excinfo:
         outcome.raise_for_failures()
@@ -457,18 +526,20 @@ def test_raise_for_failures_is_silent_on_success() -> None:
 # routeplan.partition_assignment and routeplan.partition_metrics (paper 002 plans)
 
 
-def test_partition_suites_pass_good_plans_and_name_what_is_wrong() -> None:
+def test_partition_suites_pass_good_plans_and_name_what_is_wrong(context: FileDataContext) -> None:
     assignment = pd.DataFrame({"partition": [0, 1, 2], "consumer": ["c0", "c1", "c0"]})
-    good = validate_partition_assignment(assignment, ["c0", "c1"], [0, 1, 2])
+    good = validate_partition_assignment(context, sdf(assignment), ["c0", "c1"], [0, 1, 2])
     assert good.suite == PARTITION_ASSIGNMENT_SUITE
     assert good.success, good.failures
-    missing = validate_partition_assignment(assignment.iloc[:2], ["c0", "c1"], [0, 1, 2])
+    missing = validate_partition_assignment(
+        context, sdf(assignment.iloc[:2]), ["c0", "c1"], [0, 1, 2]
+    )
     assert [f.split("(")[0] for f in missing.failures] == [
         "expect_column_distinct_values_to_contain_set"
     ]
     stranger = assignment.assign(consumer=["c0", "x", "c0"])
     assert only_failure(
-        validate_partition_assignment(stranger, ["c0", "c1"], [0, 1, 2])
+        validate_partition_assignment(context, sdf(stranger), ["c0", "c1"], [0, 1, 2])
     ).startswith(IN_SET)
     metrics = pd.DataFrame(
         [
@@ -482,15 +553,15 @@ def test_partition_suites_pass_good_plans_and_name_what_is_wrong() -> None:
             }
         ]
     )
-    ok = validate_partition_metrics(metrics)
+    ok = validate_partition_metrics(context, sdf(metrics))
     assert ok.suite == PARTITION_METRICS_SUITE
     assert ok.success, ok.failures
-    bad = validate_partition_metrics(metrics.assign(overloaded=1.0, consumers=2.0))
+    bad = validate_partition_metrics(context, sdf(metrics.assign(overloaded=1.0, consumers=2.0)))
     assert not bad.success
     assert [f.split("(")[0] for f in bad.failures] == [BETWEEN, PAIR_A_GT_B]
 
 
-def test_plan_assignment_lets_a_draining_worker_keep_groups_it_held():
+def test_plan_assignment_lets_a_draining_worker_keep_groups_it_held(context: FileDataContext):
     df = pd.DataFrame(
         {
             "key_group": [0, 1, 2, 3],
@@ -498,13 +569,15 @@ def test_plan_assignment_lets_a_draining_worker_keep_groups_it_held():
             "previous_worker": ["w0", "w9", "w9", "w9"],
         }
     )
-    outcome = validate_plan_assignment(df, ["w0", "w1"], 4, draining_workers=["w9"])
+    outcome = validate_plan_assignment(context, sdf(df), ["w0", "w1"], 4, draining_workers=["w9"])
     assert outcome.success, outcome.failures
-    without_rule = validate_plan_assignment(df.drop(columns="previous_worker"), ["w0", "w1"], 4)
+    without_rule = validate_plan_assignment(
+        context, sdf(df.drop(columns="previous_worker")), ["w0", "w1"], 4
+    )
     assert not without_rule.success
 
 
-def test_plan_assignment_refuses_a_move_onto_a_draining_worker():
+def test_plan_assignment_refuses_a_move_onto_a_draining_worker(context: FileDataContext):
     df = pd.DataFrame(
         {
             "key_group": [0, 1, 2],
@@ -512,6 +585,114 @@ def test_plan_assignment_refuses_a_move_onto_a_draining_worker():
             "previous_worker": ["w0", "w0", "w9"],
         }
     )
-    outcome = validate_plan_assignment(df, ["w0"], 3, draining_workers=["w9"])
+    outcome = validate_plan_assignment(context, sdf(df), ["w0"], 3, draining_workers=["w9"])
     assert not outcome.success
     assert any("placement" in f and "moved onto a draining worker" in f for f in outcome.failures)
+
+
+# --------------------------------------------------------------------------------------------
+# The GX project: suites read from gx/, Data Docs and results written outside it
+
+
+def test_the_suites_checkpoints_and_data_source_come_from_the_project_files(
+    context: FileDataContext,
+) -> None:
+    assert sorted(suite.name for suite in context.suites.all()) == sorted(SUITES)
+    for name in SUITES:
+        on_disk = json.loads(
+            (GX_PROJECT / "expectations" / f"{name.replace('.', '/')}.json").read_text()
+        )
+        assert [e.expectation_type for e in context.suites.get(name).expectations] == [
+            e["type"] for e in on_disk["expectations"]
+        ]
+        checkpoint = context.checkpoints.get(name)
+        [definition] = checkpoint.validation_definitions
+        assert definition.suite.name == name
+        assert definition.data.data_asset.datasource.type == "spark"
+        assert [action.type for action in checkpoint.actions] == ["update_data_docs"]
+
+
+def test_an_edited_suite_file_changes_the_result(spark: SparkSession, tmp_path: Path) -> None:
+    project = tmp_path / "gx"
+    shutil.copytree(GX_PROJECT, project)
+    suite_file = project / "expectations" / "routeplan" / "key_group_load.json"
+    suite = json.loads(suite_file.read_text())
+    [distinct_keys] = [
+        e
+        for e in suite["expectations"]
+        if e["type"] == BETWEEN and e["kwargs"]["column"] == "distinct_keys"
+    ]
+    distinct_keys["kwargs"]["min_value"] = 41  # the good frame has 1 to 40 distinct keys a row
+    suite_file.write_text(json.dumps(suite))
+    edited = open_context(tmp_path / "output", project=project)
+    line = only_failure(validate_key_group_load(edited, sdf(load_frame()), NUM_KEY_GROUPS))
+    assert line.startswith(BETWEEN + "(column='distinct_keys', min_value=41)")
+    assert "5 unexpected of 5 rows" in line
+
+
+def test_data_docs_show_each_suite_run(context: FileDataContext, output_dir: Path) -> None:
+    passed = validate_key_group_load(context, sdf(load_frame()), NUM_KEY_GROUPS)
+    failed = validate_plan_metrics(
+        context, sdf(_set(metrics_frame(), 1, "migrated_load_share", 1.5))
+    )
+    site = Path(settings.data_docs_root(output_dir))
+    index = (site / "index.html").read_text()
+    for outcome in (passed, failed):
+        assert outcome.data_docs_page.startswith("validations/routeplan/")
+        page = (site / outcome.data_docs_page).read_text()
+        assert outcome.suite in page
+        assert outcome.data_docs_page in index  # the index links the page
+    assert "migrated_load_share" in (site / failed.data_docs_page).read_text()
+    # the results themselves are JSON files beside the site, never in gx/
+    assert list((output_dir / "gx" / "validations").rglob("*.json"))
+
+
+def test_validation_writes_nothing_into_the_project(
+    context: FileDataContext, project_before: dict[str, bytes]
+) -> None:
+    git = shutil.which("git")
+    status = [git, "status", "--porcelain", "--ignored", "--", str(GX_PROJECT)]
+    before = (
+        subprocess.run(status, capture_output=True, text=True, cwd=GX_PROJECT).stdout if git else ""
+    )
+    validate_plan_metrics(context, sdf(metrics_frame()))
+    assert project_files(GX_PROJECT) == project_before
+    if git:
+        after = subprocess.run(status, capture_output=True, text=True, cwd=GX_PROJECT).stdout
+        assert after == before
+
+
+def test_a_missing_project_is_named(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="ROUTEPLAN_GX"):
+        open_context(tmp_path / "output", project=tmp_path / "no-such-gx")
+
+
+# --------------------------------------------------------------------------------------------
+# routeplan docs
+
+
+def test_routeplan_docs_serves_the_built_site(context: FileDataContext, output_dir: Path) -> None:
+    outcome = validate_plan_metrics(context, sdf(metrics_frame()))
+    folder = docs.site_folder(settings.data_docs_root(output_dir))
+    with docs.make_server(folder, 0) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        try:
+            index = urllib.request.urlopen(base + "index.html", timeout=30).read().decode()
+            page = urllib.request.urlopen(base + outcome.data_docs_page, timeout=30).read()
+        finally:
+            server.shutdown()
+    assert PLAN_METRICS_SUITE in index and PLAN_METRICS_SUITE in page.decode()
+
+
+def test_routeplan_docs_says_when_nothing_was_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser()
+    docs.add_parser(parser.add_subparsers())
+    monkeypatch.setenv("ROUTEPLAN_HOME", str(tmp_path))
+    args = parser.parse_args(["docs"])
+    with pytest.raises(InputError, match="^.*data_docs: no Data Docs built yet"):
+        args.func(args)
+    with pytest.raises(InputError, match="not served from there"):
+        docs.site_folder("s3://bucket/home/data_docs")
