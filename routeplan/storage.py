@@ -140,11 +140,16 @@ def read_bytes(location: str | os.PathLike[str], limit: int | None = None) -> by
 
 def write_text(location: str | os.PathLike[str], text: str) -> str:
     """Write ``text`` to the file at ``location`` (folders made as needed); ``location``."""
+    return write_bytes(location, text.encode("utf-8"))
+
+
+def write_bytes(location: str | os.PathLike[str], data: bytes) -> str:
+    """Write ``data`` to the file at ``location`` (folders made as needed); ``location``."""
     fs, path = filesystem(location)
     if not is_remote(location):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with fs.open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    with fs.open(path, "wb") as handle:
+        handle.write(data)
     return os.fspath(location)
 
 

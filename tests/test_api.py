@@ -323,6 +323,35 @@ def test_diff_of_tables_that_do_not_compare_is_422(api, root):
     assert "partition_assignment" in error(api, "/streams/kinds/diff?from_version=1", 422)
 
 
+def test_plot_is_a_png_of_latest_against_its_parent(api, root):
+    from routeplan.plots import version_png
+
+    store = RoutingStore(root)
+    v1 = store.publish(key_table("plotted"))
+    v2 = store.publish(key_table("plotted", moved=4))
+    resp = api.get("/streams/plotted/plot.png")
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["content-type"] == "image/png"
+    assert resp.content.startswith(b"\x89PNG\r\n\x1a\n")
+    assert resp.content == version_png(v2, v1)[0]  # rendered from the published documents
+    assert resp.headers["cache-control"] == "no-cache"
+    again = api.get("/streams/plotted/plot.png", headers={"If-None-Match": resp.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+
+    (root / "plotted" / "v1.json").unlink()  # pruned: LATEST alone, another picture and ETag
+    alone = api.get("/streams/plotted/plot.png", headers={"If-None-Match": resp.headers["etag"]})
+    assert alone.status_code == 200 and alone.headers["etag"] != resp.headers["etag"]
+    assert alone.content == version_png(v2, None)[0] != resp.content
+
+
+def test_plot_of_an_unknown_stream_is_404_and_of_a_table_without_loads_422(api, root):
+    assert "no routing tables for stream 'nope'" in error(api, "/streams/nope/plot.png", 404)
+    assert "no such stream" in error(api, "/streams/%2E%2E/plot.png", 404)
+    store = RoutingStore(root)
+    store.publish(PartitionAssignment("no_loads", "ffd", WORKERS, {0: "w1"}))
+    assert "records no planning load" in error(api, "/streams/no_loads/plot.png", 422)
+
+
 def test_both_kinds_and_an_old_partition_document_round_trip(api, root):
     """A key_routing table, a partition_assignment and a partition document of the shape
     published before the kinds had their own: each served as stored, verified, and read by the
@@ -373,7 +402,10 @@ def test_openapi_documents_every_endpoint_with_its_schema(api):
         "/streams/{stream}/latest",
         "/streams/{stream}/versions/{version}",
         "/streams/{stream}/diff",
+        "/streams/{stream}/plot.png",
     }
+    plot = paths["/streams/{stream}/plot.png"]["get"]["responses"]
+    assert set(plot["200"]["content"]) == {"image/png"}
     latest = paths["/streams/{stream}/latest"]["get"]["responses"]
     assert set(latest) >= {"200", "304", "404", "500"}
     schema = latest["200"]["content"]["application/json"]["schema"]

@@ -3,7 +3,9 @@ exit code 2 for usage errors and 1 for failures, never a traceback, never exit c
 
 from __future__ import annotations
 
+import argparse
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +14,13 @@ import pytest
 from conftest import stream_names
 from hypothesis import given, settings
 
-from routeplan.cli.main import main
+from routeplan.cli.main import build_parser, main
 from routeplan.errors import OutputError
 from routeplan.files import json_text
 from routeplan.model.names import is_valid_name
+from routeplan.model.table import PartitionAssignment, RoutingTable
+from routeplan.model.workers import Workers
+from routeplan.publishing.store import RoutingStore
 
 ZIPF = "zipf:messages=200,keys=20"
 SIM = ["simulate", "--events", ZIPF, "--workers", "2", "--strategy", "kg"]
@@ -241,6 +246,58 @@ CASES: dict[str, tuple[list[str], int, tuple[str, ...]]] = {
         1,
         ("events.jsonl", "stream 'nosuch'"),
     ),
+    # ---- a new user's first tries: every subcommand says what is wrong and where it looked
+    "events blank": ([*SIM[:2], "", *SIM[3:]], 2, ("--events", "zipf:", "got ''")),
+    "rates without a partition column": (
+        [*BINPACK[:2], "{tmp}/loads.csv", *BINPACK[3:]],
+        1,
+        ("loads.csv:2:", "no partition or rate column", "found: key_group, load"),
+    ),
+    "diff without versions": (["diff", "--stream", "s"], 2, ("required: --from-version",)),
+    "diff with both spellings": (
+        ["diff", "--stream", "s", "1", "--from-version", "2"],
+        2,
+        ("--from-version/--to-version or positional versions, not both",),
+    ),
+    "diff version 0": (["diff", "--stream", "s", "--from-version", "0"], 2, ("'0'", ">= 1")),
+    "diff of no such stream": (
+        ["diff", "--stream", "nosuch", "--from-version", "1"],
+        1,
+        ("no routing table v1 for stream 'nosuch'", "home/routing"),
+    ),
+    "rollback of no such stream": (
+        ["rollback", "--stream", "nosuch", "--version", "1", "--reason", "r"],
+        1,
+        ("no routing table v1 for stream 'nosuch'", "home/routing"),
+    ),
+    "doctor of no such stream": (
+        ["doctor", "--stream", "nosuch"],
+        1,
+        ("no folder for stream 'nosuch'", "home/routing", "streams: broken"),
+    ),
+    "doctor --stream ../../x": (["doctor", "--stream", "../../x"], 2, (BAD_NAME,)),
+    "versions of a routing store that is a file": (
+        ["versions", "--routing", "{tmp}/loads.csv"],
+        1,
+        ("loads.csv: not a directory",),
+    ),
+    "show of a routing store that is a file": (
+        ["show", "--stream", "s", "--routing", "{tmp}/loads.csv"],
+        1,
+        ("loads.csv: not a directory",),
+    ),
+    "plan --plot into a folder": ([*PLAN, "--plot", "{tmp}"], 1, ("Is a directory",)),
+    "show --plot of a table without loads": (
+        ["show", "--stream", "noloads", "--plot", "{tmp}/x.png"],
+        1,
+        ("--plot: noloads v1: the table records no planning load",),
+    ),
+    "serve port too large": (["serve", "--port", "70000"], 2, ("--port", "'70000'")),
+    "generate into a file": (
+        [*GENERATE[:2], "{tmp}/loads.csv/landing", *GENERATE[3:]],
+        1,
+        ("loads.csv/landing",),
+    ),
 }
 
 
@@ -270,6 +327,8 @@ def inputs(tmp_path, monkeypatch) -> Path:
         (tmp_path / name).write_text(text)
     (tmp_path / "home" / "routing" / "broken").mkdir(parents=True)
     (tmp_path / "home" / "routing" / "broken" / "LATEST").write_text("garbage\n")
+    store = RoutingStore(tmp_path / "home" / "routing")
+    store.publish(PartitionAssignment("noloads", "ffd", Workers.homogeneous(2), {0: "w1"}))
     (tmp_path / "latin1.csv").write_bytes(b"key_group,load\n0,1\n1,2\xe9\n")
     (tmp_path / "latin1.jsonl").write_bytes(b'{"key": "a"}\n{"key": "caf\xe9"}\n')
     return tmp_path
@@ -359,3 +418,72 @@ def test_any_stream_name_on_the_command_line_is_refused_or_not_found(name, tmp_p
     else:
         assert code == 2 and "characters of A-Z a-z 0-9" in text
     assert list(root.iterdir()) == []  # nothing created, inside or beside the root
+
+
+# ---- help: what each subcommand does, and examples that parse
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    return build_parser()._subparsers._group_actions[0].choices
+
+
+def examples(parser: argparse.ArgumentParser) -> list[str]:
+    """The ``routeplan …`` commands of a parser's ``Examples:`` epilog (continuations joined)."""
+    text = (parser.epilog or "").partition("Examples:\n")[2].replace("\\\n", " ")
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("routeplan ")]
+
+
+@pytest.mark.parametrize("name", sorted(subcommands()))
+def test_every_subcommand_has_a_description_and_examples_that_parse(name, capsys):
+    with pytest.raises(SystemExit) as done:
+        main([name, "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    parser = subcommands()[name]
+    assert parser.description and len(parser.description) > 60, name
+    assert parser.description.splitlines()[0] in text  # the lines as written
+    assert "Examples:" in text
+    found = examples(parser)
+    assert found and found[0].split()[:2] == ["routeplan", name], found
+    for example in found:
+        args = build_parser().parse_args(shlex.split(example)[1:])  # flags and values valid
+        assert args.command == example.split()[1]
+    assert all(len(line) <= 100 for line in parser.epilog.splitlines())
+
+
+def test_diff_positional_versions_are_deprecated_with_one_warning(tmp_path, capsys):
+    store = RoutingStore(tmp_path)
+    for owners in (("w0", "w1"), ("w1", "w1")):
+        loads = {"key_group_load": [1.0, 2.0], "hot_key_load": {}}
+        store.publish(RoutingTable("s", "kg", Workers.homogeneous(2), owners, planning_load=loads))
+    common = ["diff", "--routing", str(tmp_path), "--stream", "s"]
+    assert main([*common, "--from-version", "1", "--to-version", "2"]) == 0
+    new = capsys.readouterr()
+    assert new.err == ""
+    assert main([*common, "1", "2"]) == 0
+    old = capsys.readouterr()
+    assert old.out == new.out and "key_group" in new.out
+    assert old.err == (
+        "routeplan diff: warning: positional versions are deprecated, use --from-version 1 "
+        "--to-version 2\n"
+    )
+    assert main([*common, "v1"]) == 0  # the newer one defaults to LATEST, as before
+    assert capsys.readouterr().out == new.out
+
+
+def test_deprecated_binpack_flags_warn_once_each(inputs, capsys):
+    rates = str(inputs / "rates.csv")
+    argv = ["binpack", "--rates", rates, "--capacity", "100", "--algorithm", "mwf,bfd"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "routeplan binpack: warning: --algorithm is deprecated, use --strategies",
+        "routeplan binpack: warning: --capacity is deprecated, use --consumer-capacity",
+    ]
+
+
+def test_versions_of_an_empty_store_says_so(tmp_path, capsys):
+    assert main(["versions", "--routing", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == f"no routing table published in {tmp_path}\n"
+    assert main(["versions", "--routing", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []

@@ -26,7 +26,7 @@ from routeplan.planning.policy import (
     load_policies,
     policy_from_overrides,
 )
-from routeplan.publishing.schemas import SCHEMA_DIR
+from routeplan.publishing.schemas import schema_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "config" / "streams.yaml"
@@ -162,12 +162,12 @@ streams:
 
 def test_goals_are_the_choosers_goals():
     assert GOALS == auto.GOALS and DEFAULT_GOALS == auto.DEFAULT_GOALS
-    enum = json.loads((SCHEMA_DIR / "streams.schema.json").read_text())["$defs"]["goals"]
+    enum = json.loads((schema_dir() / "streams.schema.json").read_text())["$defs"]["goals"]
     assert tuple(enum["items"]["enum"]) == GOALS
 
 
 def test_every_property_of_the_schema_is_described():
-    schema = json.loads((SCHEMA_DIR / "streams.schema.json").read_text())
+    schema = json.loads((schema_dir() / "streams.schema.json").read_text())
     defs = schema["$defs"]
 
     def described(prop: dict) -> bool:

@@ -202,11 +202,12 @@ def test_cli_versions_diff_rollback(tmp_path, kg, cg, capsys):
     store.publish(cg, reason="cg plan: 12 moves")
     routing = ["--routing", str(tmp_path)]
 
-    assert main(["diff", *routing, "--stream", "s", "1", "2"]) == 0
+    versions = ["--from-version", "1", "--to-version", "2"]
+    assert main(["diff", *routing, "--stream", "s", *versions]) == 0
     out = capsys.readouterr().out
     assert out.startswith("s: v1 → v2 (key_routing)") and "planning_load of v2" in out
 
-    assert main(["diff", *routing, "--stream", "s", "1", "--json"]) == 0
+    assert main(["diff", *routing, "--stream", "s", "--from-version", "1", "--json"]) == 0
     diff = json.loads(capsys.readouterr().out)
     validate_document("routing_diff", diff)
     assert (diff["from_version"], diff["to_version"]) == (1, 2)

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from routeplan import storage
+from routeplan.cli import progress
 from routeplan.errors import InputError, UsageError
 from routeplan.files import Row, json_text, read_json, read_rows, where
 from routeplan.model.names import is_valid_name, name_rule
@@ -63,6 +65,12 @@ def read_rates(path: Path) -> np.ndarray:
     rows = read_rows(path)
     if not rows:
         raise InputError(f"{path}: no measurements")
+    missing = [c for c in ("partition", "rate") if c not in rows[0]]
+    if missing:
+        raise InputError(
+            f"{where(path, rows[0])}: no {' or '.join(missing)} column "
+            f"(found: {', '.join(map(str, rows[0])) or 'none'})"
+        )
     cells = [
         (
             _cell(r, "iteration", path, _ITERATION, default="0"),
@@ -139,7 +147,7 @@ def _deprecated(args: argparse.Namespace) -> tuple[list[str], float]:
         ("--capacity", "--consumer-capacity", args.capacity),
     ):
         if value is not None:
-            print(f"routeplan binpack: {old} is deprecated, use {new}", file=sys.stderr)
+            print(f"routeplan binpack: warning: {old} is deprecated, use {new}", file=sys.stderr)
     if args.strategies is not None and args.algorithm is not None:
         raise UsageError("give --strategies or its old name --algorithm, not both")
     if args.consumer_capacity is not None and args.capacity is not None:
@@ -176,14 +184,16 @@ def cmd_binpack(args: argparse.Namespace) -> int:
         "consumers": args.consumers,
     }
     runs, tables = [], {}
-    for name in names:
-        accepted = strategy_parameters(name)
-        strategy = get_strategy(name, **{k: v for k, v in given.items() if k in accepted})
-        run, planned = replay_strategy(
-            strategy, rates, consumers, previous, budget=Budget(time_limit_s=args.time_limit)
-        )
-        runs.append(run)
-        tables[name] = planned
+    budget = Budget(time_limit_s=args.time_limit)
+    with progress.bar(args, "bin packing", len(names) * rates.shape[0]) as on_step:
+        for name in names:
+            accepted = strategy_parameters(name)
+            strategy = get_strategy(name, **{k: v for k, v in given.items() if k in accepted})
+            run, planned = replay_strategy(
+                strategy, rates, consumers, previous, budget=budget, on_step=on_step
+            )
+            runs.append(run)
+            tables[name] = planned
     out = summarize(
         runs,
         rates,
@@ -198,6 +208,10 @@ def cmd_binpack(args: argparse.Namespace) -> int:
             out["algorithms"][name]["partition_consumer"] = {
                 str(p): c for p, c in planned[0].partition_consumer.items()
             }
+    if args.plot:
+        from routeplan.plots import pareto_png
+
+        out["plot"] = storage.write_bytes(args.plot, pareto_png(out))
     if args.json:
         print(json_text(out))
         return 0
@@ -219,12 +233,30 @@ def cmd_binpack(args: argparse.Namespace) -> int:
         )
     if "pareto_front" in out:
         print(f"Pareto front (CBS, mean Rscore): {', '.join(out['pareto_front'])}")
+    if args.plot:
+        print(f"plot: {out['plot']}")
     return 0
+
+
+DESCRIPTION = """\
+Assign a topic's partitions to as few consumers as their measured write rates allow (paper 002),
+with one or several bin-packing strategies, each replayed over the measurements from its last
+assignment. Prints consumers, Rscore (load rebalanced), CBS, latency and planning time per
+strategy and their Pareto front; --plot draws consumers against Rscore."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``binpack`` subcommand."""
-    b = sub.add_parser("binpack", help="assign partitions to consumers by bin packing (paper 002)")
+    b = sub.add_parser(
+        "binpack",
+        help="assign partitions to consumers by bin packing (paper 002)",
+        description=DESCRIPTION,
+        epilog="""\
+Examples:
+  routeplan binpack --rates rates.csv --consumer-capacity 2000000 --strategies mwf
+  routeplan binpack --rates rates.csv --consumer-capacity 2000000 \\
+      --strategies nf,ff,bf,wf,mwf,bfd,binpack_milp --current assignment.csv --plot front.png""",
+    )
     b.add_argument("--rates", required=True, help="rows of (iteration,) partition, rate")
     b.add_argument(
         "--consumer-capacity", type=positive_float, help="consumer capacity C̄, bytes/s (required)"
@@ -248,5 +280,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=10.0,
         help="binpack_milp: seconds per iteration",
     )
+    b.add_argument("--plot", metavar="FILE", help="write a PNG of consumers vs Rscore per strategy")
     b.add_argument("--json", action="store_true")
+    progress.add_flag(b)
     b.set_defaults(func=cmd_binpack)

@@ -13,13 +13,25 @@ from __future__ import annotations
 import argparse
 import json
 
-from routeplan import settings
-from routeplan.publishing.store import DoctorReport, RoutingStore, version_runs
+from routeplan.cli.versions import open_store
+from routeplan.parsing import stream_name
+from routeplan.publishing.store import DoctorReport, version_runs
+
+DESCRIPTION = """\
+Check a routing store after crashes or interrupted publishes: LATEST's state, corrupt version
+files, temp files and orphan versions (written, never published). Exit code 0 when every stream
+is clean, 1 while problems remain. --fix removes temp files and points a broken LATEST at the
+newest valid version; orphans are only listed."""
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    store = RoutingStore(args.routing or settings.routing_root())
+    store = open_store(args)
     streams = [args.stream] if args.stream is not None else store.stream_folders()
+    if args.stream is not None and args.stream not in store.stream_folders():
+        raise FileNotFoundError(
+            f"no folder for stream {args.stream!r} in {store.root} "
+            f"(streams: {', '.join(store.stream_folders()) or 'none'})"
+        )
     reports = [store.doctor(stream, fix=args.fix) for stream in streams]
     if args.json:
         print(json.dumps([report.to_dict() for report in reports], indent=1))
@@ -55,14 +67,21 @@ def format_report(report: DoctorReport, hint: bool = True) -> str:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``routeplan doctor``."""
     p = sub.add_parser(
-        "doctor", help="check routing-table files after faults; --fix repairs what is safe"
+        "doctor",
+        help="check routing-table files after faults; --fix repairs what is safe",
+        description=DESCRIPTION,
+        epilog="""\
+Examples:
+  routeplan doctor
+  routeplan doctor --stream clicks --fix
+  routeplan doctor --routing s3://bucket/routing --json""",
     )
     p.add_argument(
         "--routing",
         help="routing directory or s3:// URI "
         "(default $ROUTEPLAN_ROUTING, else $ROUTEPLAN_HOME/routing)",
     )
-    p.add_argument("--stream", help="default: every stream folder")
+    p.add_argument("--stream", type=stream_name, help="default: every stream folder")
     p.add_argument(
         "--fix",
         action="store_true",

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from routeplan import settings, storage
+from routeplan.cli import progress
 from routeplan.files import json_text
 from routeplan.parsing import iso_date, name_list, stream_name
 from routeplan.simulation.generate import (
@@ -23,9 +24,24 @@ from routeplan.simulation.generate import (
     generate,
 )
 
+DESCRIPTION = """\
+Write a day of synthetic stream logs (Zipf-distributed keys whose popularity drifts hour by hour,
+routed today by hash key grouping) into <landing>/<date>/, and the workers file the nightly jobs
+read (some workers faster than the others). --malformed and --duplicates add the dirt ingest
+must quarantine or drop."""
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    g = sub.add_parser("generate", help="write sample stream logs into a landing directory")
+    g = sub.add_parser(
+        "generate",
+        help="write sample stream logs into a landing directory",
+        description=DESCRIPTION,
+        epilog="""\
+Examples:
+  routeplan generate --date 2026-01-05
+  routeplan generate --landing /tmp/landing --workers-out /tmp/workers.json --streams clicks \\
+      --events 1000000 --zipf 1.4 --format csv --gzip --malformed 0.01""",
+    )
     g.add_argument("--landing", help="landing directory (default $ROUTEPLAN_HOME/landing)")
     g.add_argument(
         "--workers-out", help="workers file to write (default <home>/config/workers.json)"
@@ -56,6 +72,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="the other streams' events derive from this one's (upstream_stream/upstream_key)",
     )
     g.add_argument("--json", action="store_true")
+    progress.add_flag(g)
     g.set_defaults(func=run)
 
 
@@ -120,4 +137,5 @@ def _generate(args: argparse.Namespace, landing: Path, workers_out: Path) -> dic
         seed=args.seed,
         upstream=args.upstream,
     )
-    return generate(config)
+    with progress.bar(args, "generate", args.events * len(args.streams)) as on_step:
+        return generate(config, on_step=on_step)

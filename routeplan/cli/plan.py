@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from routeplan import storage
+from routeplan.cli import progress
 from routeplan.errors import InputError, UsageError
 from routeplan.files import (
     Row,
@@ -289,12 +291,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
             )
         current = observed_table(snapshot, owners, workers)
     started = time.perf_counter()
-    plan = strategy.plan(snapshot, current, workers, budget)
+    with progress.bar(args, f"planning with {args.strategy}", None):
+        plan = strategy.plan(snapshot, current, workers, budget)
     seconds = time.perf_counter() - started
     if args.out:
         Path(args.out).write_text(json_text(plan.table.to_document(), indent=1) + "\n")
     summary = plan_summary(plan, seconds)
     summary["out"] = args.out
+    if args.plot:
+        from routeplan.plots import worker_load_png, worker_loads
+
+        title = f"{args.stream}: {args.strategy} plan"
+        png = worker_load_png(worker_loads(plan.table, current, snapshot, title=title))
+        summary["plot"] = storage.write_bytes(args.plot, png)
     if args.json:
         print(json_text(summary))
         return 0
@@ -310,6 +319,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"  collocation factor {summary['collocation_factor']:.2%}")
     if args.out:
         print(f"  table: {args.out}")
+    if args.plot:
+        print(f"  plot: {summary['plot']}")
     return 0
 
 
@@ -351,9 +362,25 @@ def plan_summary(plan, seconds: float) -> dict[str, Any]:
     }
 
 
+DESCRIPTION = """\
+Plan key groups onto workers with any key-routing strategy, from a file of loads (one row per
+key group: key_group, load, and optionally its current worker), within a budget of moves. Prints
+the predicted imbalance and moves; --out writes the new routing-table document, --plot a PNG of
+each worker's load before and after. Partitions onto consumers: routeplan binpack."""
+
+
 def add_parser(sub: Any) -> None:
     """Register ``routeplan plan`` on the CLI's subparsers."""
-    p = sub.add_parser("plan", help="plan key groups onto workers from a file of loads")
+    p = sub.add_parser(
+        "plan",
+        help="plan key groups onto workers from a file of loads",
+        description=DESCRIPTION,
+        epilog="""\
+Examples:
+  routeplan plan --loads loads.csv --workers 8 --strategy kg
+  routeplan plan --loads loads.csv --workers workers.json --stream clicks --strategy milp \\
+      --current v7.json --max-moves 13 --out v8.json --plot v8.png""",
+    )
     p.add_argument("--loads", required=True, help="CSV or JSON Lines: key_group, load, …")
     p.add_argument(
         "--strategy",
@@ -392,5 +419,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--time-limit", type=positive_float, default=30.0, help="solver seconds")
     p.add_argument("--out", help="write the new routing-table document here")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write a PNG of each worker's load before (current or logged routing) and after",
+    )
     p.add_argument("--json", action="store_true")
+    progress.add_flag(p)
     p.set_defaults(func=cmd_plan)

@@ -3,21 +3,47 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from routeplan import settings
+from routeplan import storage
+from routeplan.cli.versions import open_store
+from routeplan.errors import InputError
 from routeplan.files import json_text, reading
+from routeplan.model.table import Table, table_from_document
 from routeplan.parsing import stream_name, version_number
 from routeplan.publishing.store import RoutingStore
 
+DESCRIPTION = """\
+Print one published routing table of a stream (LATEST, or --version N): its strategy, why it was
+published, the predicted imbalance and moves, and its workers. --plot draws each worker's load
+against its fair share, under the version it replaced and under this one, on the loads it was
+planned on."""
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("show", help="summary of a published routing table (LATEST by default)")
+    s = sub.add_parser(
+        "show",
+        help="summary of a published routing table (LATEST by default)",
+        description=DESCRIPTION,
+        epilog="""\
+Examples:
+  routeplan show --stream clicks
+  routeplan show --stream clicks --version 3 --json
+  routeplan show --stream clicks --plot clicks.png""",
+    )
     s.add_argument("--stream", required=True, type=stream_name)
-    s.add_argument("--version", type=version_number, help="default: LATEST")
+    s.add_argument("--version", type=version_number, metavar="N", help="default: LATEST")
     s.add_argument(
-        "--routing", help="routing directory or s3:// URI (default $ROUTEPLAN_HOME/routing)"
+        "--routing",
+        help="routing directory or s3:// URI "
+        "(default $ROUTEPLAN_ROUTING, else $ROUTEPLAN_HOME/routing)",
     )
     s.add_argument("--json", action="store_true")
+    s.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write a PNG of each worker's load before (the parent version) and after",
+    )
     s.set_defaults(func=run)
 
 
@@ -45,13 +71,15 @@ def table_summary(doc: dict) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = RoutingStore(args.routing or settings.routing_root())
+    store = open_store(args)
     try:
         with reading(store.folder(args.stream)):  # a corrupt stored file: exit code 1
             doc = store.read_document(args.stream, args.version)
     except FileNotFoundError as err:
         raise FileNotFoundError(f"{err} (looked in {store.root})") from None
     summary = table_summary(doc)
+    if args.plot:
+        summary["plot"] = write_plot(store, table_from_document(doc), args.plot)
     if args.json:
         print(json_text(summary, indent=1))
         return 0
@@ -76,4 +104,22 @@ def run(args: argparse.Namespace) -> int:
     )
     for w in summary["workers"]:
         print(f"  {w['worker']:<12} capacity {w['capacity']:<8g} {w['state']}")
+    if args.plot:
+        print(f"  plot: {summary['plot']}")
     return 0
+
+
+def write_plot(store: RoutingStore, table: Table, location: str) -> str:
+    """Write ``table``'s worker-load plot (against the version it replaced, when still stored)
+    to ``location``; the location."""
+    from routeplan.plots import stored_parent, version_png
+
+    try:
+        png, note = version_png(table, stored_parent(store, table))
+    except ValueError as err:  # e.g. a table that records no planning load
+        raise InputError(f"--plot: {err}") from None
+    if note:
+        print(
+            f"routeplan show: note: the plot shows v{table.version} alone: {note}", file=sys.stderr
+        )
+    return storage.write_bytes(location, png)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from routeplan import storage
+from routeplan.cli import progress
 from routeplan.errors import UsageError
 from routeplan.files import json_text
 from routeplan.parsing import (
@@ -20,9 +22,28 @@ from routeplan.parsing import (
     worker_count,
 )
 
+SIMULATE = """\
+Replay a stream message by message through one online key-routing strategy (papers 000, 001,
+003) and print its imbalance, memory (key → worker pairs), replication and queues. The events
+are a file or folder of stream logs, or a synthetic stream (zipf: or generate:)."""
+
+COMPARE = """\
+Replay one stream through several online key-routing strategies (default: all of them) on the
+same workers, print a table of their metrics and draw imbalance and queues over time into a PNG
+(--plot)."""
+
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    sim = sub.add_parser("simulate", help="replay a stream through a key-routing strategy")
+    sim = sub.add_parser(
+        "simulate",
+        help="replay a stream through a key-routing strategy",
+        description=SIMULATE,
+        epilog="""\
+Examples:
+  routeplan simulate --events zipf:messages=1000000,keys=100000,z=1.2 --workers 8 --strategy pkg
+  routeplan simulate --events var/landing/2026-01-05 --stream clicks --workers 8 \\
+      --capacities y=2,z=4 --strategy cg --param epsilon=0.05 --json""",
+    )
     _add_simulation_arguments(sim)
     sim.add_argument(
         "--strategy",
@@ -33,10 +54,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--series", action="store_true", help="add the metrics over time")
     sim.set_defaults(func=run_simulate)
 
-    cmp = sub.add_parser("compare", help="simulate several strategies on one stream, plot them")
+    cmp = sub.add_parser(
+        "compare",
+        help="simulate several strategies on one stream, plot them",
+        description=COMPARE,
+        epilog="""\
+Examples:
+  routeplan compare --events zipf:messages=200000,keys=10000,z=1.4 --workers 8 \\
+      --strategies kg,pkg,dchoices,cg --plot compare.png
+  routeplan compare --events zipf:messages=200000,keys=10000 --workers 4 --param cg.epsilon=0.05""",
+    )
     _add_simulation_arguments(cmp)
     cmp.add_argument("--strategies", type=online_strategy_list, help="default: every strategy")
-    cmp.add_argument("--plot", default="compare.png", help="PNG to write")
+    cmp.add_argument("--plot", default="compare.png", help="PNG to write (default compare.png)")
     cmp.set_defaults(func=run_compare)
 
 
@@ -61,7 +91,10 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     params = check_strategy_params(args.strategy, dict(args.param))
     stream, capacities, options = _simulation_inputs(args)
-    result = simulate(stream, args.strategy, capacities, params=params, **options)
+    with progress.bar(args, f"simulate {args.strategy}", stream.messages) as on_step:
+        result = simulate(
+            stream, args.strategy, capacities, params=params, on_step=on_step, **options
+        )
     doc = result.summary(series=args.series)
     if args.json:
         print(json_text(doc))
@@ -79,7 +112,7 @@ def run_simulate(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from routeplan.planning.registry import strategy_parameters
     from routeplan.simulation.online import ONLINE_SCHEMES
-    from routeplan.simulation.plots import plot
+    from routeplan.simulation.plots import compare_png
     from routeplan.simulation.replay import compare
 
     names = args.strategies or tuple(ONLINE_SCHEMES)
@@ -92,11 +125,14 @@ def run_compare(args: argparse.Namespace) -> int:
             params[n][name] = value
     params = {n: check_strategy_params(n, p) for n, p in params.items()}
     stream, capacities, options = _simulation_inputs(args)
-    results = compare(stream, names, capacities, params=params, **options)
-    out = plot(results, args.plot, title=f"{stream.messages} messages, {args.workers} workers")
+    total = stream.messages * len(names)
+    with progress.bar(args, f"compare {len(names)} strategies", total) as on_step:
+        results = compare(stream, names, capacities, params=params, on_step=on_step, **options)
+    title = f"{stream.messages} messages, {args.workers} workers"
+    out = storage.write_bytes(args.plot, compare_png(results, title=title))
     docs = [r.summary() for r in results]
     if args.json:
-        print(json_text({"plot": str(out), "results": docs}))
+        print(json_text({"plot": out, "results": docs}))
         return 0
     print(
         f"{'strategy':<9} {'imbalance':>10} {'max_imb':>10} {'memory':>10} {'replic.':>8} "
@@ -112,10 +148,20 @@ def run_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def events_spec(text: str) -> str:
+    """``--events``: not blank (a blank path would read the working directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "expected an events file or folder, 'zipf:…' or 'generate:…', got ''"
+        )
+    return text
+
+
 def _add_simulation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--events",
         required=True,
+        type=events_spec,
         help="events file or directory (jsonl/csv/parquet[.gz]), "
         "'zipf:messages=N,keys=K,z=Z[,seed=S]' or 'generate:events=N,keys=K,zipf=Z,…'",
     )
@@ -147,3 +193,4 @@ def _add_simulation_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=nonnegative_int, default=0)
     p.add_argument("--json", action="store_true")
+    progress.add_flag(p)

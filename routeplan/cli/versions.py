@@ -8,10 +8,13 @@ history (``gold.routing_tables``) records the new version at the next publish or
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from routeplan import settings
+from routeplan import settings, storage
+from routeplan.errors import InputError, UsageError
 from routeplan.files import json_text, reading
-from routeplan.parsing import nonnegative_int, port, stream_name, version_number
+from routeplan.parsing import checked, nonnegative_int, port, stream_name, version_number
 from routeplan.publishing.diff import diff_tables, format_diff
 from routeplan.publishing.store import RoutingStore
 
@@ -22,14 +25,44 @@ def routing_root(args: argparse.Namespace) -> str:
     return args.routing or settings.routing_root()
 
 
+def open_store(args: argparse.Namespace) -> RoutingStore:
+    """The store at ``routing_root(args)``; ``InputError`` when a local one is not a folder."""
+    root = routing_root(args)
+    if not storage.is_remote(root) and Path(root).exists() and not Path(root).is_dir():
+        raise InputError(f"routing store {root}: not a directory")
+    return RoutingStore(root)
+
+
 def _version_or_latest(text: str) -> int | None:
     return None if text.strip().lower() == "latest" else version_number(text)
 
 
+def diff_versions(args: argparse.Namespace) -> tuple[int | None, int | None]:
+    """``--from-version`` and ``--to-version`` (None: LATEST), or the positional versions of
+    older releases, deprecated (warned on stderr)."""
+    if not args.versions:
+        if args.from_version is None:
+            raise UsageError("the following arguments are required: --from-version")
+        return args.from_version, args.to_version
+    if args.from_version is not None or args.to_version is not None:
+        raise UsageError("give --from-version/--to-version or positional versions, not both")
+    if len(args.versions) > 2:
+        raise UsageError(f"unrecognized arguments: {' '.join(args.versions[2:])}")
+    old, new = [*(checked(_version_or_latest, v, "version") for v in args.versions), None][:2]
+    flags = zip(("--from-version", "--to-version"), args.versions, strict=False)
+    print(
+        "routeplan diff: warning: positional versions are deprecated, use "
+        + " ".join(f"{flag} {text}" for flag, text in flags),
+        file=sys.stderr,
+    )
+    return old, new
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
-    store = RoutingStore(routing_root(args))
+    store = open_store(args)
+    old_version, new_version = diff_versions(args)
     with reading(store.folder(args.stream)):  # a corrupt stored file: exit code 1
-        old, new = (store.load(args.stream, v) for v in (args.old, args.new))
+        old, new = (store.load(args.stream, v) for v in (old_version, new_version))
     if old is None or new is None:
         raise FileNotFoundError(f"no routing table published for stream {args.stream!r}")
     diff = diff_tables(old, new)
@@ -38,7 +71,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    store = RoutingStore(routing_root(args))
+    store = open_store(args)
     table, published = store.rollback(args.stream, args.version, args.reason)
     if args.json:
         print(json_text({"published": published, **table.to_document()}))
@@ -53,13 +86,16 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
-    store = RoutingStore(routing_root(args))
+    store = open_store(args)
     streams = [args.stream] if args.stream else store.streams()
     if args.stream and not store.versions(args.stream):
         raise FileNotFoundError(
             f"no routing table published for stream {args.stream!r} in {store.root} "
             f"(streams: {', '.join(store.streams()) or 'none'})"
         )
+    if not streams:
+        print("[]" if args.json else f"no routing table published in {store.root}")
+        return 0
     rows = []
     for stream in streams:
         with reading(store.folder(stream)):  # a corrupt stored file: exit code 1
@@ -97,9 +133,48 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+HELP = {  # subcommand → (one line for the list of subcommands, description, examples)
+    "diff": (
+        "what moves between two versions of a stream's table",
+        "List what moves from one published version of a stream's table to another (LATEST by\n"
+        "default): key groups, hot keys or partitions, heaviest first, with the load they carry.",
+        "routeplan diff --stream clicks --from-version 3\n"
+        "routeplan diff --stream clicks --from-version 3 --to-version 5 --json",
+    ),
+    "rollback": (
+        "publish a new version that routes as an older one",
+        "Publish a new version of a stream's table that routes exactly as an older version does\n"
+        "(versions are never rewritten), with the reason kept in it. Needs the JSON store only,\n"
+        "no Spark: the nightly publish job records it in gold.routing_tables.",
+        'routeplan rollback --stream clicks --version 3 --reason "v4 overloads w2"',
+    ),
+    "versions": (
+        "published versions, newest last (* = LATEST)",
+        "List the published versions of one stream, or of every stream, newest last; * marks\n"
+        "the one LATEST names. A stream with nothing published is an error.",
+        "routeplan versions\nrouteplan versions --stream clicks --json",
+    ),
+    "serve": (
+        "the read-only HTTP API over the routing tables",
+        "Serve the routing store read-only over HTTP (FastAPI; the same API the Airflow plugin\n"
+        "mounts): streams, versions, LATEST with its ETag, pinned versions, diffs and a plot of\n"
+        "LATEST's worker loads. The OpenAPI page is /docs.",
+        "routeplan serve --port 8000\n"
+        "curl -s localhost:8000/streams/clicks/latest\n"
+        "curl -so clicks.png localhost:8000/streams/clicks/plot.png",
+    ),
+}
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    def parser(name: str, help: str, func) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
+    def parser(name: str, func) -> argparse.ArgumentParser:
+        summary, description, examples = HELP[name]
+        p = sub.add_parser(
+            name,
+            help=summary,
+            description=description,
+            epilog="Examples:\n" + "\n".join(f"  {line}" for line in examples.splitlines()),
+        )
         p.add_argument(
             "--routing",
             help="routing directory or s3:// URI "
@@ -108,26 +183,36 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
         return p
 
-    d = parser("diff", "what moves between two versions of a stream's table", cmd_diff)
+    d = parser("diff", cmd_diff)
     d.add_argument("--stream", required=True, type=stream_name)
-    d.add_argument("old", type=_version_or_latest, help="version number (or 'latest')")
-    d.add_argument("new", type=_version_or_latest, nargs="?", default=None, help="default: latest")
+    d.add_argument(
+        "--from-version", type=version_number, metavar="N", help="the older version (required)"
+    )
+    d.add_argument(
+        "--to-version",
+        type=_version_or_latest,
+        metavar="N",
+        help="the newer version (default: LATEST)",
+    )
+    d.add_argument("versions", nargs="*", help=argparse.SUPPRESS)  # deprecated: OLD [NEW]
     d.add_argument(
         "--limit", type=nonnegative_int, default=20, help="moves to print (heaviest first)"
     )
     d.add_argument("--json", action="store_true", help="the whole diff (routing_diff schema)")
 
-    r = parser("rollback", "publish a new version that routes as an older one", cmd_rollback)
+    r = parser("rollback", cmd_rollback)
     r.add_argument("--stream", required=True, type=stream_name)
-    r.add_argument("--version", type=version_number, required=True, help="the version to restore")
+    r.add_argument(
+        "--version", type=version_number, required=True, metavar="N", help="the version to restore"
+    )
     r.add_argument("--reason", required=True, help="why (kept in the new version)")
     r.add_argument("--json", action="store_true")
 
-    v = parser("versions", "published versions, newest last (* = LATEST)", cmd_versions)
+    v = parser("versions", cmd_versions)
     v.add_argument("--stream", type=stream_name, help="default: every stream")
     v.add_argument("--json", action="store_true")
 
-    s = parser("serve", "the read-only HTTP API over the routing tables", cmd_serve)
+    s = parser("serve", cmd_serve)
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=port, default=8000)
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

@@ -6,6 +6,7 @@
     GET /streams/{stream}/latest                   LATEST's document (ETag, Cache-Control: no-cache)
     GET /streams/{stream}/versions/{version}       a pinned version's document (immutable)
     GET /streams/{stream}/diff?from_version=A&to_version=B   what changes from A to B (B: LATEST)
+    GET /streams/{stream}/plot.png                 LATEST's worker loads before and after (PNG)
 
 Documents are served as stored (the same JSON, compact; ``schemas/routing_table.schema.json``,
 checksum intact) with the checksum as a strong ETag; ``If-None-Match`` answers 304. Every
@@ -332,6 +333,7 @@ def create_app(
             {"name": "streams", "description": "which streams and versions are published"},
             {"name": "tables", "description": "routing-table documents (ETag = checksum)"},
             {"name": "diff", "description": "what changes between two versions"},
+            {"name": "plots", "description": "pictures of the published tables"},
         ],
     )
     document = _schema_response("routing_table", "the routing-table document, as stored")
@@ -443,6 +445,43 @@ def create_app(
             return diff_tables(old, new)
         except ValueError as err:  # e.g. a key_routing and a partition_assignment table
             raise HTTPException(422, f"{stream}: v{from_version} → v{new.version}: {err}") from err
+
+    @app.get(
+        "/streams/{stream}/plot.png",
+        tags=["plots"],
+        summary="LATEST's worker loads, before and after",
+        description="Each worker's load relative to its capacity on the loads LATEST was "
+        "planned on: under the version it replaced (when still stored) and under LATEST, with "
+        "the fair share (key routing) or the bin capacity (partitions) as a line. The ETag "
+        "changes with LATEST.",
+        response_class=Response,
+        responses={
+            200: {"description": "a PNG picture", "content": {"image/png": {}}},
+            **_DOCUMENT_ERRORS,
+            422: {"description": "LATEST records no planning load", "content": _DETAIL},
+        },
+    )
+    def plot(stream: StreamParam, request: Request) -> Response:
+        from routeplan.plots import version_png
+
+        published = tables.get(stream, tables.latest(stream))
+        table = published.table
+        parent = None
+        if table.parent_version is not None:
+            try:
+                parent = tables.get(stream, table.parent_version).table
+            except HTTPException as err:
+                if err.status_code != 404:  # pruned: the plot shows LATEST alone
+                    raise
+        tag = f"{published.checksum}-plot-v{parent.version if parent else 0}"
+        headers = {"ETag": f'"{tag}"', "Cache-Control": LATEST_CACHE_CONTROL}
+        if etag_matches(request.headers.get("if-none-match"), tag):
+            return Response(status_code=304, headers=headers)
+        try:
+            png, _ = version_png(table, parent)
+        except ValueError as err:
+            raise HTTPException(422, f"{stream} v{table.version}: {err}") from err
+        return Response(png, media_type="image/png", headers=headers)
 
     return app
 

@@ -124,15 +124,16 @@ def stream_workers(config: GeneratorConfig) -> Workers:
     )
 
 
-def generate(config: GeneratorConfig) -> dict:
-    """Write the landing files and the workers file; returns counts per stream."""
+def generate(config: GeneratorConfig, on_step: Callable[[int], None] | None = None) -> dict:
+    """Write the landing files and the workers file; returns counts per stream. ``on_step`` is
+    called after each file with its number of events (they add up to events × streams)."""
     folder = config.landing / config.day.isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     workers = stream_workers(config)
     summary = {"landing": str(config.landing), "day": config.day.isoformat(), "streams": {}}
     for s, stream in enumerate(config.streams):
         rng = np.random.default_rng([config.seed, s])
-        counts = _write_stream(config, stream, workers, rng, folder)
+        counts = _write_stream(config, stream, workers, rng, folder, on_step)
         summary["streams"][stream] = counts
     records = [{"stream": st, **w} for st in config.streams for w in workers.to_records()]
     config.workers_out.parent.mkdir(parents=True, exist_ok=True)
@@ -143,7 +144,12 @@ def generate(config: GeneratorConfig) -> dict:
 
 
 def _write_stream(
-    config: GeneratorConfig, stream: str, workers: Workers, rng: np.random.Generator, folder: Path
+    config: GeneratorConfig,
+    stream: str,
+    workers: Workers,
+    rng: np.random.Generator,
+    folder: Path,
+    on_step: Callable[[int], None] | None,
 ) -> dict:
     ranks_p = 1.0 / np.arange(1, config.keys + 1) ** config.zipf
     ranks_p /= ranks_p.sum()
@@ -198,6 +204,8 @@ def _write_stream(
         written["events"] += n
         written["lines"] += len(frame)
         written["malformed"] += broken
+        if on_step is not None:
+            on_step(n)
         written["files"] += 1
     return written
 

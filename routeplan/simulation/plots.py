@@ -1,23 +1,19 @@
-"""Plots of simulation results (matplotlib, written to a file)."""
+"""Plots of simulation results: data in, PNG bytes out (``routeplan compare --plot``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
+from routeplan.plots import new_figure, png_bytes
 from routeplan.simulation.replay import SimulationResult
 
 
-def plot(results: Sequence[SimulationResult], path: str | Path, title: str = "") -> Path:
-    """Imbalance and queue spread over time, memory per strategy: one PNG (Agg backend)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+def compare_png(results: Sequence[SimulationResult], title: str = "") -> bytes:
+    """Imbalance and queue spread over time, and replication, per strategy: one PNG."""
+    fig = new_figure(width=15.0, height=4.2)
+    axes = fig.subplots(1, 3)
     for r in results:
         t = r.series["messages"]
         axes[0].plot(t, np.maximum(r.series["imbalance"], 1e-6), label=r.strategy)
@@ -32,9 +28,4 @@ def plot(results: Sequence[SimulationResult], path: str | Path, title: str = "")
     axes[0].legend(fontsize=8)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return png_bytes(fig)

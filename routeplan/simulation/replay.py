@@ -30,7 +30,7 @@ service rate; each reported as max − min over workers, as the paper does.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,12 +115,15 @@ def simulate(
     capacity_changes: Sequence[tuple[int, Sequence[float]]] = (),
     seed: int = 0,
     hash_seed: int = DEFAULT_SEED,
+    on_step: Callable[[int], None] | None = None,
 ) -> SimulationResult:
     """Replay ``stream`` through ``strategy`` on workers of the given capacities.
 
     ``report_every`` (default: 1/100 of the stream) is the time slot: metrics are taken and the
     adaptive schemes get feedback every that many messages. ``capacity_changes`` lists
     ``(message index, new capacities)`` (paper 000 Fig. 13); a change starts a new slot.
+    ``on_step`` is called after each slot with the number of messages it routed (a progress
+    bar's advance: they add up to ``stream.messages``).
     """
     capacity = np.asarray(capacities, dtype=float)
     workers = capacity.size
@@ -189,6 +192,8 @@ def simulate(
         series["utilisation_spread"].append(float(used.max() - used.min()))
         scheme.end_slot(capacity, queue)
         position = end
+        if on_step is not None:
+            on_step(span)
 
     arrays = {k: np.asarray(v) for k, v in series.items()}
     memory = int(arrays["memory"][-1])
@@ -216,7 +221,8 @@ def simulate(
 def compare(
     stream: Stream, strategies: Iterable[str], capacities: np.ndarray, **options: Any
 ) -> list[SimulationResult]:
-    """``simulate`` every strategy on the same stream (same capacities, sources, slots)."""
+    """``simulate`` every strategy on the same stream (same capacities, sources, slots; an
+    ``on_step`` callback is called for every strategy's slots)."""
     params: Mapping[str, Mapping[str, Any]] = options.pop("params", {})
     return [
         simulate(stream, name, capacities, params=params.get(name, {}), **options)

@@ -9,7 +9,7 @@ shuffles (what the benchmark runs). Both give a ``Run``; ``summarize`` compares 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,6 +91,7 @@ def replay_strategy(
     *,
     budget: Budget | None = None,
     stream: str = "replay",
+    on_step: Callable[[int], None] | None = None,
 ) -> tuple[Run, list[PartitionAssignment]]:
     """Plan every measurement (row of ``rates``) with a ``partition_assignment`` ``strategy``,
     each from its last plan (the first from ``previous``: consumer ids, −1 for none), as a
@@ -100,7 +101,8 @@ def replay_strategy(
     The strategy sees the group as its workers: every consumer a plan may use, up to one per
     partition beyond those ``previous`` names, so that a consumer keeps its id from one plan to
     the next and each plan sees what ``replay`` would (the same numbers). Returns the ``Run``
-    (the bin capacity is the first plan's ``bin_capacity``) and the plans' tables."""
+    (the bin capacity is the first plan's ``bin_capacity``) and the plans' tables.
+    ``on_step(1)`` is called after each plan (a progress bar's advance)."""
     if getattr(strategy, "consumer_capacity", None) is None:
         raise ValueError(f"{strategy.name}: replaying needs the strategy's consumer_capacity")
     rates = np.atleast_2d(np.asarray(rates, dtype=float))
@@ -139,6 +141,8 @@ def replay_strategy(
             )
         tables.append(table)
         current = table
+        if on_step is not None:
+            on_step(1)
     name = strategy.name
     return _run(name, rates, capacity, prior, plans, seconds, solver), tables
 

@@ -1,0 +1,249 @@
+"""Pictures of plans: data in, PNG bytes out (matplotlib's object API, no pyplot, no display).
+
+- ``worker_loads`` + ``worker_load_png``: each worker's load relative to its capacity, before
+  (the current routing) and after a plan, as side-by-side bars with the line a balanced
+  worker sits on — the fair share for key routing, the bin capacity C for partitions.
+  ``version_png`` draws a published version against the one it replaced (its parent).
+- ``pareto_png``: ``routeplan binpack``'s strategies as mean consumers vs mean Rscore, with the
+  Pareto front of those that never overload a consumer.
+
+The CLI (``routeplan show / plan / binpack --plot``), the HTTP API (``/streams/{stream}/plot.png``)
+and the publish job only call these and write the bytes.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
+from routeplan.model.table import PartitionAssignment, RoutingTable, Table
+from routeplan.model.workers import Workers
+from routeplan.planning import metrics
+from routeplan.planning.partitions.scores import pareto_front
+from routeplan.publishing.store import RoutingStore
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+BEFORE_COLOR, AFTER_COLOR, OVER_COLOR, LINE_COLOR = "#9e9e9e", "#1f77b4", "#d62728", "#333333"
+
+
+@dataclass(frozen=True)
+class WorkerLoads:
+    """Each worker's load relative to its capacity (1.0 = where a balanced worker sits), after a
+    plan and, when the current routing is known, before it (0 for a worker a table lacks)."""
+
+    workers: tuple[str, ...]
+    capacities: tuple[float, ...]
+    draining: tuple[bool, ...]
+    after: np.ndarray
+    before: np.ndarray | None
+    reference: str  # what 1.0 is: "fair share" or "bin capacity C"
+    line_is_limit: bool  # above the line is an overload (C), not only above the mean
+    title: str
+    after_label: str  # "v8 (after)", "after (plan)"
+    before_label: str = ""  # "v7 (before)", "before (current routing)"
+
+
+def worker_loads(
+    table: Table, current: Table | None = None, loads: Loads | None = None, title: str = ""
+) -> WorkerLoads:
+    """The relative loads of ``table`` (and of ``current``, when given) under ``loads`` — by
+    default the loads the table was planned on (its ``planning_load``). ``ValueError`` when
+    there are no loads or ``current`` is of another kind or shape."""
+    loads = table.planning_snapshot() if loads is None else loads
+    if loads is None:
+        raise ValueError(f"{table.stream} v{table.version}: the table records no planning load")
+    if current is not None and current.kind != table.kind:
+        raise ValueError(f"cannot compare a {current.kind} table with a {table.kind} one")
+    after_by_name, workers, reference = _relative_loads(table, loads)
+    names = list(after_by_name)
+    by_name = {w.name: w for w in workers.items}
+    before = None
+    if current is not None:
+        before_by_name, old_workers, _ = _relative_loads(current, loads)
+        names += [n for n in before_by_name if n not in after_by_name]
+        by_name = {w.name: w for w in old_workers.items} | by_name  # the plan's say wins
+        before = np.array([before_by_name.get(n, 0.0) for n in names])
+    return WorkerLoads(
+        workers=tuple(names),
+        capacities=tuple(by_name[n].capacity for n in names),
+        draining=tuple(by_name[n].state == "draining" for n in names),
+        after=np.array([after_by_name.get(n, 0.0) for n in names]),
+        before=before,
+        reference=reference,
+        line_is_limit=isinstance(table, PartitionAssignment),
+        title=title or _default_title(table),
+        after_label=_label("after" if current else "", table, "plan"),
+        before_label=_label("before", current, "current routing") if current else "",
+    )
+
+
+def _label(when: str, table: Table, otherwise: str) -> str:
+    """``v7 (before)`` for a published table, ``before (current routing)`` for another."""
+    if table.version:
+        return f"v{table.version} ({when})" if when else f"v{table.version}"
+    return f"{when} ({otherwise})" if when else otherwise
+
+
+def stored_parent(store: RoutingStore, table: Table) -> Table | None:
+    """The version ``table`` replaced, when the store still holds it (pruned: None)."""
+    parent = table.parent_version
+    if parent is None or parent not in store.versions(table.stream):
+        return None
+    return store.load(table.stream, parent)
+
+
+def version_png(table: Table, parent: Table | None) -> tuple[bytes, str | None]:
+    """A published version's worker-load plot against its ``parent`` (None: not stored), and,
+    when the parent is not drawn, why (also written under the plot's title)."""
+    note = None
+    data = None
+    if table.parent_version is not None and parent is None:
+        note = f"v{table.parent_version} is no longer stored"
+    elif parent is not None:
+        try:
+            data = worker_loads(table, parent)
+        except ValueError as err:  # another kind, or another number of key groups
+            note = f"v{parent.version} cannot be compared: {err}"
+    if data is None:
+        title = _default_title(table)
+        data = worker_loads(table, title=f"{title}\n({note})" if note else title)
+    return worker_load_png(data), note
+
+
+def _relative_loads(table: Table, loads: Loads) -> tuple[dict[str, float], Workers, str]:
+    """Worker → load relative to capacity, the table's workers, and what 1.0 means."""
+    if isinstance(table, RoutingTable):
+        if not isinstance(loads, LoadSnapshot):
+            raise ValueError("a key_routing table needs key-group loads")
+        workers = table.workers
+        load = metrics.worker_load(table, loads)
+        relative = metrics.normalised_load(load, workers.capacities, workers.is_active)
+        return dict(zip(workers.names, relative.tolist(), strict=True)), workers, "fair share"
+    if not isinstance(table, PartitionAssignment) or not isinstance(loads, PartitionLoad):
+        raise ValueError("a partition_assignment table needs partition loads")
+    params = table.params
+    capacity = float(params.get("bin_capacity", params.get("capacity", 0.0)))
+    if capacity <= 0:
+        raise ValueError(f"{table.stream}: the table records no bin_capacity")
+    partitions = list(table.partition_consumer)
+    rates = metrics.partition_rates(loads, partitions)
+    by_consumer = dict.fromkeys(table.consumers.names, 0.0)
+    for p, rate in zip(partitions, rates.tolist(), strict=True):
+        by_consumer[table.partition_consumer[p]] += rate / capacity
+    used = Workers(tuple(w for w in table.consumers.items if by_consumer[w.name] > 0))
+    relative = {n: v for n, v in by_consumer.items() if v > 0}
+    return relative, used if used.items else table.consumers, "bin capacity C"
+
+
+def _default_title(table: Table) -> str:
+    version = f" v{table.version}" if table.version else ""
+    return f"{table.stream}{version} ({table.strategy})"
+
+
+def worker_load_png(data: WorkerLoads) -> bytes:
+    """Side-by-side bars per worker — before (grey) and after (blue; red above the bin
+    capacity) — with the line at 1.0 and each side's highest bar in the legend."""
+    n = len(data.workers)
+    fig = new_figure(width=min(18.0, 4.0 + 0.45 * n * (2 if data.before is not None else 1)))
+    ax = fig.add_subplot()
+    x = np.arange(n)
+    width = 0.4 if data.before is not None else 0.7
+    if data.before is not None:
+        ax.bar(
+            x - width / 2,
+            data.before,
+            width,
+            color=BEFORE_COLOR,
+            label=f"{data.before_label}: highest {_highest(data.before)}",
+        )
+    shift = width / 2 if data.before is not None else 0.0
+    over = data.after > 1.0 + 1e-9 if data.line_is_limit else np.zeros(n, bool)
+    colors = [OVER_COLOR if o else AFTER_COLOR for o in over]
+    bars = ax.bar(x + shift, data.after, width, color=colors)
+    bars.set_label(f"{data.after_label}: highest {_highest(data.after)}")
+    for bar, draining in zip(bars, data.draining, strict=True):
+        if draining:
+            bar.set_hatch("//")
+    ax.axhline(1.0, color=LINE_COLOR, linestyle="--", linewidth=1.2, label=data.reference)
+    ax.set_xticks(x, _worker_labels(data), rotation=90 if n > 16 else 0, fontsize=8)
+    ax.set_ylabel(f"load / {data.reference}")
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(0, max(1.15, float(np.max(_all_values(data), initial=0.0)) * 1.1))
+    fig.suptitle(data.title)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=8, frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    return png_bytes(fig)
+
+
+def _highest(values: np.ndarray) -> str:
+    return f"{float(np.max(values, initial=0.0)):.3g}×"
+
+
+def _all_values(data: WorkerLoads) -> np.ndarray:
+    return data.after if data.before is None else np.concatenate([data.after, data.before])
+
+
+def _worker_labels(data: WorkerLoads) -> list[str]:
+    """Names, with the capacity when capacities differ and ``(draining)`` for draining ones."""
+    mixed = len(set(data.capacities)) > 1
+    labels = []
+    for name, capacity, draining in zip(data.workers, data.capacities, data.draining, strict=True):
+        label = f"{name}\nc={capacity:g}" if mixed else name
+        labels.append(f"{label}\n(draining)" if draining else label)
+    return labels
+
+
+def pareto_png(summary: Mapping[str, Any], title: str = "") -> bytes:
+    """``routeplan binpack``'s strategies (its ``summarize`` output) as points of mean consumers
+    (x) and mean Rscore (y), both lower is better; those that overloaded a consumer (over C) are
+    hollow red and left out of the front, which is drawn as a step line."""
+    algorithms: Mapping[str, Mapping[str, Any]] = summary["algorithms"]
+    points = {n: (a["mean_consumers"], a["mean_rscore"]) for n, a in algorithms.items()}
+    feasible = {n: p for n, p in points.items() if not algorithms[n].get("overloaded")}
+    front = pareto_front(feasible) if feasible else []
+    fig = new_figure(width=7.5)
+    ax = fig.add_subplot()
+    for name, (x, y) in points.items():
+        if name in front:
+            style = {"color": AFTER_COLOR, "s": 60, "zorder": 3}
+        elif name in feasible:
+            style = {"color": BEFORE_COLOR, "s": 40}
+        else:
+            style = {"facecolors": "none", "edgecolors": OVER_COLOR, "s": 50}
+        ax.scatter([x], [y], **style)
+        ax.annotate(name, (x, y), xytext=(5, 4), textcoords="offset points", fontsize=8)
+    if front:
+        xs, ys = zip(*(points[n] for n in front), strict=True)
+        ax.step(xs, ys, where="post", color=AFTER_COLOR, marker="o", label="Pareto front")
+    lower_bound = float(np.mean(summary["lower_bound"]))
+    ax.axvline(lower_bound, color=LINE_COLOR, linestyle="--", linewidth=1, label="lower bound")
+    if len(feasible) < len(points):
+        ax.scatter([], [], facecolors="none", edgecolors=OVER_COLOR, label="a consumer over C")
+    ax.set_xlabel("consumers (mean per iteration)")
+    ax.set_ylabel("Rscore (mean; lower = less rebalanced load)")
+    ax.set_title(title or f"{summary['partitions']} partitions, {summary['iterations']} iterations")
+    ax.margins(0.15)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return png_bytes(fig)
+
+
+def new_figure(width: float, height: float = 4.5) -> Figure:
+    """A figure drawn by Agg, whatever backend pyplot would pick (safe in threads)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as a PNG."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
