@@ -1,27 +1,162 @@
-"""Where routeplan keeps its data: the one module that reads ``ROUTEPLAN_HOME`` and
-``ROUTEPLAN_ROUTING``.
+"""routeplan's settings: every ``ROUTEPLAN_*`` environment variable, declared in one place.
 
-``ROUTEPLAN_HOME`` (default ``./var``) holds ``landing/`` (stream logs by day), ``warehouse/``
-(Delta tables), ``routing/`` (published routing tables, or ``$ROUTEPLAN_ROUTING``), ``config/``
-(the workers file, the planning policies) and ``reports/``. It is a *location*
-(``routeplan.storage``): a local path, or an object-store URI such as ``s3://bucket/prefix``
-(Spark reads the same bucket as ``s3a://bucket/prefix``). The CLI, the Spark jobs (whose
-``--home`` defaults to ``home()``), the Airflow plugins and the scripts all ask here; a job given
-another ``--home`` passes it as ``home_dir``. Every function returns a location as a string.
+``Settings`` names each one with its type, default and meaning; ``current()`` reads them from the
+environment on each call (cheap), so a changed environment — a test, a job's launcher — counts at
+once. An empty variable counts as unset. An invalid value (``ROUTEPLAN_API_AUTH=nope``) raises a
+``UsageError`` naming the variable and what it allows. ``routeplan config`` prints them all.
+
+``ROUTEPLAN_HOME`` holds ``landing/`` (stream logs by day), ``warehouse/`` (Delta tables),
+``routing/`` (published routing tables, or ``$ROUTEPLAN_ROUTING``), ``config/`` (the workers
+file, the planning policies), ``reports/`` and ``data_docs/`` (the Great Expectations site). It is
+a *location* (``routeplan.storage``): a local path, or an object-store URI such as
+``s3://bucket/prefix`` (Spark reads the same bucket as ``s3a://bucket/prefix``). Its default is
+the same for the CLI, the Spark jobs (whose ``--home`` defaults to ``home()``), the Airflow
+plugins and the scripts, whatever the current directory: the ``var/`` folder of the source
+checkout routeplan is imported from (``make setup`` installs it editable; ``make`` exports that
+folder as ``ROUTEPLAN_HOME`` too), else ``./var``. A job given another ``--home`` passes it as
+``home_dir``. Every location function returns a string.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from routeplan import storage
+from routeplan.errors import UsageError
 
-__all__ = ["home", "landing_root", "policies_file", "reports_root", "routing_root", "workers_file"]
+__all__ = [
+    "ENV_PREFIX",
+    "SOURCE_ROOT",
+    "Settings",
+    "current",
+    "data_docs_root",
+    "home",
+    "landing_root",
+    "policies_file",
+    "reports_root",
+    "routing_root",
+    "workers_file",
+]
+
+ENV_PREFIX = "ROUTEPLAN_"
+
+# The folder the routeplan package is imported from: the source checkout (editable install), or
+# site-packages, where the wheel installs ``jobs/`` next to ``routeplan/`` too.
+SOURCE_ROOT = Path(__file__).resolve().parents[1]
 
 
-def home(default: str | os.PathLike[str] = "var") -> str:
-    """The data root: ``$ROUTEPLAN_HOME``, else ``default`` (``./var``)."""
-    return os.environ.get("ROUTEPLAN_HOME") or os.fspath(default)
+def _is_checkout(folder: Path) -> bool:
+    """Whether ``folder`` is routeplan's source checkout (its pyproject.toml names routeplan)."""
+    pyproject = folder / "pyproject.toml"
+    return pyproject.is_file() and 'name = "routeplan"' in pyproject.read_text(encoding="utf-8")
+
+
+DEFAULT_HOME = str(SOURCE_ROOT / "var") if _is_checkout(SOURCE_ROOT) else "var"
+
+
+class Settings(BaseSettings):
+    """Every routeplan setting; each field is read from ``ROUTEPLAN_<FIELD>`` (``home`` from
+    ``ROUTEPLAN_HOME``)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True)
+
+    home: str = Field(
+        DEFAULT_HOME,
+        description="the data root (a folder or an s3:// / s3a:// URI): landing/, warehouse/, "
+        "routing/, config/, reports/, data_docs/; default: the source checkout's var/, else ./var",
+    )
+    routing: str | None = Field(
+        None,
+        description="the routing store (a folder or a URI); default: <home>/routing",
+    )
+    api_auth: Literal["none", "airflow"] = Field(
+        "none",
+        description="the Airflow plugin's routing-table API: open to all (none), or only to "
+        "requests with an Airflow token (airflow)",
+    )
+    schemas: Path = Field(
+        SOURCE_ROOT / "schemas",
+        description="the folder of the JSON Schemas (*.schema.json) records are checked against",
+    )
+    jars: Path = Field(
+        SOURCE_ROOT / ".jars",
+        description="the Delta Lake and S3A jars (make setup fetches them), on the class path of "
+        "Spark's driver and executors",
+    )
+    spark_master: str = Field(
+        "local[2]",
+        description="the master of a Spark session started in process (tests, benchmarks); "
+        "spark-submit tasks use the Airflow connection spark_conn instead",
+    )
+    spark_defaults: Path = Field(
+        SOURCE_ROOT / "config" / "spark-defaults.conf",
+        description="the Spark properties file every session and spark-submit task reads",
+    )
+    task_timeouts: str = Field(
+        "",
+        description="the DAGs' task time limits in minutes, over the built-in ones "
+        "(task=minutes,…, e.g. ingest=240,windows=180)",
+    )
+    spark_conn: str = Field(
+        "spark_local",
+        description="the Airflow connection id the DAGs' spark-submit tasks submit to",
+    )
+    jobs_dir: Path = Field(
+        SOURCE_ROOT / "jobs",
+        description="the folder of the Spark jobs (jobs/<stage>.py) the DAGs submit",
+    )
+    py_files: str | None = Field(
+        None,
+        description="the zip of routeplan shipped to Spark's executors (spark-submit --py-files; "
+        "make setup builds dist/routeplan.zip); none: the executors import their own",
+    )
+    alert_conn: str = Field(
+        "routeplan_alerts",
+        description="the Airflow connection id of the webhook a failed run is reported to",
+    )
+    gx: Path = Field(
+        SOURCE_ROOT / "gx",
+        description="the Great Expectations project (great_expectations.yml) of the validate job",
+    )
+    cluster_dir: Path = Field(
+        Path(DEFAULT_HOME) / "cluster",
+        description="where scripts/cluster.py keeps the local cluster's data and logs",
+    )
+
+    @classmethod
+    def variable(cls, name: str) -> str:
+        """The environment variable of setting ``name``: ``ROUTEPLAN_<NAME>``."""
+        return ENV_PREFIX + name.upper()
+
+
+def current() -> Settings:
+    """The settings as the environment gives them now; an invalid value is a ``UsageError``
+    naming the variable, its value and what it allows."""
+    try:
+        return Settings()
+    except ValidationError as err:
+        problems = []
+        for error in err.errors():
+            name = str(error["loc"][0])
+            problems.append(
+                f"{Settings.variable(name)}={error['input']!r}: {error['msg'][:1].lower()}"
+                f"{error['msg'][1:]}"
+            )
+        raise UsageError("; ".join(problems)) from None
+
+
+def home(default: str | os.PathLike[str] | None = None) -> str:
+    """The data root: ``$ROUTEPLAN_HOME``, else ``default`` when given, else the source
+    checkout's ``var/`` (``./var`` outside a checkout)."""
+    settings = current()
+    if default is not None and "home" not in settings.model_fields_set:
+        return os.fspath(default)
+    return settings.home
 
 
 def _under(home_dir: str | os.PathLike[str] | None, *parts: str) -> str:
@@ -31,7 +166,7 @@ def _under(home_dir: str | os.PathLike[str] | None, *parts: str) -> str:
 def routing_root(home_dir: str | os.PathLike[str] | None = None) -> str:
     """The routing store: ``$ROUTEPLAN_ROUTING``, else ``<home>/routing`` (``home_dir`` or
     ``home()``)."""
-    return os.environ.get("ROUTEPLAN_ROUTING") or _under(home_dir, "routing")
+    return current().routing or _under(home_dir, "routing")
 
 
 def landing_root(home_dir: str | os.PathLike[str] | None = None) -> str:
@@ -42,6 +177,11 @@ def landing_root(home_dir: str | os.PathLike[str] | None = None) -> str:
 def reports_root(home_dir: str | os.PathLike[str] | None = None) -> str:
     """Each run's job reports, one folder per day: ``<home>/reports``."""
     return _under(home_dir, "reports")
+
+
+def data_docs_root(home_dir: str | os.PathLike[str] | None = None) -> str:
+    """Great Expectations' Data Docs site, built by the validate job: ``<home>/data_docs``."""
+    return _under(home_dir, "data_docs")
 
 
 def policies_file(home_dir: str | os.PathLike[str] | None = None) -> str:

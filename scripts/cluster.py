@@ -610,6 +610,7 @@ def demo(cluster: Cluster, day: date, events: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from routeplan import settings
     from routeplan.simulation.generate import default_day
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -619,8 +620,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dir",
         type=Path,
-        default=Path(os.environ.get("ROUTEPLAN_CLUSTER_DIR", REPO / "var" / "cluster")),
-        help="where the cluster keeps its data and logs (default var/cluster)",
+        default=settings.current().cluster_dir,
+        help="where the cluster keeps its data and logs (default $ROUTEPLAN_CLUSTER_DIR, else "
+        "var/cluster)",
     )
     parser.add_argument("--free-ports", action="store_true", help="pick free ports")
     args = parser.parse_args(argv)

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from routeplan.cli import binpack, doctor, generate, plan, show, simulate, versions
+from routeplan import settings
+from routeplan.cli import binpack, config, docs, doctor, generate, plan, show, simulate, versions
 from routeplan.errors import InputError, OutputError, UsageError
 from routeplan.publishing.store import BrokenLatestError, StaleLatestError
 
@@ -14,6 +15,11 @@ from routeplan.publishing.store import BrokenLatestError, StaleLatestError
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser whose errors are ``UsageError``\\ s: ``main`` prints them on one line
     (subparsers are of the same class, so they name the subcommand)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # descriptions and "Examples:" epilogs keep their lines
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, prog=self.prog)
@@ -37,7 +43,17 @@ def package_version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ArgumentParser(prog="routeplan", description=__doc__)
+    parser = ArgumentParser(
+        prog="routeplan",
+        description="Plan where the messages of keyed streams go, publish the routing tables and\n"
+        "inspect them; simulate and compare the strategies.",
+        epilog="""\
+Examples:
+  routeplan generate --date 2026-01-05
+  routeplan plan --loads loads.csv --workers 8 --strategy milp --max-moves 20 --plot plan.png
+  routeplan show --stream clicks --plot clicks.png
+  routeplan SUBCOMMAND --help""",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -49,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     versions.add_parsers(sub)  # routeplan diff / rollback / versions / serve
     doctor.add_parser(sub)  # routeplan doctor: a store's state after faults, --fix
     simulate.add_parsers(sub)  # routeplan simulate / compare: online strategies replayed
+    config.add_parser(sub)  # routeplan config: every setting, its variable and value
+    docs.add_parser(sub)  # routeplan docs: serve the validate job's Data Docs
     return parser
 
 
@@ -58,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     output: ``InputError``, missing or undecodable files, ``OSError``), never a traceback."""
     prog = "routeplan"
     try:
+        settings.current()  # an invalid ROUTEPLAN_* variable: one line before anything runs
         args = build_parser().parse_args(argv)
         prog = f"routeplan {args.command}"
         return args.func(args)
@@ -80,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _fail(prog: str, err: object, code: int) -> int:
     """Print ``prog: error: message`` as one line on stderr; return ``code``."""
+    if isinstance(err, OSError) and err.filename and err.strerror:  # not "[Errno 2] …"
+        err = f"{err.filename}: {err.strerror}"
     lines = [line.strip() for line in str(err).splitlines() if line.strip()]
     message = lines[0] if lines else type(err).__name__
     for line in lines[1:]:  # e.g. a schema's violations, one a line

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -11,15 +10,20 @@ from typing import Any
 import jsonschema
 from referencing import Registry, Resource
 
-SCHEMA_DIR = Path(
-    os.environ.get("ROUTEPLAN_SCHEMAS", Path(__file__).resolve().parents[2] / "schemas")
-)
+from routeplan import settings
+
+
+@cache
+def schema_dir() -> Path:
+    """The folder of the schemas, ``$ROUTEPLAN_SCHEMAS`` (``routeplan.settings``); read once, as
+    the schemas it holds are cached."""
+    return settings.current().schemas
 
 
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     """``schemas/<name>.schema.json`` as a dict."""
-    path = SCHEMA_DIR / f"{name}.schema.json"
+    path = schema_dir() / f"{name}.schema.json"
     if not path.is_file():
         raise FileNotFoundError(f"schema {name!r} not found at {path}")
     return json.loads(path.read_text())
@@ -29,7 +33,7 @@ def load_schema(name: str) -> dict[str, Any]:
 def _registry() -> Registry:
     """Every schema by its ``$id``, so ``$ref`` between them resolves offline."""
     resources = []
-    for path in sorted(SCHEMA_DIR.glob("*.schema.json")):
+    for path in sorted(schema_dir().glob("*.schema.json")):
         schema = json.loads(path.read_text())
         resources.append((schema["$id"], Resource.from_contents(schema)))
     return Registry().with_resources(resources)
