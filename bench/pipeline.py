@@ -27,7 +27,7 @@ from datetime import date
 from pathlib import Path
 
 from jobs import ingest, plan, publish, validate, windows
-from jobs.common import JOBS_DIR, spark_session, submit_conf
+from jobs.common import JOBS_DIR, spark_defaults_file, spark_session, submit_conf
 from routeplan.simulation.generate import GeneratorConfig, generate
 
 DAY = date(2026, 11, 20)
@@ -80,6 +80,7 @@ def submit_seconds(application: Path, args: list[str]) -> float:
     (``submit_conf``, ``local[2]``); its output is shown only when it fails."""
     spark_submit = shutil.which("spark-submit") or str(Path(sys.executable).parent / "spark-submit")
     conf = [f"--conf={key}={value}" for key, value in submit_conf().items()]
+    conf += ["--properties-file", str(spark_defaults_file())]
     started = time.perf_counter()
     done = subprocess.run(
         [spark_submit, "--master", "local[2]", *conf, str(application), *args],

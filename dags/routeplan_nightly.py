@@ -1,10 +1,17 @@
-"""routeplan_nightly: check_policies → ingest → windows → plan → validate → publish → announce.
+"""routeplan_nightly: check_policies → check_landing → ingest → windows → plan → validate →
+publish → announce.
 
 Nightly for the previous UTC day, or on demand from the UI's Trigger form (Params below, and
 ``DOC_MD``: what the form's fields and its "Unpause on trigger" box do). Every stage is a
 SparkSubmitOperator: the same jobs run on ``local[2]`` here and on a cluster by changing the
 connection (``$ROUTEPLAN_SPARK_CONN``, default ``spark_local``). ``announce`` adds an asset event
 per stream that got a new routing table (``routeplan_tasks.routing_table_asset``).
+
+Operability (``routeplan_tasks``, ``routeplan_alerts``): every task has a timeout
+(``TIMEOUTS``) and retries with a growing delay, except where a rerun would fail the same way
+(the checks, validate); a task that fails for good and a run still unfinished ``DEADLINE`` after
+it was queued each log one alert line and post it to the alert webhook; ``RUN_TIMEOUT`` stops
+the run.
 
 Every Param is valid at its default, so the Trigger form submits as shown. A Param whose empty
 value means "the job's default" is nullable with default ``None``; ``optional`` renders it as an
@@ -26,7 +33,17 @@ import json
 from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param
-from routeplan_tasks import HOME, announce, check_policies, spark_job
+from routeplan_alerts import deadline_alerts
+from routeplan_tasks import (
+    HOME,
+    RETRIES,
+    TIMEOUTS,
+    announce,
+    check_landing,
+    check_policies,
+    spark_job,
+    task_defaults,
+)
 
 from routeplan.model.plan import MIGRATION_COST_UNITS
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
@@ -46,6 +63,13 @@ STRATEGY_PARAMS = (
     "score_factor",
     "max_load_distance",
 )
+# The Spark jobs, in the order they run (jobs/<stage>.py)
+STAGES = ("ingest", "windows", "plan", "validate", "publish")
+# The routing tables are due this long after the run was queued (00:00 UTC for a scheduled run):
+# later, the deadline alert fires (the run goes on); after RUN_TIMEOUT the run is stopped and
+# failed, well before the next night's run.
+DEADLINE = timedelta(hours=6)
+RUN_TIMEOUT = timedelta(hours=12)
 # Deprecated Params that are budget limits now (old name → Budget field); set, they go to the plan
 # job in --params-json, which converts them (registry.budget_from_parameters).
 DEPRECATED_BUDGET_PARAMS = {"max_migrations": "max_moves", "migration_cost": "migration_cost_unit"}
@@ -70,8 +94,21 @@ DOC_MD = """
 ### routeplan_nightly
 
 Plans and publishes a new routing table per stream from one day of stream logs:
-**check_policies → ingest → windows → plan → validate → publish → announce**. It runs every
-night at 00:00 UTC for the day that just ended, with the defaults below.
+**check_policies → check_landing → ingest → windows → plan → validate → publish → announce**.
+It runs every night at 00:00 UTC for the day that just ended, with the defaults below.
+
+#### When it fails or is late
+
+* **check_policies**, **check_landing** fail at once, without retry, on a mistake in the
+  policies or a day without landing files (`<landing>/<YYYY-MM-DD>/`).
+* The Spark tasks retry {retries} times, with a growing delay: every job replaces exactly its
+  day, so a rerun is safe. **validate** does not: a failed expectation fails again on the same
+  data (its Data Docs link is in the log); fix the cause, then *Clear* the task.
+* Each task has a time limit ({timeouts}; `$ROUTEPLAN_TASK_TIMEOUTS` changes them, e.g.
+  `ingest=240,windows=180`); the run is stopped after {run_timeout} h.
+* A task that fails for good, and a run not finished {deadline} h after it was queued (the
+  deadline alert), log one line `routeplan alert: {{…json…}}` and post it to the webhook of the
+  Airflow connection `routeplan_alerts` (type http, host = the URL) when it exists.
 
 #### Trigger
 
@@ -113,10 +150,16 @@ A new DAG is paused, and the form's *Unpause … on trigger* box is then checked
   The scheduler at once adds the *scheduled* run of the latest complete day (yesterday UTC, all
   streams, default Params) and one every midnight after. One run at a time: yours may wait for
   that scheduled run or the other way round. If the default landing path holds no files for
-  yesterday, that scheduled run fails in `ingest` ("no landing files") — your run is not
+  yesterday, that scheduled run fails in `check_landing` ("no landing files") — your run is not
   affected. Pause the DAG again (toggle at the top) if you only wanted your run.
 * **Unchecked**: your run is created but stays *queued* until the DAG is unpaused.
-""".format(max_moves=honoured_by("max_moves"))
+""".format(
+    max_moves=honoured_by("max_moves"),
+    retries=RETRIES["retries"],
+    timeouts=", ".join(f"{t} {TIMEOUTS[t] // timedelta(minutes=1)} min" for t in STAGES),
+    run_timeout=RUN_TIMEOUT // timedelta(hours=1),
+    deadline=DEADLINE // timedelta(hours=1),
+)
 
 
 # The Trigger form's sections, in form order: section → {Param: title}. The form opens with
@@ -237,7 +280,9 @@ with DAG(
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 0},
+    default_args=task_defaults(),
+    dagrun_timeout=RUN_TIMEOUT,
+    deadline=deadline_alerts(within=DEADLINE),
     user_defined_macros={
         "interval_day": interval_day,
         "strategy_params": strategy_params,
@@ -472,9 +517,9 @@ with DAG(
         "validate": ["--imbalance-tolerance", "{{ params.imbalance_tolerance }}"],
         "publish": ["--keep-versions={{ optional(params.keep_versions) }}"],
     }
-    previous = check_policies()
-    for stage, extra in stage_args.items():
-        task = spark_job(stage, common + extra)
+    previous = check_policies() >> check_landing(day)
+    for stage in STAGES:
+        task = spark_job(stage, common + stage_args[stage])
         previous >> task
         previous = task
     previous >> announce(f"{HOME}/reports/{day}/publish.json")

@@ -6,6 +6,10 @@ Spark job restores the version from the JSON store or, when pruned there, from D
 incident without Airflow, ``routeplan rollback --stream S --version N --reason …`` does the same
 on the JSON store (Delta records it at the next publish).
 
+Like the nightly DAG's tasks, both retry twice (a rerun publishes nothing twice: a table LATEST
+already routes as is left alone), stop after ``routeplan_tasks.TIMEOUTS`` and, failed for good,
+log and post an alert (``routeplan_alerts``).
+
 Its three Params have no default on purpose: the Trigger form shows them as required (red, its
 Trigger button disabled) until the operator has named the stream, the version and the reason.
 """
@@ -15,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from airflow.sdk import DAG, Param
-from routeplan_tasks import HOME, announce, spark_job
+from routeplan_tasks import HOME, announce, spark_job, task_defaults
 
 from routeplan.publishing.schemas import load_schema
 
@@ -29,7 +33,7 @@ with DAG(
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 0},
+    default_args=task_defaults(),
     tags=["routeplan"],
     doc_md=__doc__,
     params={

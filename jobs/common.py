@@ -20,8 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -34,22 +35,9 @@ DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
-# What every routeplan Spark session runs with: spark-submit gets it from ``submit_conf`` (the
-# DAGs' tasks), an in-process session (tests, benchmarks) from ``spark_session``.
-SESSION_CONF = {
-    **DELTA_CONF,
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.shuffle.partitions": "8",
-    "spark.ui.showConsoleProgress": "false",
-    # the driver holds the parsed day while ingest writes its two tables (local: all of Spark;
-    # with 2g a day of 10M events failed ingest: "Could not allocate memory to grow
-    # BytesToBytesMap", measured by bench/peer_duckdb.py)
-    "spark.driver.memory": "4g",
-    # Delta replays a table's log with this many tasks (default 50: seconds of task overhead
-    # per table and write, measured by bench/pipeline.py); routeplan's logs are small — a commit
-    # per table and night, a checkpoint every 10
-    "spark.databricks.delta.snapshotPartitions": "2",
-}
+# What every routeplan Spark session runs with is in ``spark_defaults_file()`` (spark-submit's
+# properties file): the DAGs' tasks pass it as ``--properties-file``, an in-process session
+# (tests, benchmarks) reads it with ``spark_defaults``.
 # Only in process (no spark-submit): a small local session.
 LOCAL_CONF = {
     "spark.ui.enabled": "false",
@@ -61,7 +49,7 @@ JOBS_DIR = Path(__file__).resolve().parent
 def jars_dir() -> Path:
     """Where ``make setup`` puts the Delta Lake and S3A jars: ``$ROUTEPLAN_JARS``, default
     ./.jars. On a cluster every node holds them at this path (the images in docker/ do)."""
-    return Path(os.environ.get("ROUTEPLAN_JARS", JOBS_DIR.parent / ".jars"))
+    return settings.current().jars
 
 
 def delta_jars() -> list[str]:
@@ -118,15 +106,63 @@ def use_object_store(spark) -> None:
             hadoop.set(key, value)
 
 
+def spark_defaults_file() -> Path:
+    """The Spark settings of every routeplan session, in spark-submit's properties-file format:
+    ``$ROUTEPLAN_SPARK_DEFAULTS``, default config/spark-defaults.conf."""
+    return settings.current().spark_defaults
+
+
+BLANKS = " \t\f"  # what Java properties count as blanks
+
+
+def parse_spark_defaults(text: str, source: str = "spark-defaults.conf") -> dict[str, str]:
+    """The settings of a Spark properties file's ``text`` as spark-submit reads them (Java
+    properties): blank lines and comments (``#`` or ``!`` first) skipped; the key ends at the
+    first ``=``, ``:`` or blank, blanks around that ``=`` or ``:`` are dropped, the value is
+    trimmed; a repeated key's last value wins. A ``ValueError`` names ``source``, the line and
+    what is allowed for a key not under ``spark.`` (spark-submit ignores those), a key without a
+    value, or a backslash (Java's escapes and continued lines, which this reader refuses rather
+    than read differently from Spark)."""
+    found: dict[str, str] = {}
+    for number, raw in enumerate(re.split(r"\r\n|\r|\n", text), start=1):
+        line = raw.strip(BLANKS)
+        if not line or line[0] in "#!":
+            continue
+        where = f"{source}, line {number}: {line!r}"
+        if "\\" in line:
+            raise ValueError(f"{where}: backslashes (escapes, continued lines) are not supported")
+        end = next((i for i, c in enumerate(line) if c in "=:" + BLANKS), len(line))
+        key, rest = line[:end], line[end:].lstrip(BLANKS)
+        value = (rest[1:] if rest[:1] in ("=", ":") else rest).strip(BLANKS)
+        if not key.startswith("spark.") or not value:
+            raise ValueError(f"{where}: expected 'spark.<name> <value>' ('=' or ':' may separate)")
+        found[key] = value
+    return found
+
+
+def spark_defaults(path: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """The settings of ``path`` (default ``spark_defaults_file()``); a ``ValueError`` naming the
+    file when it is missing or a line is not a setting."""
+    path = Path(path or spark_defaults_file())
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValueError(
+            f"Spark settings {path}: {err.strerror or err} (set ROUTEPLAN_SPARK_DEFAULTS to the "
+            "file, default config/spark-defaults.conf)"
+        ) from None
+    return parse_spark_defaults(text, str(path))
+
+
 def submit_conf(jobs_dir: Path = JOBS_DIR) -> dict[str, str]:
-    """The ``--conf`` of a spark-submit of ``jobs/<stage>.py``: ``SESSION_CONF``, S3A's settings
-    for the environment's object store (``object_store_conf``), the jobs' log4j settings, and
-    ``jars_dir()`` on the driver's and the executors' class path — the jars are installed on
-    every node, never copied per application (the AWS SDK bundle alone is ~690 MB)."""
+    """The ``--conf`` of a spark-submit of ``jobs/<stage>.py``, beside ``--properties-file
+    spark_defaults_file()``: S3A's settings for the environment's object store
+    (``object_store_conf``), the jobs' log4j settings, and ``jars_dir()`` on the driver's and
+    the executors' class path — the jars are installed on every node, never copied per
+    application (the AWS SDK bundle alone is ~690 MB)."""
     log4j = f"-Dlog4j2.configurationFile={jobs_dir / 'log4j2.properties'}"
     class_path = str(jars_dir() / "*")
     return {
-        **SESSION_CONF,
         **object_store_conf(),
         "spark.driver.extraJavaOptions": log4j,
         "spark.driver.extraClassPath": class_path,
@@ -137,7 +173,7 @@ def submit_conf(jobs_dir: Path = JOBS_DIR) -> dict[str, str]:
 def spark_session(app: str):  # -> pyspark.sql.SparkSession
     """The active session, or a new one with Delta Lake: under spark-submit only ``DELTA_CONF``
     and UTC are added to what it was given; in process a local one (``$ROUTEPLAN_SPARK_MASTER``,
-    default ``local[2]``) with ``SESSION_CONF`` and ``LOCAL_CONF``. Either way it reads the
+    default ``local[2]``) with ``spark_defaults()`` and ``LOCAL_CONF``. Either way it reads the
     object store the environment names (``use_object_store``)."""
     from pyspark.sql import SparkSession
 
@@ -148,10 +184,10 @@ def spark_session(app: str):  # -> pyspark.sql.SparkSession
     builder = SparkSession.builder.appName(f"routeplan-{app}")
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # set by spark-submit's PythonRunner
     if not submitted:
-        builder = builder.master(os.environ.get("ROUTEPLAN_SPARK_MASTER", "local[2]"))
+        builder = builder.master(settings.current().spark_master)
         builder = builder.config("spark.jars", ",".join(delta_jars()))
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need routeplan too
-        for key, value in {**SESSION_CONF, **LOCAL_CONF}.items():
+        for key, value in {**spark_defaults(), **LOCAL_CONF}.items():
             builder = builder.config(key, value)
     for key, value in DELTA_CONF.items():
         builder = builder.config(key, value)
@@ -193,6 +229,11 @@ class Tables:
     def landing(self) -> str:
         """``<home>/landing``: stream logs, one folder per day."""
         return settings.landing_root(self.home)
+
+    @property
+    def catalog_file(self) -> str:
+        """``<home>/catalog/tables.sql``: the statements naming the tables (``register_tables``)."""
+        return storage.join(self.home, "catalog", "tables.sql")
 
     @property
     def workers_file(self) -> str:
@@ -262,13 +303,12 @@ def run_args(ns: argparse.Namespace) -> RunArgs:
 
 
 def write_delta(df, tables: Tables, name: str, replace_where: str, partition_by=()) -> None:
-    """Overwrite exactly the rows matching ``replace_where`` (idempotent rerun of an interval)."""
-    writer = (
-        df.write.format("delta")
-        .mode("overwrite")
-        .option("replaceWhere", replace_where)
-        .option("mergeSchema", "true")  # new optional columns extend tables written before
-    )
+    """Overwrite exactly the rows matching ``replace_where`` (idempotent rerun of an interval).
+
+    The table's schema grows only by its migrations (``upgrade_table``): a column of ``df`` the
+    table lacks and no migration names stops the write with ``SchemaError``."""
+    upgrade_table(df.sparkSession, tables, name, df.columns)
+    writer = df.write.format("delta").mode("overwrite").option("replaceWhere", replace_where)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     writer.save(tables.path(name))
@@ -303,6 +343,96 @@ def read_delta(spark, tables: Tables, name: str):
     if not table_exists(spark, tables, name):
         raise SystemExit(f"Delta table {name} not found at {path}: run the earlier stages first")
     return spark.read.format("delta").load(path)
+
+
+def upgrade_table(spark, tables: Tables, name: str, columns: Iterable[str] = ()) -> list[str]:
+    """Before a write of ``columns`` to the table ``name``: its migrations applied
+    (``jobs.migrations.upgrade``), the columns added; nothing when the table does not exist yet
+    (the write creates it)."""
+    from jobs.migrations import upgrade
+
+    if not table_exists(spark, tables, name):
+        return []
+    return upgrade(spark, name, tables.path(name), columns)
+
+
+# Every Delta table of routeplan, by the name the catalog gives it (docs/architecture.md).
+TABLE_NAMES = (
+    "bronze.stream_events",
+    "bronze.quarantine",
+    "silver.key_group_load",
+    "silver.key_load",
+    "silver.worker_load",
+    "silver.partition_load",
+    "silver.key_group_flow",
+    "silver.window_summary",
+    "silver.worker_capacity",
+    "gold.plans",
+    "gold.validations",
+    "gold.routing_tables",
+    "gold.publish_log",
+)
+
+
+def register_tables(spark, tables: Tables, names: Iterable[str] = TABLE_NAMES) -> dict[str, str]:
+    """Name the home's Delta tables in the session's catalog, so ``SELECT … FROM
+    bronze.stream_events`` works, and write ``tables.catalog_file`` for ``spark-sql -i``.
+
+    Each one that exists becomes an external table at its location (dropping it never deletes
+    data); a name registered at another location (another home) is dropped and registered
+    again; a table not made yet is skipped, and its stale name dropped. Returns each name's
+    action: ``registered``, ``kept``, ``moved``, ``dropped`` or ``absent``. Called by the
+    publish and maintain jobs, not by every job: the names live only as long as the session's
+    catalog (in memory unless the session has a metastore), the file outlives it."""
+    actions: dict[str, str] = {}
+    lines = ["-- routeplan's Delta tables by name: spark-sql -i <this file> (see README)"]
+    for layer in dict.fromkeys(name.split(".")[0] for name in names):
+        where = storage.spark_uri(storage.join(tables.home, "warehouse", layer))
+        statement = f"CREATE SCHEMA IF NOT EXISTS {layer} LOCATION '{where}'"
+        spark.sql(statement)
+        lines.append(statement + ";")
+    for name in names:
+        location = tables.path(name)
+        registered = _registered_location(spark, name)
+        exists = table_exists(spark, tables, name)
+        stale = registered is not None and (registered != _plain(location) or not exists)
+        if stale:
+            spark.sql(f"DROP TABLE {name}")  # an external table (checked): its files stay
+        if not exists:
+            actions[name] = "dropped" if stale else "absent"
+            continue
+        statement = f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{location}'"
+        lines.append(statement + ";")
+        if registered is not None and not stale:
+            actions[name] = "kept"
+            continue
+        spark.sql(statement)
+        actions[name] = "moved" if stale else "registered"
+    storage.write_text(tables.catalog_file, "\n".join(lines) + "\n")
+    return actions
+
+
+def _registered_location(spark, name: str) -> str | None:
+    """Where the session's catalog says the table ``name`` lives (``_plain``), None when it
+    names no such table; a ``RuntimeError`` for a managed table (dropping it would delete its
+    data: routeplan registers only external ones)."""
+    if not spark.catalog.tableExists(name):
+        return None
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    detail = {r["col_name"]: r["data_type"] for r in rows}
+    if detail.get("Type", "").upper() != "EXTERNAL":
+        raise RuntimeError(
+            f"{name} is a {detail.get('Type', 'unknown').lower()} table in the catalog, not an "
+            "external one: routeplan will not drop it; rename or drop it yourself"
+        )
+    return _plain(detail["Location"])
+
+
+def _plain(location: str) -> str:
+    """A location as Spark's catalog and ``Tables.path`` both spell it: ``file:`` dropped."""
+    if location.startswith("file:"):
+        location = "/" + location.removeprefix("file:").lstrip("/")
+    return location.rstrip("/")
 
 
 def log(stage: str, message: str) -> None:

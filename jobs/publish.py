@@ -19,11 +19,14 @@ from jobs.common import (
     Tables,
     log,
     read_delta,
+    register_tables,
     run_args,
     run_parser,
     spark_session,
     table_exists,
+    upgrade_table,
 )
+from routeplan import settings, storage
 from routeplan.model.table import table_from_document
 from routeplan.publishing.store import RoutingStore, StaleLatestError
 
@@ -32,6 +35,7 @@ TABLE_COLUMNS = (
     "strategy string, checksum string, run_id string, interval_start date, document string, "
     "reason string, restored_version int"
 )
+MERGE_ATTEMPTS = 3  # gold.routing_tables' MERGE, retried when a concurrent writer won
 LOG_COLUMNS = (
     "interval_start date, stream string, run_id string, action string, version int, "
     "reason string, observed_imbalance double, predicted_imbalance double, logged_at timestamp"
@@ -54,6 +58,7 @@ def publish(spark, args: RunArgs, keep_versions: int | None = None) -> list[dict
     ours = {(o["stream"], o["version"]) for o in outcomes if o["action"] == "published"}
     record_versions(spark, tables, store, ours, args.run_id, args.interval_start)
     append_log(spark, tables, outcomes, args.run_id, args.interval_start)
+    register_tables(spark, tables)  # the nightly names for spark-sql (tables.catalog_file)
     if keep_versions:
         for stream in streams:
             pruned = store.prune(stream, keep_versions)
@@ -110,17 +115,24 @@ def record_versions(
     run_id: str,
     interval_start: date | None,
 ) -> int:
-    """Append to ``gold.routing_tables`` every JSON version it lacks.
+    """Add to ``gold.routing_tables`` every JSON version it lacks; how many were added.
 
-    The versions this run published (``ours``) get its ``run_id`` and interval; others (from
-    ``routeplan rollback`` in a terminal) are recorded with a null run.
+    One atomic ``MERGE`` on (stream, version) inserts them, so a version recorded meanwhile by
+    another publish or rollback is never recorded twice (a MERGE that lost to that writer's
+    commit is run again, ``MERGE_ATTEMPTS`` in all). The versions this run published
+    (``ours``) get its ``run_id`` and interval; others (from ``routeplan rollback`` in a
+    terminal) are recorded with a null run.
     """
-    path = tables.path("gold.routing_tables")
-    known: set[tuple[str, int]] = set()
-    if table_exists(spark, tables, "gold.routing_tables"):
+    from delta.exceptions import ConcurrentAppendException
+    from delta.tables import DeltaTable
+
+    name = "gold.routing_tables"
+    exists = table_exists(spark, tables, name)
+    known: set[tuple[str, int]] = set()  # only to read fewer documents: the MERGE decides
+    if exists:
         known = {
             (r["stream"], r["version"])
-            for r in spark.read.format("delta").load(path).select("stream", "version").collect()
+            for r in read_delta(spark, tables, name).select("stream", "version").collect()
         }
     rows = []
     for stream in store.streams():
@@ -145,11 +157,29 @@ def record_versions(
                     doc.get("restored_version"),
                 )
             )
-    if rows:
-        spark.createDataFrame(rows, TABLE_COLUMNS).write.format("delta").mode("append").option(
-            "mergeSchema", "true"
-        ).save(path)
-    return len(rows)
+    if not rows:
+        return 0
+    versions = spark.createDataFrame(rows, TABLE_COLUMNS)
+    path = tables.path(name)
+    if exists:
+        upgrade_table(spark, tables, name, versions.columns)
+    else:
+        DeltaTable.createIfNotExists(spark).location(path).addColumns(versions.schema).execute()
+    attempts = MERGE_ATTEMPTS
+    while True:
+        try:
+            merged = (
+                DeltaTable.forPath(spark, path)
+                .alias("t")
+                .merge(versions.alias("v"), "t.stream = v.stream AND t.version = v.version")
+                .whenNotMatchedInsertAll()
+                .execute()
+            )
+            return int(merged.first()["num_inserted_rows"])
+        except ConcurrentAppendException:  # another writer committed first: merge again
+            attempts -= 1
+            if not attempts:
+                raise
 
 
 def append_log(
@@ -157,7 +187,7 @@ def append_log(
 ) -> None:
     """One ``gold.publish_log`` row per stream outcome (published, unchanged, refused, …)."""
     now = datetime.now(UTC)
-    spark.createDataFrame(
+    frame = spark.createDataFrame(
         [
             (
                 interval_start,
@@ -173,7 +203,26 @@ def append_log(
             for o in outcomes
         ],
         LOG_COLUMNS,
-    ).write.format("delta").mode("append").save(tables.path("gold.publish_log"))
+    )
+    upgrade_table(spark, tables, "gold.publish_log", frame.columns)
+    frame.write.format("delta").mode("append").save(tables.path("gold.publish_log"))
+
+
+def write_plots(tables: Tables, interval_start: date, outcomes: list[dict]) -> None:
+    """Each published version's worker-load plot, ``<home>/reports/<day>/<stream>-v<N>.png``,
+    its location in the outcome's ``plot`` (the report links it)."""
+    from routeplan.plots import stored_parent, version_png
+
+    store = RoutingStore(tables.routing)
+    folder = storage.join(settings.reports_root(tables.home), interval_start.isoformat())
+    for outcome in outcomes:
+        if outcome["action"] != "published":
+            continue
+        stream, version = outcome["stream"], outcome["version"]
+        table = store.load(stream, version)
+        png, note = version_png(table, stored_parent(store, table))
+        outcome["plot"] = storage.write_bytes(storage.join(folder, f"{stream}-v{version}.png"), png)
+        log("publish", f"{stream}: plot {outcome['plot']}" + (f" ({note})" if note else ""))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -188,6 +237,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = run_args(ns)
     spark = spark_session("publish")
     outcomes = publish(spark, args, ns.keep_versions)
+    write_plots(args.tables, args.interval_start, outcomes)
     report = {
         "stage": "publish",
         "run_id": args.run_id,

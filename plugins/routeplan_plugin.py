@@ -1,7 +1,7 @@
 """Airflow plugin: routeplan's read-only routing-table API in the Airflow API server.
 
 Mounted at ``/routeplan`` (e.g. http://localhost:8080/routeplan/streams) over the store at
-``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing`` (``./var/routing``). Airflow mounts a
+``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing`` (``routeplan.settings``). Airflow mounts a
 plugin's app as it is, so Airflow's authentication does not apply unless
 ``ROUTEPLAN_API_AUTH=airflow`` (then every request needs an Airflow JWT: bearer token or the UI's
 session cookie). See plugins/README.md.
@@ -9,7 +9,6 @@ session cookie). See plugins/README.md.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
@@ -17,15 +16,11 @@ from airflow.plugins_manager import AirflowPlugin
 from routeplan import settings
 from routeplan.publishing.api import create_app
 
-AUTH_MODES = ("none", "airflow")
-
 
 def auth_dependencies() -> list[Any]:
-    """What ``$ROUTEPLAN_API_AUTH`` asks for: nothing (``none``), or an authenticated user."""
-    mode = os.environ.get("ROUTEPLAN_API_AUTH", "none")
-    if mode not in AUTH_MODES:
-        raise ValueError(f"ROUTEPLAN_API_AUTH must be one of {AUTH_MODES}, got {mode!r}")
-    if mode == "none":
+    """What ``$ROUTEPLAN_API_AUTH`` asks for: nothing (``none``), or an authenticated user; any
+    other value is a ``UsageError`` naming the allowed ones (``routeplan.settings``)."""
+    if settings.current().api_auth == "none":
         return []
     from airflow.api_fastapi.core_api.security import requires_authenticated
     from fastapi import Depends

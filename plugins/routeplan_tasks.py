@@ -1,4 +1,5 @@
-"""What routeplan's DAGs share: Spark job tasks and the routing-table asset events.
+"""What routeplan's DAGs share: Spark job tasks, their retries, timeouts and alerts, the checks
+before Spark starts, and the routing-table asset events.
 
 Downstream DAGs run on a new routing table by scheduling on its asset::
 
@@ -12,36 +13,93 @@ event's ``extra`` holds ``stream``, ``version``, ``action`` and ``reason``.
 from __future__ import annotations
 
 import json
-import os
+from datetime import date, timedelta
 from pathlib import Path
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, AssetAlias, task
+from routeplan_alerts import RunAlert
 
-from jobs.common import submit_conf
+from jobs.common import location_arg, spark_defaults, spark_defaults_file, submit_conf
 from routeplan import settings, storage
+from routeplan.parsing import integer, parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
-JOBS = Path(os.environ.get("ROUTEPLAN_JOBS_DIR", REPO / "jobs"))
-HOME = settings.home(default=REPO / "var")  # a local folder or a URI (routeplan.storage)
+JOBS = settings.current().jobs_dir
+HOME = settings.home()  # a local folder or a URI (routeplan.storage)
 ROUTING_TABLES = AssetAlias("routeplan-routing-tables")
 ANNOUNCED = ("published", "rolled_back")
 
+# How long each task may run before Airflow stops it (its execution_timeout), in minutes, by
+# task id. ingest and windows read the whole day (10M events: ~5 min of ingest on 2 cores, see
+# the README's Performance), the others a day's aggregates or one file. $ROUTEPLAN_TASK_TIMEOUTS
+# overrides some: "ingest=240,windows=180".
+TIMEOUT_MINUTES = {
+    "check_policies": 5,
+    "check_landing": 5,
+    "ingest": 180,
+    "windows": 120,
+    "plan": 60,
+    "validate": 30,
+    "publish": 30,
+    "announce": 5,
+    "rollback": 30,
+    "maintain": 240,
+}
+# A failed task retries after 2, then 4 minutes (doubling, at most 20): every job replaces
+# exactly its interval and publish and rollback skip a table LATEST already routes as, so a
+# rerun is safe. A failure a rerun would repeat fails at once: the Python tasks raise
+# AirflowFailException, and these Spark tasks never retry:
+NOT_RETRIED = {
+    "validate": "a failure is the expectations' verdict on the day's data, which a rerun repeats; "
+    "a transient Spark error is rare in this short job: clear the task to rerun it",
+}
+RETRIES = {
+    "retries": 2,
+    "retry_delay": timedelta(minutes=2),
+    "retry_exponential_backoff": 2.0,
+    "max_retry_delay": timedelta(minutes=20),
+}
+
+
+def task_timeouts(spec: str | None = None) -> dict[str, timedelta]:
+    """Each task's execution_timeout: ``TIMEOUT_MINUTES`` with the overrides of ``spec``
+    (``task=minutes,…``, default ``$ROUTEPLAN_TASK_TIMEOUTS``; a ``UsageError`` naming an unknown
+    task or a bad value)."""
+    spec = settings.current().task_timeouts if spec is None else spec
+    fields = {name: integer(1, 7 * 24 * 60) for name in TIMEOUT_MINUTES}
+    given = parse_spec(spec, fields, "ROUTEPLAN_TASK_TIMEOUTS")
+    return {name: timedelta(minutes=m) for name, m in {**TIMEOUT_MINUTES, **given}.items()}
+
+
+TIMEOUTS = task_timeouts()
+
+
+def task_defaults() -> dict:
+    """The DAGs' ``default_args``: ``RETRIES`` and ``RunAlert`` once a task has failed for good."""
+    return {**RETRIES, "on_failure_callback": RunAlert()}
+
 
 def spark_job(stage: str, application_args: list[str]) -> SparkSubmitOperator:
-    """The task running ``jobs/<stage>.py`` with spark-submit (``$ROUTEPLAN_SPARK_CONN``).
+    """The task running ``jobs/<stage>.py`` with spark-submit (``$ROUTEPLAN_SPARK_CONN``), the
+    Spark settings of ``spark_defaults_file()`` as its ``--properties-file``, stopped after
+    ``TIMEOUTS[stage]``, never retried when ``NOT_RETRIED`` names it.
 
     On a cluster the executors import routeplan (the windows job's key-group UDF) from the zip
     ``$ROUTEPLAN_PY_FILES`` names (``make setup`` builds ``dist/routeplan.zip``), shipped with the
     application as spark-submit's ``--py-files``."""
+    spark_defaults()  # a mistake in the file fails the DAG's import, naming its line
     return SparkSubmitOperator(
         task_id=stage,
         application=str(JOBS / f"{stage}.py"),
-        conn_id=os.environ.get("ROUTEPLAN_SPARK_CONN", "spark_local"),
+        conn_id=settings.current().spark_conn,
         conf=submit_conf(JOBS),
+        properties_file=str(spark_defaults_file()),
         name=f"routeplan-{stage}",
-        py_files=os.environ.get("ROUTEPLAN_PY_FILES") or None,
+        py_files=settings.current().py_files,
         application_args=application_args,
+        execution_timeout=TIMEOUTS[stage],
+        **({"retries": 0} if stage in NOT_RETRIED else {}),
     )
 
 
@@ -50,7 +108,7 @@ def routing_table_asset(stream: str) -> Asset:
     return Asset(f"x-routeplan://routing/{stream}")
 
 
-@task
+@task(execution_timeout=TIMEOUTS["check_policies"])
 def check_policies(*, params=None) -> dict:
     """The run's first task: the planning policies file, and this run's streams and strategy
     against it, checked before any Spark job starts — a mistake fails here with one line naming
@@ -85,7 +143,31 @@ def check_policies(*, params=None) -> dict:
     return summary
 
 
-@task(outlets=[ROUTING_TABLES])
+@task(execution_timeout=TIMEOUTS["check_landing"])
+def check_landing(day: str, *, params=None) -> int:
+    """Before ingest: the number of landing files of ``day`` (``YYYY-MM-DD``) under the
+    ``landing_path`` Param (empty: ``<home>/landing``), counted as ingest counts them; none
+    fails the run at once (``AirflowFailException``: no retry, no Spark started)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from jobs.common import RunArgs
+    from jobs.ingest import landing_files
+
+    given = params.get("landing_path")
+    landing = location_arg(given) if given else settings.landing_root(HOME)
+    start = date.fromisoformat(day)
+    interval = RunArgs(HOME, start, start + timedelta(days=1), (), "check_landing")
+    files = landing_files(landing, interval)
+    if not files:
+        raise AirflowFailException(
+            f"no landing files for {day} under {landing} (expected "
+            f"{storage.join(landing, day)}/*.jsonl|csv|parquet[.gz]; landing_path sets the folder)"
+        )
+    print(f"{len(files)} landing files for {day} under {landing}")
+    return len(files)
+
+
+@task(outlets=[ROUTING_TABLES], execution_timeout=TIMEOUTS["announce"])
 def announce(report_path: str, *, outlet_events=None) -> list[dict]:
     """One asset event per stream the job's report (a path or URI) says got a new version."""
     report = json.loads(storage.read_bytes(report_path))

@@ -257,7 +257,7 @@ class NightlyAirflow:
         run_logged(["airflow", "db", "migrate"], self.env, "db-migrate.log")
         self.af = self._stack.enter_context(airflow_standalone(self.env, timeout_s=240))
         self.pgid, self.marker = self.af.pgid, self.af.marker
-        for dag_id in ("routeplan_nightly", "routeplan_rollback"):
+        for dag_id in ("routeplan_nightly", "routeplan_rollback", "routeplan_maintenance"):
             self.af.wait_for_dag(dag_id, timeout=240)
 
     def stop(self) -> None:

@@ -1,5 +1,7 @@
-"""DAG integrity: routeplan_nightly wires five Spark jobs then the asset announcement in order,
-renders its args; routeplan_rollback runs the rollback job then announces."""
+"""DAG integrity: routeplan_nightly checks the policies and the landing files, wires five Spark
+jobs then the asset announcement in order, renders its args; routeplan_rollback runs the rollback
+job then announces; every task has its timeout, retries and failure alert, the nightly run its
+deadline alert and timeout."""
 
 import copy
 from pathlib import Path
@@ -8,6 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.airflow
 REPO = Path(__file__).resolve().parents[1]
+PYTHON_TASKS = ("check_policies", "check_landing", "announce")  # the others run spark-submit
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +39,17 @@ def assert_spark_jobs_then_announce(dag, jobs: list[str]) -> None:
         if task.task_id == "announce":
             assert list(task.outlets) == [ROUTING_TABLES]
             continue
-        if task.task_id == "check_policies":  # a Python task: the policy file, before Spark
+        if task.task_id in PYTHON_TASKS:  # the checks before Spark
             continue
         assert isinstance(task, SparkSubmitOperator)
         assert Path(task.application).is_file()
         assert Path(task.application).name == f"{task.task_id}.py"
 
 
-def test_policies_checked_then_five_spark_jobs_in_order_then_announce(dag):
+def test_policies_and_landing_checked_then_five_spark_jobs_in_order_then_announce(dag):
     assert_spark_jobs_then_announce(
-        dag, ["check_policies", "ingest", "windows", "plan", "validate", "publish"]
+        dag,
+        ["check_policies", "check_landing", "ingest", "windows", "plan", "validate", "publish"],
     )
     assert dag.params["keep_versions"] is None
 
@@ -192,7 +196,11 @@ def test_consumer_capacity_goes_to_partition_strategies_only(dag):
 # --------------------------------------------------------------------------- Params and the form
 
 # Params without a default: the Trigger form asks for them (and is not submittable before)
-REQUIRED = {"routeplan_nightly": set(), "routeplan_rollback": {"stream", "version", "reason"}}
+REQUIRED = {
+    "routeplan_nightly": set(),
+    "routeplan_rollback": {"stream", "version", "reason"},
+    "routeplan_maintenance": set(),
+}
 NUMERIC = ("integer", "number")
 
 
@@ -282,24 +290,28 @@ def test_nightly_doc_tells_what_unpause_on_trigger_does(dag):
     assert "queued" in dag.doc_md  # unchecked: the run waits for the DAG to be unpaused
 
 
-def rendered_args(dag, conf: dict | None = None) -> dict[str, list[str]]:
-    """Each Spark task's ``application_args`` as a run with ``conf`` renders them."""
+def run_context(dag, conf: dict | None = None) -> dict:
+    """What templates see in a run of ``dag`` with ``conf`` for the day 2026-11-20."""
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
     params = copy.deepcopy(dag.params)
     params.update(conf or {})
-    context = {
+    return {
         "params": params.validate(),
         "run_id": "manual__2026-11-21T00:00:00+00:00",
         "data_interval_start": datetime(2026, 11, 20, tzinfo=UTC),
         "dag_run": SimpleNamespace(run_after=datetime(2026, 11, 21, tzinfo=UTC)),
     }
-    env = dag.get_template_env()
+
+
+def rendered_args(dag, conf: dict | None = None) -> dict[str, list[str]]:
+    """Each Spark task's ``application_args`` as a run with ``conf`` renders them."""
+    context, env = run_context(dag, conf), dag.get_template_env()
     return {
         t.task_id: t.render_template(t.application_args, context, env)
         for t in dag.tasks
-        if t.task_id not in ("announce", "check_policies")
+        if t.task_id not in PYTHON_TASKS
     }
 
 
@@ -434,3 +446,129 @@ def test_budget_from_the_form_reaches_the_plan_job_and_unhonoured_limits_fail(da
         planned({"strategy": "kg", "max_moves": 3})
     with pytest.raises(SystemExit, match="cg.*max_migration_cost"):
         planned({"strategy": "cg", "max_migration_cost": 10})
+
+
+# --------------------------------------------------------------------------- operability
+
+
+@pytest.mark.parametrize("dag_id", sorted(REQUIRED))
+def test_every_task_has_a_timeout_an_alert_and_retries_unless_a_rerun_repeats_its_failure(
+    bag, dag_id
+):
+    from datetime import timedelta
+
+    from routeplan_alerts import RunAlert
+    from routeplan_tasks import NOT_RETRIED, TIMEOUTS
+
+    dag = bag.get_dag(dag_id)
+    assert dag.doc_md and dag.doc_md.strip()
+    for task in dag.tasks:
+        assert task.execution_timeout == TIMEOUTS[task.task_id], task.task_id
+        assert timedelta(0) < task.execution_timeout <= timedelta(hours=4), task.task_id
+        # (by name: Airflow's plugin manager may have loaded plugins/ again since the DAG did)
+        alerts = [c for c in task.on_failure_callback if type(c).__name__ == RunAlert.__name__]
+        assert [type(c).__module__ for c in alerts] == [RunAlert.__module__], task.task_id
+        if task.task_id in NOT_RETRIED:
+            assert task.retries == 0, task.task_id
+            continue
+        assert task.retries >= 1, task.task_id
+        assert task.retry_delay >= timedelta(minutes=1), task.task_id
+        assert task.retry_exponential_backoff > 1, task.task_id  # 2, 4 … minutes
+        assert task.retry_delay < task.max_retry_delay <= timedelta(hours=1), task.task_id
+    assert {t.task_id for t in dag.tasks} - set(PYTHON_TASKS) - {"validate"} <= {
+        t.task_id for t in dag.tasks if t.retries
+    }
+
+
+def test_reading_the_day_takes_longer_than_planning_on_it(dag):
+    timeout = {t.task_id: t.execution_timeout for t in dag.tasks}
+    assert min(timeout["ingest"], timeout["windows"]) > max(
+        timeout[s] for s in ("plan", "validate", "publish")
+    )
+    assert dag.get_task("validate").retries == 0  # expectations fail again on the same data
+
+
+def test_the_nightly_run_has_a_deadline_alert_and_a_timeout(dag):
+    from datetime import timedelta
+
+    from airflow.sdk import DeadlineReference, SyncCallback
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    [deadline] = dag.deadline
+    assert deadline.reference == DeadlineReference.DAGRUN_QUEUED_AT
+    assert isinstance(deadline.callback, SyncCallback)
+    assert deadline.callback.path == "routeplan_alerts.RunAlert"
+    assert deadline.callback.kwargs == {"event": "deadline_missed"}
+    # alert first, while the run still goes on; stop it later, before the next night's run
+    assert timedelta(0) < deadline.interval < dag.dagrun_timeout < timedelta(hours=24)
+    # the scheduler gets both from the serialized DAG
+    serialized = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+    assert serialized.dagrun_timeout == dag.dagrun_timeout
+    assert DagSerialization.to_dict(dag)["dag"]["deadline"], "deadline not serialized"
+
+
+def test_airflow_dags_test_runs_without_the_deadline(monkeypatch):
+    """Airflow 3.3.2's ``dags test`` cannot end a run of a DAG with a deadline alert: the DAG
+    parsed by that command has none (``make demo`` runs it)."""
+    from datetime import timedelta
+
+    from routeplan_alerts import deadline_alerts
+
+    assert len(deadline_alerts(timedelta(hours=1))) == 1
+    monkeypatch.setattr("sys.argv", ["airflow", "dags", "test", "routeplan_nightly"])
+    assert deadline_alerts(timedelta(hours=1)) == []
+
+
+@pytest.mark.parametrize("dag_id", sorted(REQUIRED))
+def test_spark_tasks_submit_the_one_spark_settings_file(bag, dag_id):
+    from jobs.common import DELTA_CONF, spark_defaults, spark_defaults_file
+
+    for task in bag.get_dag(dag_id).tasks:
+        if task.task_id in PYTHON_TASKS:
+            continue
+        assert task.properties_file == str(spark_defaults_file())
+        assert not set(task.conf) & set(spark_defaults())  # one place for each setting
+    assert spark_defaults().items() >= DELTA_CONF.items()
+
+
+def test_task_timeouts_can_be_changed_by_environment():
+    from datetime import timedelta
+
+    from routeplan_tasks import TIMEOUT_MINUTES, task_timeouts
+
+    from routeplan.errors import UsageError
+
+    assert task_timeouts("") == {k: timedelta(minutes=m) for k, m in TIMEOUT_MINUTES.items()}
+    changed = task_timeouts("ingest=240, windows=200")
+    assert (changed["ingest"], changed["windows"]) == (timedelta(hours=4), timedelta(minutes=200))
+    assert changed["plan"] == timedelta(minutes=TIMEOUT_MINUTES["plan"])
+    for bad, named in (("ingset=240", "ingset"), ("ingest=0", "ingest"), ("ingest=2h", "2h")):
+        with pytest.raises(UsageError, match=f"ROUTEPLAN_TASK_TIMEOUTS.*{named}"):
+            task_timeouts(bad)
+
+
+def test_check_landing_gets_ingests_day_and_fails_at_once_without_files(dag, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+    from routeplan_tasks import check_landing
+
+    task = dag.get_task("check_landing")
+    context = run_context(dag, {"landing_path": str(tmp_path)})
+    [day] = task.render_template(task.op_args, context, dag.get_template_env())
+    ingest = rendered_args(dag, {"landing_path": str(tmp_path)})["ingest"]
+    assert day == ingest[ingest.index("--interval-start") + 1] == "2026-11-20"
+
+    count = check_landing.function  # the task's body, as the worker runs it
+    params = {"landing_path": str(tmp_path)}
+    with pytest.raises(AirflowFailException, match=f"no landing files for {day} under {tmp_path}"):
+        count(day, params=params)  # no folder for the day
+    folder = tmp_path / day
+    folder.mkdir()
+    (folder / "_SUCCESS").write_text("")  # ingest skips these too
+    (tmp_path / "2026-11-21").mkdir()
+    (tmp_path / "2026-11-21" / "next.jsonl").write_text('{"ts": 1, "key": "k"}\n')
+    with pytest.raises(AirflowFailException, match="no landing files"):
+        count(day, params=params)
+    (folder / "clicks.jsonl.gz").write_bytes(b"")  # ingest's business to read, or quarantine
+    (folder / "more" / "orders.csv").parent.mkdir()
+    (folder / "more" / "orders.csv").write_text("ts,key\n1,k\n")
+    assert count(day, params=params) == 2

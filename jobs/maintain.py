@@ -1,0 +1,160 @@
+"""maintain: keep every routeplan Delta table small and its history bounded (weekly).
+
+For each table of the home that exists: its migrations (``jobs/migrations.py``), the retention
+properties set when missing (``delta.logRetentionDuration``: how long the log keeps the
+history time travel reads, default 30 days; ``delta.deletedFileRetentionDuration``: how long a
+replaced data file stays for readers and time travel, default 7 days), OPTIMIZE (small files
+compacted) and VACUUM with the table's own retention. Then the tables are named in the catalog
+(``register_tables``). The report, ``<home>/reports/<day>/maintain.json``, has each table's
+data files and bytes before and after.
+
+A deleted-file retention below Delta's safety threshold (7 days) is refused unless the session
+disables Delta's own check (``spark.databricks.delta.retentionDurationCheck.enabled=false``): a
+VACUUM with less can delete files a running job or a reader still needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import UTC, datetime
+
+from jobs.common import (
+    TABLE_NAMES,
+    Tables,
+    location_arg,
+    log,
+    register_tables,
+    spark_session,
+    table_exists,
+    upgrade_table,
+)
+from routeplan import settings, storage
+
+LOG_RETENTION = "30 days"
+DELETED_FILE_RETENTION = "7 days"
+SAFE_RETENTION_HOURS = 168  # Delta's retentionDurationCheck: 7 days
+HOURS = {"hours": 1, "days": 24}
+RETENTION_PROPERTIES = ("delta.logRetentionDuration", "delta.deletedFileRetentionDuration")
+
+
+def retention(text: str) -> str:
+    """A retention argument, ``"<N> days"`` or ``"<N> hours"`` (N ≥ 0), as given."""
+    if not re.fullmatch(r"\d{1,6} (days|hours)", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not '<N> days' or '<N> hours'")
+    return text
+
+
+def retention_hours(text: str) -> int:
+    """``"7 days"`` → 168 (also Delta's ``"interval 7 days"``)."""
+    number, unit = text.removeprefix("interval ").split()
+    return int(number) * HOURS[unit]
+
+
+def maintain(
+    spark,
+    tables: Tables,
+    log_retention: str = LOG_RETENTION,
+    deleted_file_retention: str = DELETED_FILE_RETENTION,
+) -> dict[str, dict]:
+    """Maintain every table of ``tables`` that exists; its report entry per table name."""
+    check_enabled = spark.conf.get(
+        "spark.databricks.delta.retentionDurationCheck.enabled", "true"
+    ).lower()
+    if retention_hours(deleted_file_retention) < SAFE_RETENTION_HOURS and check_enabled != "false":
+        raise SystemExit(
+            f"deleted-file retention {deleted_file_retention!r} is below Delta's safe "
+            f"{SAFE_RETENTION_HOURS} hours: VACUUM could delete files a reader still needs"
+        )
+    wanted = dict(zip(RETENTION_PROPERTIES, (log_retention, deleted_file_retention), strict=True))
+    return {
+        name: maintain_table(spark, tables, name, wanted)
+        for name in TABLE_NAMES
+        if table_exists(spark, tables, name)
+    }
+
+
+def maintain_table(spark, tables: Tables, name: str, wanted: dict[str, str]) -> dict:
+    """Migrations, missing retention properties, OPTIMIZE and VACUUM of one table."""
+    from delta.tables import DeltaTable
+
+    path = tables.path(name)
+    added = upgrade_table(spark, tables, name)
+    table = DeltaTable.forPath(spark, path)
+    properties = table.detail().first()["properties"]
+    missing = {k: f"interval {v}" for k, v in wanted.items() if k not in properties}
+    if missing:
+        settings_sql = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({settings_sql})")
+    before = data_files(path)
+    compacted = table.optimize().executeCompaction().first()["metrics"]
+    table.vacuum()  # with the table's delta.deletedFileRetentionDuration
+    after = data_files(path)
+    properties = table.detail().first()["properties"]
+    entry = {
+        "columns_added": added,
+        "properties_set": sorted(missing),
+        "retention": {k: properties.get(k) for k in RETENTION_PROPERTIES},
+        "files_compacted": compacted["numFilesRemoved"],
+        "files_written": compacted["numFilesAdded"],
+        "files_before": before[0],
+        "bytes_before": before[1],
+        "files_after": after[0],
+        "bytes_after": after[1],
+    }
+    log("maintain", f"{name}: {entry}")
+    return entry
+
+
+def data_files(location: str) -> tuple[int, int]:
+    """``(files, bytes)`` of the table's data files on storage, old versions' included: what
+    VACUUM leaves. Hidden ones are not counted, as Delta does not: a name starting with ``_``
+    (the log) or ``.`` (a local file system's checksums) anywhere in the path."""
+    fs, path = storage.filesystem(location)
+    base = path.rstrip("/")
+    sizes = [
+        info["size"]
+        for name, info in fs.find(path, detail=True).items()
+        if not any(part.startswith(("_", ".")) for part in name[len(base) + 1 :].split("/"))
+    ]
+    return len(sizes), sum(sizes)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--home", default=settings.home(), help="a folder or a URI (default $ROUTEPLAN_HOME)"
+    )
+    parser.add_argument(
+        "--log-retention",
+        type=retention,
+        default=LOG_RETENTION,
+        help=f"delta.logRetentionDuration where missing (default {LOG_RETENTION!r})",
+    )
+    parser.add_argument(
+        "--deleted-file-retention",
+        type=retention,
+        default=DELETED_FILE_RETENTION,
+        help="delta.deletedFileRetentionDuration where missing, what VACUUM keeps (default "
+        f"{DELETED_FILE_RETENTION!r}; at least 7 days)",
+    )
+    parser.add_argument("--run-id", default="manual")
+    ns = parser.parse_args(argv)
+    tables = Tables(location_arg(ns.home))
+    spark = spark_session("maintain")
+    started = datetime.now(UTC)
+    maintained = maintain(spark, tables, ns.log_retention, ns.deleted_file_retention)
+    report = {
+        "stage": "maintain",
+        "run_id": ns.run_id,
+        "started_at": started,
+        "tables": maintained,
+        "catalog": register_tables(spark, tables),
+        "catalog_file": tables.catalog_file,
+    }
+    tables.write_report(started.date(), "maintain", report)
+    return report
+
+
+if __name__ == "__main__":
+    main()
