@@ -42,15 +42,22 @@ with DAG(
             minLength=NAME["minLength"],
             maxLength=NAME["maxLength"],
             pattern=NAME["pattern"],
+            title="Stream",
             description="The stream whose routing table to roll back",
         ),
         "version": Param(
             type="integer",
             minimum=1,
             maximum=1_000_000_000,
+            title="Version to restore",
             description="The version to restore (routeplan versions --stream S lists them)",
         ),
-        "reason": Param(type="string", minLength=1, description="Why (kept in the new version)"),
+        "reason": Param(
+            type="string",
+            minLength=1,
+            title="Reason",
+            description="Why (kept in the new version)",
+        ),
     },
 ) as dag:
     report = f"{HOME}/reports/rollbacks/{{{{ run_id | replace(':', '-') }}}}.json"

@@ -6,7 +6,7 @@
 #   docker build -f docker/airflow.Dockerfile -t routeplan-airflow .     # from the repository root
 #
 # Layout (the same in docker/spark.Dockerfile):
-#   /opt/routeplan/{dags,plugins,jobs,schemas,config}   the repository's folders
+#   /opt/routeplan/{dags,plugins,jobs,schemas,config,gx} the repository's folders
 #   /opt/routeplan/dist/routeplan.zip                    shipped to the executors (py_files)
 #   /opt/routeplan/jars                                  Delta Lake + S3A, on every node's class path
 ARG AIRFLOW_VERSION=3.3.2
@@ -42,7 +42,10 @@ RUN mkdir -p /usr/share/man/man1 \
 ENV JAVA_HOME=/usr/lib/jvm/java-17 \
     ROUTEPLAN_JARS=/opt/routeplan/jars \
     ROUTEPLAN_PY_FILES=/opt/routeplan/dist/routeplan.zip \
-    ROUTEPLAN_SCHEMAS=/opt/routeplan/schemas
+    ROUTEPLAN_SCHEMAS=/opt/routeplan/schemas \
+    ROUTEPLAN_JOBS_DIR=/opt/routeplan/jobs \
+    ROUTEPLAN_GX=/opt/routeplan/gx \
+    ROUTEPLAN_SPARK_DEFAULTS=/opt/routeplan/config/spark-defaults.conf
 COPY --from=jars /jars /opt/routeplan/jars
 COPY --from=dist /dist /opt/routeplan/dist
 COPY constraints.txt /opt/routeplan/constraints.txt
@@ -51,6 +54,7 @@ COPY plugins /opt/routeplan/plugins
 COPY jobs /opt/routeplan/jobs
 COPY schemas /opt/routeplan/schemas
 COPY config /opt/routeplan/config
+COPY gx /opt/routeplan/gx
 USER airflow
 # Airflow named with its version so pip never moves it; the rest at the tested pins.
 RUN pip install --no-cache-dir -c /opt/routeplan/constraints.txt \

@@ -45,9 +45,18 @@ __all__ = [
 
 ENV_PREFIX = "ROUTEPLAN_"
 
-# The folder the routeplan package is imported from: the source checkout (editable install), or
-# site-packages, where the wheel installs ``jobs/`` next to ``routeplan/`` too.
-SOURCE_ROOT = Path(__file__).resolve().parents[1]
+
+def _source_root(package_dir: Path) -> Path:
+    """The folder holding the ``routeplan`` package ``package_dir``: the source checkout
+    (editable install) or site-packages (the wheel installs ``jobs/`` beside it too) — or, for
+    the zip spark-submit ships (``--py-files <root>/dist/routeplan.zip``, which a Spark driver
+    imports first), the ``<root>`` holding ``dist/`` beside ``gx/``, ``config/`` and
+    ``schemas/`` (a checkout after ``make setup``, ``/opt/routeplan`` in the images)."""
+    root = package_dir.parent
+    return root.parent.parent if root.suffix == ".zip" else root
+
+
+SOURCE_ROOT = _source_root(Path(__file__).resolve().parent)
 
 
 def _is_checkout(folder: Path) -> bool:

@@ -151,6 +151,8 @@ AIRFLOW_ENV_NAMES = (
     "ROUTEPLAN_JARS",
     "ROUTEPLAN_PY_FILES",
     "ROUTEPLAN_SCHEMAS",
+    "ROUTEPLAN_GX",
+    "ROUTEPLAN_SPARK_DEFAULTS",
     "PYSPARK_PYTHON",
 )
 
@@ -299,6 +301,8 @@ class Cluster:
             ROUTEPLAN_JARS=str(REPO / ".jars"),
             ROUTEPLAN_PY_FILES=str(REPO / "dist" / "routeplan.zip"),
             ROUTEPLAN_SCHEMAS=str(REPO / "schemas"),
+            ROUTEPLAN_GX=str(REPO / "gx"),
+            ROUTEPLAN_SPARK_DEFAULTS=str(REPO / "config" / "spark-defaults.conf"),
         )
         return env
 

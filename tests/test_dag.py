@@ -259,6 +259,7 @@ def test_every_param_is_valid_at_its_default(bag, dag_id):
 def test_every_param_is_described_and_numbers_are_bounded(bag, dag_id):
     for name, param in ui_params(bag.get_dag(dag_id)).items():
         assert (param["description"] or "").strip(), f"{dag_id}.{name} has no description"
+        assert param["schema"].get("title"), f"{dag_id}.{name} has no title"
         if set(types_of(param["schema"])) & set(NUMERIC):
             schema = param["schema"]
             assert "minimum" in schema or "exclusiveMinimum" in schema, f"{dag_id}.{name}"

@@ -111,6 +111,13 @@ def test_main_job_publishes_then_rerun_changes_nothing(env, spark):
     assert ingest["rows_read"] == ingest["rows_written"] + ingest["rows_quarantined"]
     first = bronze_rows()
     assert first == ingest["rows_written"]
+    validate = json.loads((home / "reports/2026-11-20/validate.json").read_text())
+    assert (home / "data_docs/index.html").is_file()  # Great Expectations' Data Docs
+    for suite in validate["suites"]:  # each suite's result has its page in the site
+        assert Path(suite["data_docs_page"].removeprefix("file://")).is_file(), suite
+    published = json.loads((home / "reports/2026-11-20/publish.json").read_text())
+    for outcome in published["streams"]:  # each new version's worker-load picture
+        assert Path(outcome["plot"]).read_bytes().startswith(b"\x89PNG"), outcome
 
     out = demo(env, "--events", "4000")
     assert bronze_rows() == first
@@ -162,3 +169,38 @@ def test_rollback_dag_restores_a_version_and_announces_it(env, spark):
     versions = {r["version"]: r for r in history.where("stream = 'clicks'").collect()}
     assert sorted(versions) == [1, 2, 3]  # v2 came from outside a job: recorded with it
     assert versions[3]["restored_version"] == 1 and versions[2]["run_id"] is None
+
+
+def test_maintenance_dag_compacts_and_names_the_tables(env, spark):
+    """After two nights, routeplan_maintenance compacts the tables and names them for SQL."""
+    from datetime import UTC, datetime
+
+    home = Path(env["ROUTEPLAN_HOME"])
+    done = subprocess.run(
+        ["airflow", "dags", "test", "routeplan_maintenance"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    day = datetime.now(UTC).date().isoformat()
+    report = json.loads((home / "reports" / day / "maintain.json").read_text())
+    assert set(report["tables"]) >= {"bronze.stream_events", "gold.routing_tables"}
+    for name, entry in report["tables"].items():
+        assert entry["files_after"] <= entry["files_before"], name
+        assert entry["retention"]["delta.deletedFileRetentionDuration"] == "interval 7 days"
+    # the catalog file names every table at its location: any session can query by name
+    # (this test session may name them at another test's home: those names go first)
+    text = (home / "catalog/tables.sql").read_text()
+    statements = [line.rstrip(";") for line in text.splitlines() if line.startswith("CREATE")]
+    assert "CREATE TABLE IF NOT EXISTS bronze.stream_events USING delta LOCATION" in text
+    for statement in statements:
+        if statement.startswith("CREATE TABLE"):
+            spark.sql(f"DROP TABLE IF EXISTS {statement.split()[5]}")  # external: files stay
+        spark.sql(statement)
+    counted = spark.sql("SELECT count(*) AS n FROM bronze.stream_events").first()["n"]
+    assert (
+        counted
+        == spark.read.format("delta").load(str(home / "warehouse/bronze/stream_events")).count()
+    )

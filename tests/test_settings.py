@@ -190,3 +190,25 @@ def test_the_plugin_and_the_cli_agree_on_the_home(tmp_path):
     cli_home = next(row for row in json.loads(cli) if row["name"] == "home")
     assert plugin_home == cli_home["value"] == str(REPO / "var")
     assert cli_home["source"] == "default"
+
+
+def test_a_driver_importing_the_shipped_zip_finds_the_checkouts_folders(tmp_path):
+    """spark-submit --py-files dist/routeplan.zip puts the zip first on the driver's path: the
+    defaults are still the folders beside dist/ (gx/, config/, schemas/), not inside the zip."""
+    from scripts.build_zip import build
+
+    root = tmp_path / "root"
+    (root / "dist").mkdir(parents=True)
+    build(root / "dist" / "routeplan.zip", REPO)
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("ROUTEPLAN_")}
+    env["PYTHONPATH"] = str(root / "dist" / "routeplan.zip")
+    code = (
+        "from routeplan import settings as s; c = s.current(); print(s.__file__, c.gx, c.schemas)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    module, gx, schemas = done.stdout.split()
+    assert module.startswith(str(root / "dist" / "routeplan.zip"))
+    assert (gx, schemas) == (str(root / "gx"), str(root / "schemas"))
