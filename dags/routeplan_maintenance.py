@@ -23,8 +23,8 @@ DOC_MD = """
 Every Sunday at 03:00 UTC, for each routeplan Delta table that exists: its schema migrations,
 the retention properties where the table has none, **OPTIMIZE** (small files compacted) and
 **VACUUM** (files older versions no longer need, once past the table's deleted-file retention,
-deleted). The report is `$ROUTEPLAN_HOME/reports/<day>/maintain.json`: files and bytes before and
-after, per table.
+deleted). The report is `$ROUTEPLAN_HOME/reports/<day>/maintain.json`: per table, the files its
+current version reads and all data files and bytes on storage, before and after.
 
 #### Trigger
 

@@ -6,7 +6,7 @@ history time travel reads, default 30 days; ``delta.deletedFileRetentionDuration
 replaced data file stays for readers and time travel, default 7 days), OPTIMIZE (small files
 compacted) and VACUUM with the table's own retention. Then the tables are named in the catalog
 (``register_tables``). The report, ``<home>/reports/<day>/maintain.json``, has each table's
-data files and bytes before and after.
+files in its current version, and all its data files and bytes on storage, before and after.
 
 A deleted-file retention below Delta's safety threshold (7 days) is refused unless the session
 disables Delta's own check (``spark.databricks.delta.retentionDurationCheck.enabled=false``): a
@@ -81,7 +81,8 @@ def maintain_table(spark, tables: Tables, name: str, wanted: dict[str, str]) -> 
     path = tables.path(name)
     added = upgrade_table(spark, tables, name)
     table = DeltaTable.forPath(spark, path)
-    properties = table.detail().first()["properties"]
+    detail = table.detail().first()
+    properties = detail["properties"]
     missing = {k: f"interval {v}" for k, v in wanted.items() if k not in properties}
     if missing:
         settings_sql = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
@@ -90,13 +91,18 @@ def maintain_table(spark, tables: Tables, name: str, wanted: dict[str, str]) -> 
     compacted = table.optimize().executeCompaction().first()["metrics"]
     table.vacuum()  # with the table's delta.deletedFileRetentionDuration
     after = data_files(path)
-    properties = table.detail().first()["properties"]
+    detail_after = table.detail().first()
+    properties = detail_after["properties"]
     entry = {
         "columns_added": added,
         "properties_set": sorted(missing),
         "retention": {k: properties.get(k) for k in RETENTION_PROPERTIES},
         "files_compacted": compacted["numFilesRemoved"],
         "files_written": compacted["numFilesAdded"],
+        # the files the table's current version reads: what a query opens
+        "current_files_before": detail["numFiles"],
+        "current_files_after": detail_after["numFiles"],
+        # every data file on storage, old versions' included: what VACUUM deletes from
         "files_before": before[0],
         "bytes_before": before[1],
         "files_after": after[0],

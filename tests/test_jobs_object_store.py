@@ -163,10 +163,13 @@ def test_the_nightly_stages_run_with_home_in_the_object_store(
         "gold.publish_log",
     }
     reports = storage.join(home, "reports", DAY)
-    assert storage.list_files(reports) == [
-        storage.join(reports, f"{stage}.json")
-        for stage in ("ingest", "plan", "publish", "validate", "windows")
-    ]
+    stages = ("ingest", "plan", "publish", "validate", "windows")
+    plots = [f"{stream}-v1.png" for stream in ("clicks", "orders", "views")]  # each new version's
+    assert storage.list_files(reports) == sorted(
+        storage.join(reports, name) for name in [*(f"{s}.json" for s in stages), *plots]
+    )
+    # validate built the Data Docs locally and uploaded them into the home
+    assert storage.is_file(storage.join(home, "data_docs", "index.html"))
     written = json.loads(storage.read_bytes(storage.join(reports, "ingest.json")))
     assert written["rows_quarantined"] == report["rows_quarantined"]
 

@@ -60,6 +60,8 @@ def test_maintain_compacts_vacuums_and_sets_retention(spark, tmp_path):
     assert entry["files_before"] == len(written) and entry["files_compacted"] == len(written) - 5
     left = data_files(path)
     assert len(left) == entry["files_after"] == 1  # one compacted file, everything else gone
+    assert entry["current_files_before"] == entry["files_compacted"]
+    assert entry["current_files_after"] == 1
     assert not left & written
     table = spark.read.format("delta").load(path)
     assert table.count() == 13 and table.where("suite = 'again'").count() == 1
