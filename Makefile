@@ -104,7 +104,7 @@ cluster-demo: setup
 
 # BENCH_ARGS="--sizes 200000" for a quick run (both scripts take --sizes)
 bench: setup
-	python bench/peer_duckdb.py $(BENCH_ARGS)
+	python bench/peer_duckdb.py --cluster $(BENCH_ARGS)
 	python bench/pipeline.py $(BENCH_ARGS)
 
 lock: $(VENV)/.installed

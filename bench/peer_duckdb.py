@@ -13,6 +13,11 @@ malformed lines and duplicates), then runs the same work twice and times each st
   writing Parquet under ``<home>/duckdb``: bronze events partitioned by stream and date, the
   quarantine, and the silver tables.
 
+With ``--cluster`` the Spark side runs once more, at the largest size, on the topology of
+``make cluster-demo`` (``scripts/cluster.py``) without Airflow: a Spark standalone master with
+two 1-core workers, and the home — landing files, Delta tables — in MinIO (``s3a://``), read
+and written through S3A. Its rows must agree with the local run's.
+
 It prints seconds per stage with the ratio Spark / DuckDB against the target (8x at up to 1M
 events, 4x beyond), Spark's fixed cost per stage (the same stage on a 1,000-event day: when it
 alone exceeds the target, the verdict says so), and the rows each side produced per table. The
@@ -34,7 +39,8 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -44,6 +50,7 @@ import pyarrow as pa
 from pipeline import DAY, generate_sample  # bench/ is the script's folder, as for client.py
 
 from jobs.ingest import SUFFIXES, Field, event_fields
+from routeplan import storage
 from routeplan.model.hashing import DEFAULT_NUM_KEY_GROUPS, DEFAULT_SEED, key_groups
 from routeplan.model.names import spark_name_regex
 
@@ -429,7 +436,7 @@ def run_duckdb(home: Path, day: date = DAY) -> StageResult:
 # ---------------------------------------------------------------------------- Spark
 
 
-def run_spark(spark, home: Path, day: date = DAY) -> StageResult:
+def run_spark(spark, home: Path | str, day: date = DAY) -> StageResult:
     """``jobs.ingest`` and ``jobs.windows`` timed in the given (warm) session; then the rows."""
     from jobs import ingest, windows
     from jobs.common import Tables
@@ -463,13 +470,87 @@ def spark_fixed_seconds(spark, root: Path, events: int = FIXED_EVENTS) -> dict[s
 
 
 def warm_spark():
-    """The one local Spark session of the run, warmed by a tiny job."""
+    """The run's Spark session, warmed by a tiny job of many tasks: on a cluster every
+    executor then has fetched the jars before anything is timed."""
     from jobs.common import spark_session
 
     progress("starting Spark …")
     spark = spark_session("bench")
-    spark.range(1000).selectExpr("sum(id)").collect()
+    spark.range(0, 1000, 1, 16).selectExpr("sum(id)").collect()
     return spark
+
+
+# ---------------------------------------------------------------------------- the cluster
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def cluster_topology(root: Path) -> Iterator[str]:
+    """MinIO and a Spark standalone master with two 1-core workers (``scripts/cluster.py``'s
+    services, on free ports, their files under ``root``), this process's environment pointed
+    at them (the object store's ``AWS_*``, ``ROUTEPLAN_SPARK_MASTER``); yields the bucket's home
+    for the benchmark (``s3a://…``). Every service is stopped by its process group after."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    from cluster import HOME, Cluster, Paths, Ports, patched_environ
+
+    cluster = Cluster(Paths(root / "cluster"), Ports.free())
+    try:
+        cluster.start_object_store()
+        cluster.start_spark()
+        env = {k: v for k, v in cluster.base_env().items() if k.startswith(("AWS_", "PYSPARK_"))}
+        env["ROUTEPLAN_SPARK_MASTER"] = f"spark://127.0.0.1:{cluster.ports.spark_master}"
+        with patched_environ(env):
+            yield storage.join(HOME, "bench")
+    finally:
+        cluster.stop()
+
+
+def upload(local: Path, location: str) -> None:
+    """Every file under ``local`` to the same relative path under ``location``."""
+    fs, root = storage.filesystem(location)
+    for path in sorted(p for p in local.rglob("*") if p.is_file()):
+        fs.put_file(str(path), f"{root}/{path.relative_to(local).as_posix()}")
+
+
+def run_on_cluster(events: int, root: Path) -> StageResult:
+    """The Spark side at ``events`` on the cluster topology: the day generated here, uploaded
+    to the bucket, then ingest and windows timed in a session on the standalone master (the
+    local session is stopped first: one Spark context per process)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    with cluster_topology(root) as bucket_home:
+        local = root / "cluster-day"
+        progress(f"cluster: generating {events:,} events and uploading them …")
+        generate_sample(events, local)
+        home = storage.join(bucket_home, f"n{events}")
+        upload(local, storage.library_uri(home))
+        shutil.rmtree(local, ignore_errors=True)
+        spark = warm_spark()
+        try:
+            return run_spark(spark, home)
+        finally:
+            spark.stop()
+
+
+def print_cluster(events: int, on_cluster: StageResult, local: StageResult, duck: StageResult):
+    """The cluster's seconds per stage beside the local session's and DuckDB's; the tables
+    whose rows differ from the local run's."""
+    print(f"\n== {events:,} events on the cluster (2 workers x 1 core, home in MinIO) ==")
+    print(
+        f"{'stage':<9}|{'cluster s':>10} |{'local s':>8} |{'duckdb s':>9} |{'ratio':>7} | events/s"
+    )
+    for stage in STAGES:
+        c, s, d = on_cluster.seconds[stage], local.seconds[stage], duck.seconds[stage]
+        print(f"{stage:<9}|{c:>10.2f} |{s:>8.2f} |{d:>9.2f} |{c / d:>6.1f}x | {events / c:,.0f}")
+    return [
+        f"{events:,} events on the cluster: {name}: {on_cluster.rows.get(name)} rows, local {count}"
+        for name, count in local.rows.items()
+        if on_cluster.rows.get(name) != count
+    ]
 
 
 # ---------------------------------------------------------------------------- report
@@ -542,12 +623,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="1000000,10000000", help="total events per run")
     parser.add_argument("--out", default="bench/results/peer_duckdb.json")
     parser.add_argument("--duckdb-only", action="store_true", help="skip the Spark side")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="also run Spark at the largest size on a standalone master with two workers and "
+        "the home in MinIO (make cluster-demo's topology, without Airflow)",
+    )
     ns = parser.parse_args(argv)
+    if ns.cluster and ns.duckdb_only:
+        parser.error("--cluster runs the Spark side: not with --duckdb-only")
     sizes = [int(s) for s in ns.sizes.split(",")]
     host = machine()
     print(f"machine: {host['cores']} cores, {host['ram_gb']} GB RAM, {host['cpu']}", flush=True)
     spark = None if ns.duckdb_only else warm_spark()
     results, wrong = [], []
+    measured: dict[int, tuple[StageResult, StageResult]] = {}  # events: (local Spark, DuckDB)
     with tempfile.TemporaryDirectory(prefix="routeplan-peer-") as tmp:
         fixed = {}
         if spark is not None:
@@ -572,6 +662,20 @@ def main(argv: list[str] | None = None) -> None:
                 }
             )
             shutil.rmtree(home, ignore_errors=True)
+            measured[events] = (spark_result, duck)
+        cluster = None
+        if ns.cluster:
+            events = max(measured)
+            local, duck = measured[events]
+            on_cluster = run_on_cluster(events, Path(tmp))
+            wrong += print_cluster(events, on_cluster, local, duck)
+            cluster = {
+                "events": events,
+                "workers": 2,
+                "cores_per_worker": 1,
+                "ratios": ratios(on_cluster, duck),
+                "spark": vars(on_cluster),
+            }
     largest = max(results, key=lambda r: r["events"])
     target = largest["target_ratio"]
     line = f"\ntarget at the largest size ({largest['events']:,} events): Spark <= {target:.0f}x"
@@ -583,6 +687,8 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(ns.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     document = {"machine": host, "spark_fixed_seconds": fixed, "sizes": results}
+    if cluster is not None:
+        document["cluster"] = cluster
     out.write_text(json.dumps(document, indent=1) + "\n")
     print(f"written {out}")
     if wrong:
