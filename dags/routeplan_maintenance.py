@@ -14,7 +14,9 @@ from datetime import datetime
 from airflow.sdk import DAG, CronTriggerTimetable, Param
 from routeplan_tasks import HOME, spark_job, task_defaults
 
-RETENTION = {"type": "string", "pattern": r"^[0-9]{1,6} (days|hours)$"}
+from jobs.maintain import DELETED_FILE_RETENTION, LOG_RETENTION, RETENTION_PATTERN
+
+RETENTION = {"type": "string", "pattern": f"^{RETENTION_PATTERN}$"}
 SECTION = "Retention (set on tables that have none)"
 
 DOC_MD = """
@@ -49,7 +51,7 @@ with DAG(
     tags=["routeplan"],
     params={
         "log_retention": Param(
-            "30 days",
+            LOG_RETENTION,
             **RETENTION,
             section=SECTION,
             title="Log retention",
@@ -57,7 +59,7 @@ with DAG(
             "'<N> hours'",
         ),
         "deleted_file_retention": Param(
-            "7 days",
+            DELETED_FILE_RETENTION,
             **RETENTION,
             section=SECTION,
             title="Deleted-file retention",

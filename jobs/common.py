@@ -275,11 +275,16 @@ class RunArgs:
         return where
 
 
-def run_parser(description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=description)
+def add_home_argument(parser: argparse.ArgumentParser) -> None:
+    """Every job's ``--home``: a folder or a URI, default ``settings.home()``."""
     parser.add_argument(
         "--home", default=settings.home(), help="a folder or a URI (default $ROUTEPLAN_HOME)"
     )
+
+
+def run_parser(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    add_home_argument(parser)
     parser.add_argument("--interval-start", type=date.fromisoformat, required=True)
     parser.add_argument(
         "--interval-end", type=date.fromisoformat, help="exclusive (default: start + 1 day)"

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from jobs.common import (
     TABLE_NAMES,
     Tables,
+    add_home_argument,
     location_arg,
     log,
     register_tables,
@@ -29,7 +30,7 @@ from jobs.common import (
     table_exists,
     upgrade_table,
 )
-from routeplan import settings, storage
+from routeplan import storage
 
 LOG_RETENTION = "30 days"
 DELETED_FILE_RETENTION = "7 days"
@@ -38,9 +39,12 @@ HOURS = {"hours": 1, "days": 24}
 RETENTION_PROPERTIES = ("delta.logRetentionDuration", "delta.deletedFileRetentionDuration")
 
 
+RETENTION_PATTERN = r"[0-9]{1,6} (days|hours)"  # the job's arguments, the DAG's Params
+
+
 def retention(text: str) -> str:
     """A retention argument, ``"<N> days"`` or ``"<N> hours"`` (N ≥ 0), as given."""
-    if not re.fullmatch(r"\d{1,6} (days|hours)", text):
+    if not re.fullmatch(RETENTION_PATTERN, text):
         raise argparse.ArgumentTypeError(f"{text!r} is not '<N> days' or '<N> hours'")
     return text
 
@@ -128,9 +132,7 @@ def data_files(location: str) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--home", default=settings.home(), help="a folder or a URI (default $ROUTEPLAN_HOME)"
-    )
+    add_home_argument(parser)
     parser.add_argument(
         "--log-retention",
         type=retention,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from jobs.common import Tables, location_arg, log, spark_session, table_exists
+from jobs.common import Tables, add_home_argument, location_arg, log, spark_session, table_exists
 from jobs.publish import append_log, record_versions
-from routeplan import settings, storage
+from routeplan import storage
 from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.store import RoutingStore
 
@@ -60,9 +60,7 @@ def from_history(spark, tables: Tables, stream: str, version: int) -> Table:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--home", default=settings.home(), help="a folder or a URI (default $ROUTEPLAN_HOME)"
-    )
+    add_home_argument(parser)
     parser.add_argument("--stream", required=True)
     parser.add_argument("--version", type=int, required=True, help="the version to restore")
     parser.add_argument("--reason", required=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from datetime import date, timedelta
-from pathlib import Path
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, AssetAlias, task
@@ -24,7 +23,6 @@ from jobs.common import location_arg, spark_defaults, spark_defaults_file, submi
 from routeplan import settings, storage
 from routeplan.parsing import integer, parse_spec
 
-REPO = Path(__file__).resolve().parents[1]
 JOBS = settings.current().jobs_dir
 HOME = settings.home()  # a local folder or a URI (routeplan.storage)
 ROUTING_TABLES = AssetAlias("routeplan-routing-tables")
