@@ -3,7 +3,8 @@
 Headless Chromium (Debian's ``chromium`` package, driven by Playwright for Python) logs in to the
 Airflow UI of the shared test server (``nightly_airflow``, also used by test_airflow_trigger), opens
 routeplan_nightly, presses **Trigger**, sets only the ``date`` Param and submits the form as
-shown; the run must then succeed. A form that Airflow's UI cannot submit at its defaults (a
+shown; the run must then succeed. routeplan_maintenance's form is submitted untouched, and its run
+compacts the tables the nightly run wrote. A form that Airflow's UI cannot submit at its defaults (a
 required field left empty: red badge on "Run Parameters", Trigger disabled) fails here.
 
 This run is the one full DAG run (five Spark jobs, ~4 min on 2 cores) of the real-server tests:
@@ -47,9 +48,17 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
-def trigger_from_the_form(base_url: str, password: str, day: str, screenshot: Path) -> dict:
-    """Log in, open the DAG, press Trigger, set ``date``, submit: the created run (the
-    ``POST .../dagRuns`` answer). Fails when the form cannot be submitted as shown."""
+def trigger_from_the_form(
+    base_url: str,
+    password: str,
+    screenshot: Path,
+    dag_id: str = DAG_ID,
+    section: str = "Run Parameters",
+    fields: dict[str, str] | None = None,
+) -> dict:
+    """Log in, open ``dag_id``, press Trigger, wait for the form's first ``section``, fill
+    ``fields`` (Param → text), submit: the created run (the ``POST .../dagRuns`` answer).
+    Fails when the form cannot be submitted as shown."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -63,12 +72,13 @@ def trigger_from_the_form(base_url: str, password: str, day: str, screenshot: Pa
             page.get_by_role("button", name="Sign in").click()
             page.wait_for_url(f"{base_url}/")
 
-            page.goto(f"{base_url}/dags/{DAG_ID}")
+            page.goto(f"{base_url}/dags/{dag_id}")
             page.get_by_role("button", name="Trigger Dag").click()
             form = page.get_by_role("dialog")
-            form.get_by_text("Run Parameters").wait_for()
-            form.locator("#element_date").fill(day)  # the only field the operator changes
-            unpause = form.get_by_role("checkbox", name=f"Unpause {DAG_ID} on trigger")
+            form.get_by_text(section).first.wait_for()
+            for name, value in (fields or {}).items():  # what the operator changes
+                form.locator(f"#element_{name}").fill(value)
+            unpause = form.get_by_role("checkbox", name=f"Unpause {dag_id} on trigger")
             submit = form.get_by_role("button", name="Trigger", exact=True)
             submit.wait_for()
 
@@ -85,7 +95,7 @@ def trigger_from_the_form(base_url: str, password: str, day: str, screenshot: Pa
                 )
             assert unpause.is_checked(), "a paused DAG's form offers 'Unpause on trigger', checked"
             with page.expect_response(
-                lambda r: r.request.method == "POST" and r.url.endswith(f"/dags/{DAG_ID}/dagRuns")
+                lambda r: r.request.method == "POST" and r.url.endswith(f"/dags/{dag_id}/dagRuns")
             ) as posted:
                 submit.click()
             response = posted.value
@@ -107,7 +117,7 @@ def test_trigger_form_submits_with_its_defaults_and_the_run_succeeds(nightly_air
 
     started = time.monotonic()
     run = trigger_from_the_form(
-        af.base_url, af.password(), DAY, artifacts_dir() / "trigger-form.png"
+        af.base_url, af.password(), artifacts_dir() / "trigger-form.png", fields={"date": DAY}
     )
     ui_s = time.monotonic() - started
 
@@ -134,3 +144,30 @@ def test_trigger_form_submits_with_its_defaults_and_the_run_succeeds(nightly_air
         assert table["stream"] == stream
         if outcome["action"] == "published":
             assert table["strategy"] == "cg"  # the default strategy
+
+
+def test_maintenance_form_submits_with_its_defaults_and_the_run_succeeds(nightly_airflow):  # noqa: F811
+    """routeplan_maintenance's Trigger form, untouched: its defaults submit, and the run
+    compacts and names the tables of the server's home."""
+    from datetime import UTC, datetime
+
+    server = nightly_airflow
+    af = server.af
+    dag_id = "routeplan_maintenance"
+    run = trigger_from_the_form(
+        af.base_url,
+        af.password(),
+        artifacts_dir() / "maintenance-form.png",
+        dag_id=dag_id,
+        section="Retention (set on tables that have none)",
+    )
+    dag = af._ok(af.get(f"dags/{dag_id}/details"))
+    assert run["conf"] == {name: param["value"] for name, param in dag["params"].items()}
+    assert run["conf"] == {"log_retention": "30 days", "deleted_file_retention": "7 days"}
+    af.wait_for_run(dag_id, run["dag_run_id"], timeout=10 * 60)
+    day = datetime.now(UTC).date().isoformat()
+    report = server.report(day, "maintain")
+    assert report["run_id"] == run["dag_run_id"]
+    for name, entry in report["tables"].items():
+        assert entry["current_files_after"] <= entry["current_files_before"], name
+        assert entry["retention"]["delta.deletedFileRetentionDuration"] == "interval 7 days"
