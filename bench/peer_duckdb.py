@@ -49,7 +49,7 @@ import numpy as np
 import pyarrow as pa
 from pipeline import DAY, generate_sample  # bench/ is the script's folder, as for client.py
 
-from jobs.ingest import SUFFIXES, Field, event_fields
+from jobs.ingest import DUPLICATE, SUFFIXES, Field, event_fields
 from routeplan import storage
 from routeplan.model.hashing import DEFAULT_NUM_KEY_GROUPS, DEFAULT_SEED, key_groups
 from routeplan.model.names import spark_name_regex
@@ -69,7 +69,6 @@ HEAVY_HITTERS = 100
 FIXED_EVENTS = 1_000  # the day that measures a Spark stage's fixed cost
 LOADS = "count(*) AS messages, sum(bytes) AS bytes, sum(cost_ms) AS cost_ms"
 DIMS = "stream, window_start, window_end"
-DUPLICATE = "duplicate event_id (the first copy was kept)"
 
 
 def target_ratio(events: int) -> float:

@@ -63,6 +63,8 @@ SUFFIXES = {
 NUMBER_SYNTAX = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$"  # a JSON number, in full
 MAX_LONG = 2**63 - 1
 SHOWN = 80  # characters of an offending value quoted in a reason
+# what ``schema_of_variant`` calls a JSON number (its name up to the first "(")
+NUMBER_KINDS = ("BIGINT", "INT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT", "DECIMAL")
 
 
 @dataclass(frozen=True)
@@ -277,18 +279,32 @@ def _read_jsonl(spark, paths: list[str]):
         .when(~starts_an_object, F.lit("malformed line: not a JSON object"))
         .when(_text_after_the_object(), F.lit("malformed line: text after the JSON object"))
     )
+    # every field in one walk over the object (a path lookup per field costs twice as much);
+    # its text and its type's name computed once, in their own projection (the type is read
+    # by every branch below)
+    struct = ", ".join(f"`{f.name}`: variant" for f in fields)
+    text = text.withColumn("s", F.expr(f"try_variant_get(v, '$', 'struct<{struct}>')"))
+    text = text.select(
+        "value",
+        "source_file",
+        "v",
+        *[F.try_variant_get(f"s.`{f.name}`", "$", "string").alias(f.name) for f in fields],
+        *[
+            F.regexp_extract(F.schema_of_variant(f"s.`{f.name}`"), "^([A-Z]+)", 1).alias(
+                f"{f.name}__k"
+            )
+            for f in fields
+        ],
+    )
     columns = {}
     for field in fields:
-        path = f"'$.{field.name}'"
-        kind = F.expr(f"schema_of_variant(variant_get(v, {path}, 'variant'))")
+        kind = F.col(f"{field.name}__k")
         columns[field.name] = (
-            F.expr(f"try_variant_get(v, {path}, 'string')"),
+            F.col(field.name),
             F.when(kind.isNull() | (kind == "VOID"), F.lit("null"))
             .when(kind == "STRING", F.lit("string"))
-            .when(
-                kind.rlike("^(BIGINT|INT|SMALLINT|TINYINT|DOUBLE|FLOAT|DECIMAL)"), F.lit("number")
-            )
-            .otherwise(F.lower(F.regexp_extract(kind, "^([A-Z]+)", 1))),
+            .when(kind.isin(*NUMBER_KINDS), F.lit("number"))
+            .otherwise(F.lower(kind)),
         )
     valid = F.expr("is_valid_utf8(value)")
     return text.select(
@@ -471,38 +487,43 @@ def classify(raw, args: RunArgs):
     return typed
 
 
+DUPLICATE = "duplicate event_id (the first copy was kept)"
+
+
 def mark_duplicates(typed):
     """``typed`` with every later valid copy of an event quarantined as a duplicate.
 
     The first valid copy of a (stream, event_id) is kept — by source file, then raw text; a
-    broken copy never pushes its valid twin out. Only the rows whose event_id occurs more than
-    once among the valid rows are ranked (found by a narrow aggregation on the ids, persisted
-    and counted first, so the planner knows its size and broadcasts it when small): the wide
-    rows are not shuffled for the rare duplicate. ``typed`` is read several times: persist it.
-    Returns ``(rows, the persisted ids)``."""
+    broken copy never pushes its valid twin out. Only the rows whose id hash (``xxhash64`` of
+    stream and event_id) occurs more than once among the valid rows are ranked, by their exact
+    ids (a hash collision only ranks a few more rows): the ids' hashes are found by a narrow
+    aggregation on a long, persisted and counted first, so the planner knows their size and
+    broadcasts them when small, and the wide rows are not shuffled for the rare duplicate.
+    ``typed`` is read several times: persist it. Returns ``(rows, the rows now quarantined as
+    duplicates, the persisted hashes)``."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     ids = ["stream", "event_id"]
+    hashed = typed.withColumn("id_hash", F.xxhash64(*ids))
     twice = (
-        typed.where(F.col("reason").isNull())
-        .groupBy(*ids)
+        hashed.where(F.col("reason").isNull())
+        .groupBy("id_hash")
         .agg(F.count("*").alias("copies"))
         .where("copies > 1")
-        .select(*ids)
+        .select("id_hash")
         .persist()
     )
     twice.count()
     first = Window.partitionBy(*ids).orderBy(F.col("reason").isNotNull(), "source_file", "raw")
     rank = F.when(F.col("reason").isNull(), F.row_number().over(first))
-    ranked = typed.join(twice, ids, "left_semi").withColumn(
-        "reason",
-        F.coalesce(
-            "reason",
-            F.when(rank > 1, F.lit("duplicate event_id (the first copy was kept)")),
-        ),
+    ranked = (
+        hashed.join(twice, "id_hash", "left_semi")
+        .withColumn("reason", F.coalesce("reason", F.when(rank > 1, F.lit(DUPLICATE))))
+        .drop("id_hash")
     )
-    return typed.join(twice, ids, "left_anti").unionByName(ranked), twice
+    rows = hashed.join(twice, "id_hash", "left_anti").drop("id_hash").unionByName(ranked)
+    return rows, ranked.where(F.col("reason") == DUPLICATE), twice
 
 
 def _field_rule(field: Field):
@@ -704,23 +725,24 @@ def _read_and_count(spark, args: RunArgs, files: list[LandingFile], needs: dict[
     if raw is None:
         return None, (), {}
     typed = classify(raw, args).persist()
-    rows, twice = mark_duplicates(typed)
-    rows = rows.withColumn("date", F.to_date("ts"))
-    selected = F.col("stream").isin(list(args.streams)) if args.streams else F.lit(True)
-    rows = rows.withColumn("selected", selected | F.col("reason").isNotNull())
     try:
-        outcome = (
-            F.when(~F.col("selected"), "not_selected")
-            .when(F.col("reason").isNull(), "written")
-            .otherwise("quarantined")
-        )
-        counts = {
-            r["k"]: r["n"]
-            for r in rows.groupBy(outcome.alias("k")).agg(F.count("*").alias("n")).collect()
-        }
+        rows, duplicates, twice = mark_duplicates(typed)
+        rows = rows.withColumn("date", F.to_date("ts"))
+        in_run = F.col("stream").isin(list(args.streams)) if args.streams else F.lit(True)
+        rows = rows.withColumn("selected", in_run | F.col("reason").isNotNull())
+        # counted on the persisted rows and the few duplicates: no pass over the joined rows
+        counts = {"written": 0, "quarantined": 0, "not_selected": 0}
+        by_outcome = typed.groupBy(in_run.alias("in_run"), F.col("reason").isNull().alias("valid"))
+        for r in by_outcome.agg(F.count("*").alias("n")).collect():
+            outcome = (
+                "quarantined" if not r["valid"] else "written" if r["in_run"] else "not_selected"
+            )
+            counts[outcome] += r["n"]
+        for r in duplicates.groupBy(in_run.alias("in_run")).agg(F.count("*").alias("n")).collect():
+            counts["written" if r["in_run"] else "not_selected"] -= r["n"]
+            counts["quarantined"] += r["n"]
     except Exception:
         typed.unpersist()
-        twice.unpersist()
         raise
     return rows, (typed, twice), counts
 
