@@ -108,7 +108,7 @@ def windows(
             for c in ("upstream_stream", "upstream_key")
         ],
     )
-    counted = [  # the loads of events
+    sums = [
         F.count("*").alias("messages"),
         F.sum("bytes").alias("bytes"),
         F.sum("cost_ms").alias("cost_ms"),
@@ -116,25 +116,19 @@ def windows(
     dims = ["stream", "window_start", "window_end"]
     with_date = lambda df: df.withColumn("date", F.to_date("window_start"))  # noqa: E731
 
-    # one pass over the events: a row per window, key, worker and partition, which every
-    # table below (but the flows) aggregates further instead of reading the events again
-    fine = (
-        base.groupBy(*dims, "key", "worker", "partition")
-        .agg(*counted, F.count(F.when(F.col("costed"), 1)).alias("costed_messages"))
-        .persist()
-    )
-    sums = [F.sum(c).alias(c) for c in LOADS]  # the loads of those rows
     # one row per key and window, with its key group (the hash runs once per such row)
     per_key = (
-        fine.groupBy(*dims, "key")
+        base.groupBy(*dims, "key")
         .agg(*sums)
         .withColumn("key_group", key_group_column(F.col("key"), num_key_groups, hash_seed))
         .persist()
     )
     key_group_load = per_key.groupBy(*dims, "key_group").agg(
-        *sums, F.count("*").alias("distinct_keys")
+        *[F.sum(c).alias(c) for c in LOADS], F.count("*").alias("distinct_keys")
     )
-    totals = per_key.groupBy(*dims).agg(*sums, F.count("*").alias("distinct_keys"))
+    totals = per_key.groupBy(*dims).agg(
+        *[F.sum(c).alias(c) for c in LOADS], F.count("*").alias("distinct_keys")
+    )
     ranked = Window.partitionBy(*dims).orderBy(F.desc("messages"), "key")
     key_load = (
         per_key.withColumn("rank", F.row_number().over(ranked))
@@ -144,12 +138,12 @@ def windows(
         .select(*dims, "key", *LOADS, "rank", "share", "key_group")
         .persist()
     )
-    # what the workers did: silver.worker_load, capacities and the imbalance
+    # one pass for what the workers did: silver.worker_load, capacities and the imbalance
     by_worker = (
-        fine.groupBy(*dims, "worker")
+        base.groupBy(*dims, "worker")
         .agg(
             *sums,
-            F.sum("costed_messages").alias("costed_messages"),
+            F.count(F.when(F.col("costed"), 1)).alias("costed_messages"),
             F.countDistinct("key").alias("distinct_keys"),
         )
         .persist()
@@ -161,7 +155,7 @@ def windows(
         "distinct_keys",
     )
     partition_load = (
-        fine.where(F.col("partition").isNotNull())
+        base.where(F.col("partition").isNotNull())
         .groupBy(*dims, "partition")
         .agg(*sums)
         .withColumn("bytes_per_s", F.col("bytes") / F.lit(window_minutes * 60.0))
@@ -205,7 +199,7 @@ def windows(
     )
     write_deltas(tables, writes)
     rows = summary.orderBy("stream", "window_start").collect()
-    for frame in (summary, by_worker, key_load, per_key, fine):
+    for frame in (summary, by_worker, key_load, per_key):
         frame.unpersist()
     report = {
         "stage": "windows",
