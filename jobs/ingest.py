@@ -582,11 +582,22 @@ def _field_rule(field: Field):
     checks.append(
         wrong_type(("number", "text"), "an integer" if field.kind == "integer" else "a number")
     )
-    number = F.when(kind.isin("number", "text") & text.rlike(NUMBER_SYNTAX), text)
-    exact = number.try_cast("decimal(38,10)")
+    # a JSON or Parquet number's text is in number syntax already: only text is checked
+    number = F.when(kind == "number", text).when((kind == "text") & text.rlike(NUMBER_SYNTAX), text)
     if field.kind == "integer":
-        in_range = (exact == F.floor(exact)) & (exact <= F.lit(field.maximum))
-        value = exact.try_cast("int" if field.maximum < 2**31 else "long")
+        # digits alone, at most 18 characters: a long, read without decimal arithmetic
+        plain = (
+            (F.length(number) <= 18)
+            & ~F.lower(number).contains(".")
+            & ~F.lower(number).contains("e")
+        )
+        exact = number.try_cast("decimal(38,10)")
+        target = "int" if field.maximum < 2**31 else "long"
+        whole = number.cast("long")
+        in_range = F.when(plain, whole <= F.lit(field.maximum)).otherwise(
+            (exact == F.floor(exact)) & (exact <= F.lit(field.maximum))
+        )
+        value = F.when(plain, whole.try_cast(target)).otherwise(exact.try_cast(target))
     else:
         value = number.try_cast("double")
         in_range = ~F.isnan(value) & (value != float("inf"))
