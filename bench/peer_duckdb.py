@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -632,6 +633,8 @@ def main(argv: list[str] | None = None) -> None:
     if ns.cluster and ns.duckdb_only:
         parser.error("--cluster runs the Spark side: not with --duckdb-only")
     sizes = [int(s) for s in ns.sizes.split(",")]
+    # a kill unwinds like Ctrl-C: the cluster's services are stopped by their process groups
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     host = machine()
     print(f"machine: {host['cores']} cores, {host['ram_gb']} GB RAM, {host['cpu']}", flush=True)
     spark = None if ns.duckdb_only else warm_spark()
