@@ -586,10 +586,8 @@ def _field_rule(field: Field):
     number = F.when(kind == "number", text).when((kind == "text") & text.rlike(NUMBER_SYNTAX), text)
     if field.kind == "integer":
         # digits alone, at most 18 characters: a long, read without decimal arithmetic
-        plain = (
-            (F.length(number) <= 18)
-            & ~F.lower(number).contains(".")
-            & ~F.lower(number).contains("e")
+        plain = (F.length(number) <= 18) & ~(
+            number.contains(".") | number.contains("e") | number.contains("E")
         )
         exact = number.try_cast("decimal(38,10)")
         target = "int" if field.maximum < 2**31 else "long"
@@ -736,6 +734,7 @@ def _read_and_count(spark, args: RunArgs, files: list[LandingFile], needs: dict[
     if raw is None:
         return None, (), {}
     typed = classify(raw, args).persist()
+    twice = None
     try:
         rows, duplicates, twice = mark_duplicates(typed)
         rows = rows.withColumn("date", F.to_date("ts"))
@@ -754,6 +753,8 @@ def _read_and_count(spark, args: RunArgs, files: list[LandingFile], needs: dict[
             counts["quarantined"] += r["n"]
     except Exception:
         typed.unpersist()
+        if twice is not None:
+            twice.unpersist()
         raise
     return rows, (typed, twice), counts
 
