@@ -279,7 +279,8 @@ def _read_jsonl(spark, paths: list[str]):
         .when(~starts_an_object, F.lit("malformed line: not a JSON object"))
         .when(_text_after_the_object(), F.lit("malformed line: text after the JSON object"))
     )
-    # every field in one walk over the object (a path lookup per field costs twice as much);
+    # every field in one walk over the object (a path lookup per field cost 1.4× as much in a
+    # no-op write of 1M lines);
     # its text and its type's name computed once, in their own projection (the type is read
     # by every branch below)
     struct = ", ".join(f"`{f.name}`: variant" for f in fields)

@@ -37,8 +37,6 @@ DELETED_FILE_RETENTION = "7 days"
 SAFE_RETENTION_HOURS = 168  # Delta's retentionDurationCheck: 7 days
 HOURS = {"hours": 1, "days": 24}
 RETENTION_PROPERTIES = ("delta.logRetentionDuration", "delta.deletedFileRetentionDuration")
-
-
 RETENTION_PATTERN = r"[0-9]{1,6} (days|hours)"  # the job's arguments, the DAG's Params
 
 
