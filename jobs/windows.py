@@ -95,8 +95,7 @@ def windows(
     window = F.window("ts", f"{window_minutes} minutes")
     base = events.select(
         "stream",
-        window.start.alias("window_start"),
-        window.end.alias("window_end"),
+        window.start.alias("window_start"),  # its end is added to the aggregates (`ended`)
         "key",
         "worker",
         "partition",
@@ -113,13 +112,23 @@ def windows(
         F.sum("bytes").alias("bytes"),
         F.sum("cost_ms").alias("cost_ms"),
     ]
-    dims = ["stream", "window_start", "window_end"]
-    with_date = lambda df: df.withColumn("date", F.to_date("window_start"))  # noqa: E731
+    dims = ["stream", "window_start"]
+    window_end = F.col("window_start") + F.expr(f"INTERVAL {window_minutes} MINUTES")
 
+    def ended(df):  # the window's end after its start: the tables' column order
+        rest = [c for c in df.columns if c not in (*dims, "window_end")]
+        return df.select(*dims, window_end.alias("window_end"), *rest)
+
+    with_date = lambda df: ended(df).withColumn("date", F.to_date("window_start"))  # noqa: E731
+
+    costed = F.count(F.when(F.col("costed"), 1)).alias("costed_messages")
+    # the one pass over the events: a row per key, worker and window (a key is on one worker,
+    # or on a few when it is split, so this is hardly more rows than keys × windows)
+    per_key_worker = base.groupBy(*dims, "key", "worker").agg(*sums, costed).persist()
     # one row per key and window, with its key group (the hash runs once per such row)
     per_key = (
-        base.groupBy(*dims, "key")
-        .agg(*sums)
+        per_key_worker.groupBy(*dims, "key")
+        .agg(*[F.sum(c).alias(c) for c in LOADS])
         .withColumn("key_group", key_group_column(F.col("key"), num_key_groups, hash_seed))
         .persist()
     )
@@ -139,15 +148,12 @@ def windows(
         .persist()
     )
     # one pass for what the workers did: silver.worker_load, capacities and the imbalance
-    by_worker = (
-        base.groupBy(*dims, "worker")
-        .agg(
-            *sums,
-            F.count(F.when(F.col("costed"), 1)).alias("costed_messages"),
-            F.countDistinct("key").alias("distinct_keys"),
+    by_worker = ended(
+        per_key_worker.groupBy(*dims, "worker").agg(
+            *[F.sum(c).alias(c) for c in (*LOADS, "costed_messages")],
+            F.count("key").alias("distinct_keys"),
         )
-        .persist()
-    )
+    ).persist()
     worker_load = by_worker.select(
         *dims,
         F.coalesce("worker", F.lit(UNRECORDED)).alias("worker"),
@@ -199,7 +205,7 @@ def windows(
     )
     write_deltas(tables, writes)
     rows = summary.orderBy("stream", "window_start").collect()
-    for frame in (summary, by_worker, key_load, per_key):
+    for frame in (summary, by_worker, key_load, per_key, per_key_worker):
         frame.unpersist()
     report = {
         "stage": "windows",
