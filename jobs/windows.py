@@ -147,7 +147,8 @@ def windows(
         .select(*dims, "key", *LOADS, "rank", "share", "key_group")
         .persist()
     )
-    # one pass for what the workers did: silver.worker_load, capacities and the imbalance
+    # what the workers did (silver.worker_load, capacities, the imbalance), from the same
+    # aggregate: a worker's rows in a window are its distinct keys
     by_worker = ended(
         per_key_worker.groupBy(*dims, "worker").agg(
             *[F.sum(c).alias(c) for c in (*LOADS, "costed_messages")],
