@@ -121,6 +121,9 @@ def windows(
 
     with_date = lambda df: ended(df).withColumn("date", F.to_date("window_start"))  # noqa: E731
 
+    def summed(*columns):  # an aggregate's columns added up again at a coarser grain
+        return [F.sum(c).alias(c) for c in columns]
+
     costed = F.count(F.when(F.col("costed"), 1)).alias("costed_messages")
     # the one pass over the events: a row per key, worker and window (a key is on one worker,
     # or on a few when it is split, so this is hardly more rows than keys × windows)
@@ -128,16 +131,14 @@ def windows(
     # one row per key and window, with its key group (the hash runs once per such row)
     per_key = (
         per_key_worker.groupBy(*dims, "key")
-        .agg(*[F.sum(c).alias(c) for c in LOADS])
+        .agg(*summed(*LOADS))
         .withColumn("key_group", key_group_column(F.col("key"), num_key_groups, hash_seed))
         .persist()
     )
     key_group_load = per_key.groupBy(*dims, "key_group").agg(
-        *[F.sum(c).alias(c) for c in LOADS], F.count("*").alias("distinct_keys")
+        *summed(*LOADS), F.count("*").alias("distinct_keys")
     )
-    totals = per_key.groupBy(*dims).agg(
-        *[F.sum(c).alias(c) for c in LOADS], F.count("*").alias("distinct_keys")
-    )
+    totals = per_key.groupBy(*dims).agg(*summed(*LOADS), F.count("*").alias("distinct_keys"))
     ranked = Window.partitionBy(*dims).orderBy(F.desc("messages"), "key")
     key_load = (
         per_key.withColumn("rank", F.row_number().over(ranked))
@@ -151,7 +152,7 @@ def windows(
     # aggregate: a worker's rows in a window are its distinct keys
     by_worker = ended(
         per_key_worker.groupBy(*dims, "worker").agg(
-            *[F.sum(c).alias(c) for c in (*LOADS, "costed_messages")],
+            *summed(*LOADS, "costed_messages"),
             F.count("key").alias("distinct_keys"),
         )
     ).persist()
