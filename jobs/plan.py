@@ -1,6 +1,6 @@
 """plan: window loads → candidate plans in Delta ``gold.plans``.
 
-Each stream is planned by its own policy (``routeplan.planning.policy``): the deployment's
+Each stream is planned by its own policy (``routeplan.streams.policy``): the deployment's
 ``$ROUTEPLAN_HOME/config/streams.yaml`` (``--policies``) says its kind, strategy (or ``auto``)
 with parameters, budget, load metric, planning window, workers and thresholds; a stream it does
 not list gets its ``defaults``. Without the file every stream gets the command line's strategy
@@ -12,7 +12,7 @@ For each stream: the loads of the planning window (the peak window by default, o
 interval), the current published table (LATEST) and the workers (the policy's inline list or the
 workers file; ``auto`` capacities learnt from ``silver.worker_capacity``) go through the policy's
 strategy — every candidate of an ``auto`` policy, the winner chosen by its goals in order
-(``routeplan.planning.auto``) — and the baseline of its kind. Every candidate is written with its
+(``routeplan.streams.auto``) — and the baseline of its kind. Every candidate is written with its
 predicted metrics (Delta column ``metrics``), its moves and ``choice``, why it was or was not
 chosen; the chosen one is ``selected``.
 
@@ -59,10 +59,10 @@ from routeplan.model.plan import MIGRATION_COST_UNITS, Budget, Plan
 from routeplan.model.table import RoutingTable, planning_load
 from routeplan.model.workers import Workers
 from routeplan.parsing import param_pair
-from routeplan.planning.auto import NoCandidateError, choose
+from routeplan.streams.auto import NoCandidateError, choose
 from routeplan.planning.contract import check_budget, finish_plan, parameters
 from routeplan.planning.metrics import observed_imbalance, table_imbalance
-from routeplan.planning.policy import (
+from routeplan.streams.policy import (
     DEFAULT_GOALS,
     LOAD_METRICS,
     Policies,

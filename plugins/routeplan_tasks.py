@@ -110,11 +110,11 @@ def routing_table_asset(stream: str) -> Asset:
 def check_policies(*, params=None) -> dict:
     """The run's first task: the planning policies file, and this run's streams and strategy
     against it, checked before any Spark job starts — a mistake fails here with one line naming
-    the file, the stream and the field (``routeplan.planning.policy``)."""
+    the file, the stream and the field (``routeplan.streams.policy``)."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from routeplan.errors import InputError
-    from routeplan.planning.policy import load_policies, policy_from_overrides
+    from routeplan.streams.policy import load_policies, policy_from_overrides
 
     given = params.get("policies_path")
     path = given or settings.policies_file(HOME)

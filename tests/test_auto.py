@@ -1,4 +1,4 @@
-"""``auto`` (routeplan.planning.auto): real plans of real strategies, ranked by goals in priority
+"""``auto`` (routeplan.streams.auto): real plans of real strategies, ranked by goals in priority
 order; a plan that breaks a hard goal never wins."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from routeplan.model.loads import PartitionLoad
 from routeplan.model.plan import Budget, Plan
 from routeplan.model.workers import Worker, Workers
-from routeplan.planning.auto import GOALS, NoCandidateError, choose
+from routeplan.streams.auto import GOALS, NoCandidateError, choose
 from routeplan.planning.registry import get_strategy
 
 KEY_ROUTING = ("sg", "pkg", "cg", "flux", "kg")

@@ -19,7 +19,7 @@ from jobs.common import object_store_conf
 from routeplan import storage
 from routeplan.errors import InputError
 from routeplan.files import read_workers_file
-from routeplan.planning.policy import load_policies
+from routeplan.streams.policy import load_policies
 from routeplan.publishing.store import RoutingStore
 from routeplan.simulation.generate import GeneratorConfig, generate
 

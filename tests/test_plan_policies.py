@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobs.plan import checked_options, policy_for, stream_policies
-from routeplan.planning.policy import load_policies
+from routeplan.streams.policy import load_policies
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "config" / "streams.yaml"

@@ -1,4 +1,4 @@
-"""Planning policies (routeplan.planning.policy): the sample file, merging, and one clear message
+"""Planning policies (routeplan.streams.policy): the sample file, merging, and one clear message
 naming the file, the line, the stream and the field for every mistake a policy file can hold."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from routeplan.errors import InputError
 from routeplan.model.names import is_valid_name
 from routeplan.model.plan import Budget
-from routeplan.planning import auto
-from routeplan.planning.policy import (
+from routeplan.streams import auto
+from routeplan.streams.policy import (
     DEFAULT_GOALS,
     GOALS,
     PolicyError,

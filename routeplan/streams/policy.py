@@ -60,7 +60,7 @@ __all__ = [
 AUTO = "auto"
 LOAD_METRICS = ("messages", "bytes", "cost_ms")
 PLANNING_WINDOWS = ("peak", "interval")
-# The soft goals of ``auto`` (routeplan.planning.auto.GOALS, repeated here so that reading a
+# The soft goals of ``auto`` (routeplan.streams.auto.GOALS, repeated here so that reading a
 # policy does not import the chooser; a test keeps the two equal).
 GOALS = ("imbalance", "migrations", "migrated_load", "workers", "memory")
 DEFAULT_GOALS = ("imbalance", "migrations", "memory")
@@ -111,7 +111,7 @@ class StreamPolicy:
 
     @property
     def is_auto(self) -> bool:
-        """Whether each run chooses among ``candidates`` (``routeplan.planning.auto``)."""
+        """Whether each run chooses among ``candidates`` (``routeplan.streams.auto``)."""
         return self.strategy == AUTO
 
     @property
