@@ -59,9 +59,16 @@ from routeplan.model.plan import MIGRATION_COST_UNITS, Budget, Plan
 from routeplan.model.table import RoutingTable, planning_load
 from routeplan.model.workers import Workers
 from routeplan.parsing import param_pair
-from routeplan.streams.auto import NoCandidateError, choose
 from routeplan.planning.contract import check_budget, finish_plan, parameters
 from routeplan.planning.metrics import observed_imbalance, table_imbalance
+from routeplan.planning.registry import (
+    budget_from_parameters,
+    get_strategy,
+    strategy_names,
+    strategy_parameters,
+)
+from routeplan.publishing.store import RoutingStore
+from routeplan.streams.auto import NoCandidateError, choose
 from routeplan.streams.policy import (
     DEFAULT_GOALS,
     LOAD_METRICS,
@@ -70,13 +77,6 @@ from routeplan.streams.policy import (
     load_policies,
     policy_from_overrides,
 )
-from routeplan.planning.registry import (
-    budget_from_parameters,
-    get_strategy,
-    strategy_names,
-    strategy_parameters,
-)
-from routeplan.publishing.store import RoutingStore
 
 # planned beside the chosen strategy, by its kind; without budget limits (they honour none)
 BASELINES = {"key_routing": "kg", "partition_assignment": "kafka_range"}

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from routeplan.model.loads import PartitionLoad
 from routeplan.model.plan import Budget, Plan
 from routeplan.model.workers import Worker, Workers
-from routeplan.streams.auto import GOALS, NoCandidateError, choose
 from routeplan.planning.registry import get_strategy
+from routeplan.streams.auto import GOALS, NoCandidateError, choose
 
 KEY_ROUTING = ("sg", "pkg", "cg", "flux", "kg")
 FOUR = Workers.homogeneous(4)

@@ -19,9 +19,9 @@ from jobs.common import object_store_conf
 from routeplan import storage
 from routeplan.errors import InputError
 from routeplan.files import read_workers_file
-from routeplan.streams.policy import load_policies
 from routeplan.publishing.store import RoutingStore
 from routeplan.simulation.generate import GeneratorConfig, generate
+from routeplan.streams.policy import load_policies
 
 DAY = "2026-11-20"
 REPO = Path(__file__).resolve().parents[1]

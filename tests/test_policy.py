@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from routeplan.errors import InputError
 from routeplan.model.names import is_valid_name
 from routeplan.model.plan import Budget
+from routeplan.publishing.schemas import schema_dir
 from routeplan.streams import auto
 from routeplan.streams.policy import (
     DEFAULT_GOALS,
@@ -26,7 +27,6 @@ from routeplan.streams.policy import (
     load_policies,
     policy_from_overrides,
 )
-from routeplan.publishing.schemas import schema_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "config" / "streams.yaml"
