@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
-from routeplan.model.plan import BUDGET_LIMITS, Budget, Plan
+from routeplan.model.plan import BUDGET_LIMITS, Plan
+from routeplan.planning.budget import OLD_PARAMETERS
 from routeplan.planning.contract import KINDS, Strategy, check_budget
 
 STRATEGY_MODULES = (
@@ -63,43 +63,6 @@ def _checking_budget(plan: Callable[..., Plan]) -> Callable[..., Plan]:
     return checked
 
 
-# Parameters some strategies took before the budget held every limit: old name → Budget field.
-BUDGET_PARAMETERS = {
-    "max_migrations": "max_moves",
-    "max_migration_cost": "max_migration_cost",
-    "migration_cost": "migration_cost_unit",
-}
-# Old values of ``migration_cost_unit``.
-_UNIT_ALIASES = {"keys": "distinct_keys"}
-
-
-def budget_from_parameters(
-    params: Mapping[str, Any], budget: Budget
-) -> tuple[dict[str, Any], Budget, list[str]]:
-    """Move the budget limits found among strategy ``params`` (their old spellings, e.g. a DAG
-    run's ``max_migrations``) into ``budget``.
-
-    Returns the remaining parameters, the budget, and one deprecation note per moved name. A limit
-    given both ways with different values is refused rather than combined."""
-    rest = dict(params)
-    changes: dict[str, Any] = {}
-    notes = []
-    for old, field in BUDGET_PARAMETERS.items():
-        if old not in rest or rest[old] is None:
-            rest.pop(old, None)
-            continue
-        value = rest.pop(old)
-        if field == "migration_cost_unit":
-            value = _UNIT_ALIASES.get(value, value)
-        current = getattr(budget, field)
-        default = Budget.__dataclass_fields__[field].default
-        if current is not None and current != default and current != value:
-            raise ValueError(f"{old}={value!r} contradicts the budget's {field}={current!r}")
-        changes[field] = value
-        notes.append(f"{old} is deprecated: it is the budget's {field} now")
-    return rest, replace(budget, **changes) if changes else budget, notes
-
-
 def strategy_names(kind: str | None = None) -> list[str]:
     """The registered names (of one ``kind`` of plan, if given), sorted."""
     _load_builtin()
@@ -143,7 +106,7 @@ def get_strategy(name: str, **params: Any) -> Strategy:
 
     A parameter the strategy renamed (its ``renamed`` map, old → new) is accepted under its old
     name with a ``DeprecationWarning``; a budget limit passed as a parameter is refused, naming the
-    ``Budget`` field it belongs to (``budget_from_parameters`` converts old parameter sets)."""
+    ``Budget`` field it belongs to (``budget.read_budget`` converts old parameter sets)."""
     _load_builtin()
     if name not in _REGISTRY:
         raise KeyError(f"unknown strategy {name!r}; known: {', '.join(sorted(_REGISTRY))}")
@@ -156,7 +119,7 @@ def get_strategy(name: str, **params: Any) -> Strategy:
                 f"strategy {name!r}: parameter {old} is now {new}", DeprecationWarning, stacklevel=2
             )
             params[new] = params.pop(old)
-    for old, field in BUDGET_PARAMETERS.items():
+    for old, field in OLD_PARAMETERS.items():
         if old in params and old not in strategy_parameters(name):
             raise ValueError(
                 f"strategy {name!r}: {old} is a budget limit, not a strategy parameter; "

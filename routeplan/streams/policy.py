@@ -26,6 +26,7 @@ import math
 import os
 import types
 import typing
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,9 +39,9 @@ from routeplan.files import reading
 from routeplan.model.plan import BUDGET_LIMITS, Budget
 from routeplan.model.workers import Worker, Workers
 from routeplan.parsing import fits_type
+from routeplan.planning.budget import BUDGET_FIELDS, OLD_PARAMETERS, read_budget
 from routeplan.planning.contract import KINDS, UnhonouredLimitError, check_budget
 from routeplan.planning.registry import (
-    BUDGET_PARAMETERS,
     get_strategy,
     strategy_names,
     strategy_parameter_types,
@@ -74,7 +75,6 @@ DEFAULTS: Mapping[str, Any] = {
     "thresholds": {"imbalance_tolerance": 0.10, "hot_key_min_share": 0.001},
     "goals": list(DEFAULT_GOALS),
 }
-_BUDGET_FIELDS = tuple(Budget.__dataclass_fields__)
 
 
 class PolicyError(InputError):
@@ -260,18 +260,18 @@ def policy_from_overrides(
         )
     if budget is not None:
         fields = _budget_doc(budget) if isinstance(budget, Budget) else dict(budget)
-        unknown = sorted(set(fields) - set(_BUDGET_FIELDS))
+        unknown = sorted(set(fields) - set(BUDGET_FIELDS))
         if unknown:
             raise PolicyError(
                 f"{where}: stream {base.stream!r}: budget.{unknown[0]}: not a budget field "
-                f"(one of {', '.join(_BUDGET_FIELDS)})"
+                f"(one of {', '.join(BUDGET_FIELDS)})"
             )
         doc["budget"] = {**doc["budget"], **fields}
     return _policy(base.stream, doc, _Context(where, {}, (), None, frozenset(doc)))
 
 
 def _budget_doc(budget: Budget) -> dict[str, Any]:
-    return {k: getattr(budget, k) for k in _BUDGET_FIELDS}
+    return {k: getattr(budget, k) for k in BUDGET_FIELDS}
 
 
 def _merged(base: Mapping[str, Any], over: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -477,21 +477,23 @@ def _number(value: Any, low: float, high: float, open_low: bool) -> float | None
 
 
 def _budget(stream: str, fields: Mapping[str, Any], ctx: _Context) -> Budget:
-    unknown = sorted(set(fields) - set(_BUDGET_FIELDS))
+    unknown = sorted(set(fields) - set(BUDGET_FIELDS))
     if unknown:
         raise ctx.error(
             stream,
             f"budget.{unknown[0]}",
-            f"not a budget field (one of {', '.join(_BUDGET_FIELDS)})",
+            f"not a budget field (one of {', '.join(BUDGET_FIELDS)})",
         )
-    given = {k: v for k, v in fields.items() if v is not None}
     if "time_limit_s" in fields and fields["time_limit_s"] is None:
         raise ctx.error(stream, "budget.time_limit_s", "must be a number > 0, not null")
     try:
-        return Budget(**given)
-    except (TypeError, ValueError) as err:
-        name = next((k for k in _BUDGET_FIELDS if str(err).startswith(k)), None)
+        reading = read_budget(fields)
+    except ValueError as err:
+        name = next((k for k in BUDGET_FIELDS if str(err).startswith(k)), None)
         raise ctx.error(stream, f"budget.{name}" if name else "budget", str(err)) from None
+    for note in reading.notes:
+        warnings.warn(f"{ctx.where}: stream {stream!r}: {note}", DeprecationWarning, stacklevel=2)
+    return reading.budget
 
 
 def _check_strategy(stream: str, kind: str, name: Any, field_path: str, ctx: _Context) -> None:
@@ -539,8 +541,8 @@ def _check_params(
                     f"(parameter of strategy {strategy!r})",
                 )
             continue
-        if key in BUDGET_PARAMETERS or key in _BUDGET_FIELDS:
-            budget_field = BUDGET_PARAMETERS.get(key, key)
+        if key in OLD_PARAMETERS or key in BUDGET_FIELDS:
+            budget_field = OLD_PARAMETERS.get(key, key)
             raise ctx.error(
                 stream,
                 where,
