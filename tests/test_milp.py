@@ -249,7 +249,7 @@ def test_distance_bound_is_below_every_plan_within_the_budget(loads, workers, ma
     assignment with at most ``max_moves`` moves."""
     from itertools import combinations, product
 
-    from routeplan.planning.reassign.milp import _d_of, distance_bound
+    from routeplan.planning.reassign.milp_model import _d_of, distance_bound
     from routeplan.planning.reassign.reassignment import Reassignment, Units
 
     ws = Workers.homogeneous(workers)

@@ -10,7 +10,7 @@ from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import BUDGET_LIMITS, Budget
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.contract import UnhonouredLimitError, parameters
-from routeplan.planning.keyrouting.consistent_grouping import proportional_counts
+from routeplan.planning.keyrouting.virtual_workers import proportional_counts
 from routeplan.planning.metrics import table_imbalance, worker_load
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
 

@@ -39,15 +39,7 @@ from routeplan.planning.keyrouting.bounded_loads import (
     ConsistentHashingBoundedLoads,
     PowerOfRandomChoices,
 )
-from routeplan.planning.keyrouting.consistent_grouping import (
-    ConsistentGrouping,
-    CountedHandovers,
-    SignalQueues,
-    dealt_owners,
-    pair_busy_idle,
-    pair_fcfs,
-    proportional_counts,
-)
+from routeplan.planning.keyrouting.consistent_grouping import ConsistentGrouping
 from routeplan.planning.keyrouting.key_grouping import KeyGrouping
 from routeplan.planning.keyrouting.partial_key_grouping import (
     DChoices,
@@ -56,6 +48,14 @@ from routeplan.planning.keyrouting.partial_key_grouping import (
 )
 from routeplan.planning.keyrouting.ring import HashRing, TokenRing, redistribute, triggered
 from routeplan.planning.keyrouting.shuffle import PowerOfTwoChoices, ShuffleGrouping
+from routeplan.planning.keyrouting.virtual_workers import (
+    CountedHandovers,
+    SignalQueues,
+    dealt_owners,
+    pair_busy_idle,
+    pair_fcfs,
+    proportional_counts,
+)
 
 # --------------------------------------------------------------------------------------------
 # online schemes
@@ -440,9 +440,9 @@ class ConsistentGroupingOnline(OnlineScheme):
     workers for each worker"); at a slot end each worker compares the load it received in the
     slot with its fair share (θ_b, θ_i) and signals busy or idle; the sources queue the signals
     first come, first served and move one virtual worker from each busy worker they can pair
-    with an idle one (``consistent_grouping.pair_fcfs``; unpaired workers stay queued). With
+    with an idle one (``virtual_workers.pair_fcfs``; unpaired workers stay queued). With
     ``pairing="exact"``: our variant, at most one move per busy worker and slot, chosen by
-    exact ratios (``consistent_grouping.pair_busy_idle``)."""
+    exact ratios (``virtual_workers.pair_busy_idle``)."""
 
     strategy_class = ConsistentGrouping
 

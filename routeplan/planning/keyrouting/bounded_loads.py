@@ -31,7 +31,7 @@ from routeplan.model.plan import Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan, parameters
-from routeplan.planning.keyrouting.consistent_grouping import porc_place, porc_split
+from routeplan.planning.keyrouting.porc import porc_place, porc_split
 from routeplan.planning.keyrouting.ring import HashRing
 from routeplan.planning.registry import register
 

@@ -2,7 +2,7 @@
 
 Batch form of the paper's scheme, planning from aggregated loads:
 
-1. **PoRC** (§V-A, Alg. 1): ``V = α·n`` equal-sized virtual workers of capacity
+1. **PoRC** (§V-A, Alg. 1; module ``porc``): ``V = α·n`` equal-sized virtual workers of capacity
    ``(1 + ε) · total / V``. Key groups and hot keys are placed together **in decreasing load**
    (the batch planner knows the loads up front): a key group goes whole to the first virtual
    worker of its salted hash sequence ``H(g + salt)`` with room for it; a hot key is split over
@@ -13,17 +13,17 @@ Batch form of the paper's scheme, planning from aggregated loads:
    keep their virtual worker and hot keys their pieces; only a worker whose virtual workers
    together pass their bound sheds units (from those over capacity, lightest last), and they
    are placed again — so a plan on unchanged loads reproduces the current table.
-2. **Virtual workers → workers** (§V-B): counts in proportion to capacity (``α*_w = c_w·n·α``,
-   §VI), or the previous table's assignment. Workers no longer active hand their virtual workers
-   to the least loaded.
-3. **Pairing** (§V-B "Pairing virtual workers", θ_b/θ_i of §VI), ``pairing="fcfs"`` (default):
-   a worker signals busy when its load is ``≥ θ_b`` times its fair share and idle when
-   ``≤ θ_i`` times it; the signals queue first come, first served and each busy–idle pair moves
-   one virtual worker (``pair_fcfs``; rounds of it on the snapshot, ``pair_fcfs_rounds``).
-   ``pairing="exact"`` (our variant, ``pair_busy_idle``): busy workers most overloaded first,
-   each pairing moves the virtual worker that lowers the pair's peak normalised load the most,
-   failing an idle partner to a worker that is not busy (§VI: "assigning virtual workers … to
-   workers that have not reported becoming overloaded").
+2. **Virtual workers → workers** (§V-B; module ``virtual_workers``): counts in proportion to
+   capacity (``α*_w = c_w·n·α``, §VI), or the previous table's assignment. Workers no longer
+   active hand their virtual workers to the least loaded.
+3. **Pairing** (§V-B "Pairing virtual workers", θ_b/θ_i of §VI; module ``virtual_workers``),
+   ``pairing="fcfs"`` (default): a worker signals busy when its load is ``≥ θ_b`` times its fair
+   share and idle when ``≤ θ_i`` times it; the signals queue first come, first served and each
+   busy–idle pair moves one virtual worker (``pair_fcfs``; rounds of it on the snapshot,
+   ``pair_fcfs_rounds``). ``pairing="exact"`` (our variant, ``pair_busy_idle``): busy workers
+   most overloaded first, each pairing moves the virtual worker that lowers the pair's peak
+   normalised load the most, failing an idle partner to a worker that is not busy (§VI:
+   "assigning virtual workers … to workers that have not reported becoming overloaded").
 
 **Budget** (``max_moves``, ``max_migrated_load_share``; ``moves.MoveLedger``): against a current
 table of as many key groups, every change of every step is priced before it is made, as
@@ -44,434 +44,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
 
-from routeplan.model.hashing import salted_choice
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan, parameters
 from routeplan.planning.keyrouting.moves import UNKNOWN, MoveLedger, usable_current
+from routeplan.planning.keyrouting.porc import hot_key_pieces, place_hot_key, place_whole
+from routeplan.planning.keyrouting.virtual_workers import (
+    PAIRINGS,
+    dealt_owners,
+    pair_busy_idle,
+    pair_fcfs_rounds,
+    proportional_counts,
+)
 from routeplan.planning.registry import register
 
 _EPS = 1e-12
 _PASSES = 8  # planning passes on a plan's own result, at most (``ConsistentGrouping.plan``)
-
-# --------------------------------------------------------------------------------------------
-# PoRC (paper 000 §V-A, Alg. 1)
-
-
-def first_with_room(
-    unit: str, load: float, virtual_worker_load: np.ndarray, bound: np.ndarray, max_salt: int
-) -> int | None:
-    """Paper 000 Alg. 1's scan: the first of ``unit``'s salted choices ``H(unit + 1), …,
-    H(unit + max_salt)`` with room for ``load`` under its ``bound``; None when none has."""
-    n = virtual_worker_load.size
-    for salt in range(1, max_salt + 1):
-        choice = salted_choice(unit, salt, n)
-        if virtual_worker_load[choice] + load <= bound[choice] + _EPS:
-            return choice
-    return None
-
-
-def porc_choice(
-    unit: str,
-    load: float,
-    virtual_worker_load: np.ndarray,
-    capacity: float | np.ndarray,
-    max_salt: int,
-) -> int:
-    """Paper 000 Alg. 1 for one unit: the first of its salted choices with room for ``load``
-    under ``capacity`` (one bound for every bin or one per bin, ``first_with_room``); when none
-    has room, the least loaded of them. Changes nothing."""
-    n = virtual_worker_load.size
-    bound = np.broadcast_to(capacity, (n,))
-    choice = first_with_room(unit, load, virtual_worker_load, bound, max_salt)
-    if choice is not None:
-        return choice
-    tried = [salted_choice(unit, salt, n) for salt in range(1, max_salt + 1)]
-    return min(tried, key=lambda c: virtual_worker_load[c] / bound[c])
-
-
-def porc_place(
-    unit: str,
-    load: float,
-    virtual_worker_load: np.ndarray,
-    capacity: float | np.ndarray,
-    max_salt: int,
-) -> int:
-    """``porc_choice``, its load added to ``virtual_worker_load`` in place."""
-    choice = porc_choice(unit, load, virtual_worker_load, capacity, max_salt)
-    virtual_worker_load[choice] += load
-    return choice
-
-
-def porc_split(
-    key: str,
-    load: float,
-    virtual_worker_load: np.ndarray,
-    capacity: float | np.ndarray,
-    max_salt: int,
-) -> list[tuple[int, float]]:
-    """Spread one hot key over its salted choices, filling their spare capacity (PoRC for a key
-    whose messages overflow its principal virtual worker). Returns ``(virtual worker, load)``."""
-    n = virtual_worker_load.size
-    bound = np.broadcast_to(capacity, (n,))
-    pieces: dict[int, float] = {}
-    remaining = load
-    for salt in range(1, max_salt + 1):
-        if remaining <= _EPS:
-            break
-        choice = salted_choice(f"key:{key}", salt, n)
-        take = min(bound[choice] - virtual_worker_load[choice], remaining)
-        if take > _EPS:
-            virtual_worker_load[choice] += take
-            pieces[choice] = pieces.get(choice, 0.0) + take
-            remaining -= take
-    if remaining > _EPS:
-        choice = int(np.argmin(virtual_worker_load / bound))
-        virtual_worker_load[choice] += remaining
-        pieces[choice] = pieces.get(choice, 0.0) + remaining
-    return sorted(pieces.items())
-
-
-def proportional_counts(capacity: np.ndarray, total: int) -> np.ndarray:
-    """``total`` virtual workers split in proportion to capacity (largest remainder), ≥ 1 each
-    when ``total`` allows."""
-    target = total * capacity / capacity.sum()
-    counts = np.floor(target).astype(int)
-    floor = 1 if total >= capacity.size else 0
-    counts = np.maximum(counts, floor)
-    while counts.sum() > total:
-        excess = np.where(counts > floor, counts - target, -np.inf)
-        counts[np.argmax(excess)] -= 1
-    order = np.argsort(-(target - counts), kind="stable")
-    for i in order[: total - counts.sum()]:
-        counts[i] += 1
-    return counts
-
-
-def dealt_owners(counts: np.ndarray) -> np.ndarray:
-    """Virtual worker → worker position when worker ``w`` gets ``counts[w]`` of them, dealt round
-    by round (w0, w1, …, w0, w1, …) so that a worker's virtual workers spread over the range."""
-    return np.array(
-        [w for r in range(counts.max(initial=0)) for w in range(counts.size) if counts[w] > r],
-        dtype=np.int64,
-    )
-
-
-def hot_key_pieces(load: float, capacity: float) -> int:
-    """How many virtual workers a hot key needs at least: ``⌈load / capacity⌉`` with
-    ``capacity = (1 + ε)·total / V``, i.e. ``⌈p_k · V / (1 + ε)⌉`` (paper 000 §VI-B, Eq. 2)."""
-    if not np.isfinite(capacity) or capacity <= 0:
-        return 1
-    return max(1, int(np.ceil(load / capacity - 1e-9)))
-
-
-def place_whole(
-    unit: str,
-    load: float,
-    virtual_worker_load: np.ndarray,
-    capacity: float | np.ndarray,
-    max_salt: int,
-) -> int:
-    """Alg. 1 for an indivisible unit in the batch planner: the first of its salted choices with
-    room for ``load`` under ``capacity`` (one bound, or one per virtual worker); when none has
-    room, the virtual worker with the most room of all — which has room whenever
-    ``load ≤ ε·total/V`` (equal bounds), so small units never break the ε bound. Adds the
-    load; returns the virtual worker."""
-    bound = np.broadcast_to(capacity, virtual_worker_load.shape)
-    choice = first_with_room(unit, load, virtual_worker_load, bound, max_salt)
-    if choice is None:
-        choice = int(np.argmax(bound - virtual_worker_load))
-    virtual_worker_load[choice] += load
-    return choice
-
-
-def place_hot_key(
-    key: str,
-    load: float,
-    virtual_worker_load: np.ndarray,
-    capacity: float,
-    max_salt: int,
-    bound: np.ndarray | None = None,
-) -> list[tuple[int, float]]:
-    """A hot key split over as few virtual workers as its load allows (paper 000 §V-A, §VI-B):
-    ``⌈load / capacity⌉`` pieces — full virtual workers and the remainder, the parts Alg. 1's
-    overflow of a key's messages makes — each placed by Alg. 1 on the key's salted sequence
-    ``H(key + 1), H(key + 2), …`` (first choice with room for the piece, another piece's choice
-    passed over). A piece no choice has room for fills the spare capacity of the least loaded
-    virtual workers — so a hot key never breaks the ε bound (``V·capacity ≥ total``). Adds the
-    load; returns ``(virtual worker, load)`` sorted. ``bound``: each virtual worker's bound when
-    not ``capacity`` for all."""
-    bound = np.broadcast_to(capacity if bound is None else bound, virtual_worker_load.shape)
-    n_pieces = min(hot_key_pieces(load, capacity), virtual_worker_load.size)
-    full = min(capacity, load / n_pieces) if n_pieces == virtual_worker_load.size else capacity
-    sizes = [full] * (n_pieces - 1) + [load - full * (n_pieces - 1) if n_pieces > 1 else load]
-    pieces: dict[int, float] = {}
-    n = virtual_worker_load.size
-    salt = 0
-    for piece in sizes:
-        placed = False
-        while salt < max_salt and not placed:
-            salt += 1
-            choice = salted_choice(f"key:{key}", salt, n)
-            if choice not in pieces and virtual_worker_load[choice] + piece <= bound[choice] + _EPS:
-                virtual_worker_load[choice] += piece
-                pieces[choice] = piece
-                placed = True
-        if placed:
-            continue
-        remaining = piece
-        for choice in np.argsort(virtual_worker_load - bound, kind="stable").tolist():
-            room = bound[choice] - virtual_worker_load[choice] if np.isfinite(capacity) else piece
-            take = min(max(room, 0.0), remaining)
-            if take > _EPS * max(piece, 1.0):
-                virtual_worker_load[choice] += take
-                pieces[choice] = pieces.get(choice, 0.0) + take
-                remaining -= take
-            if remaining <= _EPS * max(piece, 1.0):
-                break
-        if remaining > _EPS * max(piece, 1.0):  # no room anywhere (only with ε < 0 rounding)
-            choice = int(np.argmin(virtual_worker_load))
-            virtual_worker_load[choice] += remaining
-            pieces[choice] = pieces.get(choice, 0.0) + remaining
-    return sorted(pieces.items())
-
-
-# --------------------------------------------------------------------------------------------
-# pairing busy and idle workers (paper 000 §V-B "Pairing virtual workers", §VI θ_b, θ_i)
-
-
-class HandoverBudget(Protocol):
-    """What pairing may still move: asked before, told after each virtual-worker handover."""
-
-    def affordable(self, vw: int, to: int) -> bool: ...
-
-    def spend(self, vw: int, to: int) -> None: ...
-
-
-@dataclass
-class CountedHandovers:
-    """At most ``limit`` handovers, whatever they carry (the simulator: at most one per busy
-    worker and slot, paper 000 §V-B)."""
-
-    limit: float
-    used: int = 0
-
-    def affordable(self, vw: int, to: int) -> bool:
-        return self.used + 1 <= self.limit
-
-    def spend(self, vw: int, to: int) -> None:
-        self.used += 1
-
-
-def fair_share(load: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Each worker's fair share of the summed ``load``: ``Σ L · c_w / Σ c`` (§VI, ``α*_w``)."""
-    return load.sum() * capacity / capacity.sum()
-
-
-def busy_and_receivers(
-    ratio: np.ndarray, theta_busy: float, theta_idle: float
-) -> tuple[list[int], list[int]]:
-    """§VI's classification of workers by ``ratio`` = load / fair share.
-
-    Busy: ``ratio ≥ θ_b``, most overloaded first (first come, first served). Receivers: the idle
-    (``ratio ≤ θ_i``), most idle first, then — failing an idle partner — every worker that is
-    neither busy nor idle, least loaded first (§VI: "assigning virtual workers … to workers that
-    have not reported becoming overloaded")."""
-    busy = [int(b) for b in np.argsort(-ratio, kind="stable") if ratio[b] >= theta_busy]
-    order = np.argsort(ratio, kind="stable")
-    idle = [int(i) for i in order if ratio[i] <= theta_idle]
-    between = [int(i) for i in order if theta_idle < ratio[i] < theta_busy]
-    return busy, idle + between
-
-
-def best_handover(
-    owner: np.ndarray,
-    load: np.ndarray,
-    share: np.ndarray,
-    vw_load: np.ndarray,
-    busy: int,
-    receiver: int,
-    budget: HandoverBudget,
-) -> tuple[float, int] | None:
-    """The virtual worker of ``busy`` whose move to ``receiver`` lowers the pair's peak
-    normalised load ``max(L_b/f_b, L_i/f_i)`` the most, among the moves ``budget`` affords:
-    ``(peak after, virtual worker)``, or None when no move lowers it (ties: lowest index)."""
-    peak = max(load[busy] / share[busy], load[receiver] / share[receiver])
-    best: tuple[float, int] | None = None
-    for vw in np.flatnonzero(owner == busy):
-        if not budget.affordable(int(vw), receiver):
-            continue
-        after = max(
-            (load[busy] - vw_load[vw]) / share[busy],
-            (load[receiver] + vw_load[vw]) / share[receiver],
-        )
-        if after < peak - _EPS and (best is None or after < best[0]):
-            best = (after, int(vw))
-    return best
-
-
-def next_pairing(
-    owner: np.ndarray,
-    load: np.ndarray,
-    share: np.ndarray,
-    vw_load: np.ndarray,
-    theta_busy: float,
-    theta_idle: float,
-    budget: HandoverBudget,
-) -> tuple[int, int, int] | None:
-    """The next handover ``(virtual worker, busy, receiver)``: busy workers and receivers are
-    paired first come, first served (``busy_and_receivers`` order) and the first pair with a
-    helpful, affordable move (``best_handover``) makes it; None when no pair has one."""
-    busy, receivers = busy_and_receivers(load / share, theta_busy, theta_idle)
-    for b in busy:
-        for i in receivers:
-            found = best_handover(owner, load, share, vw_load, b, i, budget)
-            if found is not None:
-                return found[1], b, i
-    return None
-
-
-def pair_busy_idle(
-    owner: np.ndarray,
-    load: np.ndarray,
-    vw_load: np.ndarray,
-    capacity: np.ndarray,
-    theta_busy: float,
-    theta_idle: float,
-    budget: HandoverBudget,
-) -> int:
-    """Move virtual workers from busy to idle workers, one per pairing, in place (§V-B).
-
-    ``owner[v]`` is the worker of virtual worker ``v`` (−1: not taking part), ``load`` the
-    workers' loads, ``vw_load`` the virtual workers' and ``capacity`` the workers'. The fair
-    shares are fixed for the round; pairings go on while one lowers its pair's peak and the budget
-    allows (at most ``V·n`` of them). Returns the number of handovers."""
-    if load.sum() <= 0:
-        return 0
-    share = fair_share(load, capacity)
-    moved = 0
-    for _ in range(owner.size * len(capacity)):
-        found = next_pairing(owner, load, share, vw_load, theta_busy, theta_idle, budget)
-        if found is None:
-            break
-        vw, b, i = found
-        owner[vw] = i
-        load[b] -= vw_load[vw]
-        load[i] += vw_load[vw]
-        budget.spend(vw, i)
-        moved += 1
-    return moved
-
-
-PAIRINGS = ("fcfs", "exact")
-
-
-@dataclass
-class SignalQueues:
-    """The sources' two first-come-first-served queues of §V-B: workers that signalled busy
-    (``load ≥ θ_b`` × fair share, "decrease workload") and idle (``≤ θ_i``, "increase"), in the
-    order their signal arrived. A worker stays queued while it keeps signalling the same; one
-    whose signal stops (or turns) leaves its queue. Signals of one time slot arrive together,
-    in worker order."""
-
-    busy: list[int] = field(default_factory=list)
-    idle: list[int] = field(default_factory=list)
-
-    def receive(self, ratio: np.ndarray, theta_busy: float, theta_idle: float) -> None:
-        """The binary signals of one slot: ``ratio`` = each worker's load / its fair share."""
-        busy, idle = ratio >= theta_busy, ratio <= theta_idle
-        self.busy = [w for w in self.busy if busy[w]]
-        self.busy += [int(w) for w in np.flatnonzero(busy) if int(w) not in self.busy]
-        self.idle = [w for w in self.idle if idle[w]]
-        self.idle += [int(w) for w in np.flatnonzero(idle) if int(w) not in self.idle]
-
-
-def pair_fcfs(
-    owner: np.ndarray,
-    load: np.ndarray,
-    vw_load: np.ndarray,
-    queues: SignalQueues,
-    budget: HandoverBudget,
-) -> int:
-    """Paper 000 §V-B "Pairing virtual workers", in place: while both queues hold a worker, the
-    first busy and the first idle worker are paired and one virtual worker of the busy worker
-    moves to the idle one ("the source only removes the virtual workers of the corresponding
-    worker if it is able to pair it with an addition on an idle worker"); both leave their
-    queue. The sources know no capacity, only their own count of each virtual worker's
-    messages: the busy worker gives its lightest virtual worker (the smallest correction) the budget
-    affords (a pair with
-    none affordable moves nothing). Returns the number of handovers."""
-    moved = 0
-    while queues.busy and queues.idle:
-        b, i = queues.busy.pop(0), queues.idle.pop(0)
-        mine = np.flatnonzero(owner == b)
-        for vw in mine[np.argsort(vw_load[mine], kind="stable")].tolist():
-            if budget.affordable(vw, i):
-                owner[vw] = i
-                load[b] -= vw_load[vw]
-                load[i] += vw_load[vw]
-                budget.spend(vw, i)
-                moved += 1
-                break
-    return moved
-
-
-def pair_fcfs_rounds(
-    owner: np.ndarray,
-    load: np.ndarray,
-    vw_load: np.ndarray,
-    capacity: np.ndarray,
-    theta_busy: float,
-    theta_idle: float,
-    budget: HandoverBudget,
-) -> int:
-    """The batch form of §V-B pairing on one snapshot: rounds of signals (``SignalQueues``) and
-    FCFS pairing (``pair_fcfs``), as successive time slots would do with these loads, until a
-    round moves nothing or the owners repeat an earlier round's (virtual workers too coarse for
-    the thresholds ping-pong between busy and idle), at most ``V`` rounds. The planner, which
-    knows the capacities, keeps the round with the lowest peak normalised load (handing back
-    what later rounds moved), and starts another pass of rounds from it, with fresh queues,
-    until a pass lowers that peak no more — so pairing on its own result moves nothing and
-    re-planning unchanged loads republishes nothing. Returns the number of virtual workers
-    whose worker changed."""
-    if load.sum() <= 0:
-        return 0
-    share = fair_share(load, capacity)
-    start = owner.copy()
-    peak = float(np.max(load / share))
-    for _ in range(owner.size):  # each pass starts where the previous one's best left off
-        before = peak
-        best = (peak, owner.copy(), load.copy())
-        queues = SignalQueues()
-        seen = {owner.tobytes()}
-        for _ in range(owner.size):
-            queues.receive(load / share, theta_busy, theta_idle)
-            step = pair_fcfs(owner, load, vw_load, queues, budget)
-            state = owner.tobytes()
-            peak = float(np.max(load / share))
-            if step and peak < best[0] - _EPS:
-                best = (peak, owner.copy(), load.copy())
-            if step == 0 or state in seen:
-                break
-            seen.add(state)
-        for vw in np.flatnonzero(owner != best[1]).tolist():
-            owner[vw] = best[1][vw]
-            budget.spend(vw, int(owner[vw]))
-        load[:] = best[2]
-        peak = best[0]
-        if peak >= before - _EPS:
-            break
-    return int(np.sum(owner != start))
-
-
-# --------------------------------------------------------------------------------------------
-# the batch planner
 
 
 @dataclass

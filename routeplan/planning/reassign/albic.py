@@ -45,7 +45,8 @@ from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import parameters
 from routeplan.planning.metrics import collocation_factor
-from routeplan.planning.reassign.milp import Milp, distance
+from routeplan.planning.reassign.milp import Milp
+from routeplan.planning.reassign.milp_model import distance
 from routeplan.planning.reassign.reassignment import Reassignment, Units
 from routeplan.planning.registry import register
 
