@@ -326,8 +326,8 @@ class Router(_Published):
     def route(self, key: str) -> str:
         """The worker for the next message of ``key``."""
         hot, group_slot, seed, n, counts, names = self._plain
-        split = hot.get(key)
-        if split is not None:
+        if key in hot:  # no method call for a plain key (the common case)
+            split = hot[key]
             return names[_split_to(split[0], split[1], counts)]
         slot = group_slot[_hash(key, seed, False) % n]
         counts[slot] += 1
