@@ -15,8 +15,9 @@ s3fs); both spellings name the same objects, and fsspec reads either.
   ``make_bucket`` — what jobs, the CLI and the Airflow tasks do with files under the home, on
   either kind of location.
 
-The routing store (``routeplan.publishing.store``) has its own two back ends: its promises
-(write once, LATEST moved atomically) need more than these helpers.
+The routing store (``routeplan.publishing.store``) has its own two back ends
+(``routeplan.publishing.store_files``): its promises (write once, LATEST moved atomically) need
+more than these helpers.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """routeplan.producers.client: routing (route = route_many, PKG local load) and loading (directory,
-file://, fsspec, HTTP) with hot reload that never gives up the last good table."""
+file://, fsspec, HTTP: routeplan.producers.sources) with hot reload that never gives up the last
+good table."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from conftest import stream_names
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import routeplan.producers.client as client
+import routeplan.producers.sources as sources_module
 from routeplan.model.hashing import key_group
 from routeplan.model.names import InvalidNameError, is_valid_name
 from routeplan.model.table import PartitionAssignment, RoutingTable
@@ -230,7 +231,7 @@ def test_a_corrupt_version_is_rejected_once_and_the_last_good_one_serves(
     router = Router.open(tmp_path, "s")
     write_version(tmp_path, "v2.json", corrupt_documents()[corruption])
     reads = []
-    real_read = client._StoreSource._read
+    real_read = sources_module.StoreSource._read
     router._source._read = lambda version: (
         reads.append(version) or real_read(router._source, version)
     )
@@ -413,9 +414,9 @@ def test_http_unchanged_costs_a_304_and_no_parse(tmp_path, logs, monkeypatch):
     store = RoutingStore(tmp_path)
     store.publish(key_table())
     parsed = []
-    validate = client.validate_document
+    validate = sources_module.validate_document
     monkeypatch.setattr(
-        client, "validate_document", lambda *a, **k: parsed.append(1) or validate(*a, **k)
+        sources_module, "validate_document", lambda *a, **k: parsed.append(1) or validate(*a, **k)
     )
     with serving(tmp_path) as (url, answered, server):
         router = Router.open(url + "/", "s", timeout=2)

@@ -9,9 +9,14 @@ from routeplan.model.hashing import (
     hash_choices_many,
     key_group,
     key_groups,
+    key_groups_of,
     key_hash,
+    key_hash_array,
+    key_hash_fast,
     salted_choice,
 )
+
+SEEDS = st.integers(0, 2**32 - 1)
 
 
 def murmur3_x86_32(data: bytes, seed: int = 0) -> int:
@@ -65,11 +70,43 @@ def test_vectorised_key_groups_equal_scalar(keys, groups):
     assert key_groups(keys, groups).tolist() == [key_group(k, groups) for k in keys]
 
 
+@given(st.text(max_size=40), SEEDS)
+def test_key_hash_fast_is_key_hash_unsigned_and_its_twos_complement_signed(key, seed):
+    unsigned = key_hash(key, seed)
+    assert key_hash_fast(key, seed, False) == unsigned
+    assert key_hash_fast(key, seed) == unsigned - (unsigned >= 2**31) * 2**32
+
+
+@given(st.lists(st.text(max_size=20), max_size=60), SEEDS, st.booleans())
+def test_key_hash_array_equals_scalar_key_hash(keys, seed, as_iterator):
+    hashes = key_hash_array(iter(keys) if as_iterator else keys, seed)
+    assert hashes.dtype == np.uint32 and hashes.shape == (len(keys),)
+    assert hashes.tolist() == [key_hash(k, seed) for k in keys]
+
+
+@given(st.lists(st.text(max_size=20), max_size=60), st.integers(1, 2**24), SEEDS)
+def test_key_groups_of_key_hash_array_equal_scalar_key_group(keys, groups, seed):
+    found = key_groups_of(key_hash_array(keys, seed), groups)
+    assert found.dtype == np.uint32 and found.shape == (len(keys),)
+    assert found.tolist() == [key_group(k, groups, seed) for k in keys]
+    assert found.tolist() == key_groups(keys, groups, seed).tolist()
+
+
+def test_vectorised_hashes_of_no_keys_are_empty_and_typed():
+    for keys in ([], (), iter([]), {}):
+        hashes = key_hash_array(keys, 7)
+        assert hashes.dtype == np.uint32 and hashes.shape == (0,)
+        groups = key_groups_of(hashes, 1024)
+        assert groups.dtype == np.uint32 and groups.shape == (0,)
+
+
 def test_key_group_rejects_zero_groups():
     import pytest
 
     with pytest.raises(ValueError, match="num_key_groups"):
         key_group("k", 0)
+    with pytest.raises(ValueError, match="num_key_groups"):
+        key_groups_of(key_hash_array(["k"]), 0)
 
 
 def test_salted_choices_spread_over_all_slots():

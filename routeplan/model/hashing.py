@@ -9,6 +9,7 @@ Like Flink's ``KeyGroupRangeAssignment``: tiny, total and pure.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import repeat
 
 import mmh3
 import numpy as np
@@ -24,6 +25,13 @@ def key_hash(key: str, seed: int = DEFAULT_SEED) -> int:
     return mmh3.hash(key, seed, signed=False)
 
 
+# ``key_hash_fast(key, seed, False) == key_hash(key, seed)``: Murmur3 (x86_32) itself, the C
+# function with no Python frame in between, for per-message loops (``Router.route``). Its third
+# argument, ``signed``, must be False for the unsigned hash of the contract: True (its default)
+# gives the same 32 bits read as two's complement, ``key_hash − 2**32`` when ``key_hash ≥ 2**31``.
+key_hash_fast = mmh3.hash
+
+
 def key_group(key: str, num_key_groups: int, seed: int = DEFAULT_SEED) -> int:
     """The key group of ``key``: an int in ``[0, num_key_groups)``."""
     if num_key_groups < 1:
@@ -34,6 +42,26 @@ def key_group(key: str, num_key_groups: int, seed: int = DEFAULT_SEED) -> int:
 def key_hashes(keys: Iterable[str], seed: int = DEFAULT_SEED) -> np.ndarray:
     """Unsigned 32-bit Murmur3 of many keys as a uint64 array (one hash call per key)."""
     return np.fromiter((mmh3.hash(k, seed, signed=False) for k in keys), dtype=np.uint64)
+
+
+def key_hash_array(keys: Iterable[str], seed: int = DEFAULT_SEED) -> np.ndarray:
+    """``key_hash`` of many keys as a uint32 array: ``a[i] = murmur3_x86_32(utf8(keys[i]), seed)``.
+
+    One C call per key and no Python frame (``map``), sized up front when ``keys`` has a length;
+    no keys give an empty array. ``key_groups_of(a, n)`` are then their key groups.
+    """
+    hashes = map(mmh3.hash, keys, repeat(seed), repeat(False))
+    count = len(keys) if hasattr(keys, "__len__") else -1
+    return np.fromiter(hashes, dtype=np.uint32, count=count)
+
+
+def key_groups_of(hashes: np.ndarray, num_key_groups: int) -> np.ndarray:
+    """The key groups of unsigned 32-bit hashes, as a uint32 array: ``g[i] = hashes[i] mod
+    num_key_groups``; for ``hashes = key_hash_array(keys, seed)``,
+    ``g[i] == key_group(keys[i], num_key_groups, seed)``."""
+    if num_key_groups < 1:
+        raise ValueError(f"num_key_groups must be >= 1, got {num_key_groups}")
+    return np.asarray(hashes, dtype=np.uint32) % np.uint32(num_key_groups)
 
 
 def key_groups(keys: Iterable[str], num_key_groups: int, seed: int = DEFAULT_SEED) -> np.ndarray:

@@ -11,206 +11,33 @@
 A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``v<N>.json``, as
 ``RoutingStore`` writes it), the routing-table HTTP API at an ``http(s)://`` base URL, or any
 other fsspec URL (``s3://bucket/routing`` or ``s3a://…``, ``gs://…``, ``memory://…``) with the
-store's layout; directories and fsspec URLs are read through ``RoutingStore``.
+store's layout (``routeplan.producers.sources`` reads them; this module follows them).
 A stream name that breaks the name rule (``routeplan.model.names``) is refused before any read, and
 a document is read within ``routeplan.publishing.documents``' bounds (``max_bytes``, nesting depth).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from itertools import repeat
 from types import MappingProxyType
 from typing import Any, Self
-from urllib.parse import quote, urlsplit
-from urllib.request import url2pathname
 
-import mmh3
 import numpy as np
 
-from routeplan import storage
-from routeplan.model.hashing import key_group
-from routeplan.model.names import check_name
-from routeplan.model.table import PartitionAssignment, RoutingTable, Table, table_from_document
-from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document
-from routeplan.publishing.schemas import validate_document
-from routeplan.publishing.store import RoutingStore
+from routeplan.model.hashing import key_group, key_groups_of, key_hash_array
+from routeplan.model.hashing import key_hash_fast as _hash  # one global lookup in route()
+from routeplan.model.table import PartitionAssignment, RoutingTable, Table
+from routeplan.producers.sources import Source, open_source, verified
+from routeplan.publishing.documents import DEFAULT_MAX_BYTES
 
 log = logging.getLogger(__name__)
 
 OnChange = Callable[[int | None, int | None], object]
-
-_hash = mmh3.hash  # one cached global lookup in route()
-
-
-# --------------------------------------------------------------------------------------------
-# sources: where a stream's published versions are read from
-
-
-@dataclass(frozen=True)
-class _Fetched:
-    """One version's document as a source delivered it, not yet verified."""
-
-    tag: str  # what names this version at the source: its file name, or the HTTP ETag
-    where: str  # for messages: the file or URL
-    body: bytes
-    version: int | None  # the version the source says it is, when it knows
-
-
-class _StoreSource:
-    """A routing store (``<root>/<stream>/LATEST`` naming ``v<N>.json``) read through
-    ``RoutingStore``: a local directory or any fsspec URL. Only reads a version when LATEST moved
-    (at most ``max_bytes + 1`` bytes of it: enough to tell it is too large)."""
-
-    def __init__(
-        self,
-        root: str,
-        stream: str,
-        version: int | None,
-        max_bytes: int,
-        storage_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.stream = stream
-        self.version = version
-        self.max_bytes = max_bytes
-        try:
-            self._store = RoutingStore(root, max_bytes, storage_options)
-        except ImportError as err:  # e.g. "Install s3fs to access S3"
-            scheme = urlsplit(root).scheme
-            raise ImportError(
-                f"reading {scheme}:// routing tables needs its fsspec package: {err}"
-            ) from err
-
-    def fetch(self, known: str | None) -> _Fetched | None:
-        """The version LATEST (or the pinned one) names; None when that is ``known``."""
-        version = self.version if self.version is not None else self._latest()
-        tag = f"v{version}.json"
-        if tag == known:
-            return None
-        return _Fetched(tag, self._where(tag), self._read(version), version)
-
-    def close(self) -> None:
-        pass
-
-    def _latest(self) -> int:
-        version = self._store.latest_version(self.stream)  # ValueError: LATEST names no version
-        if version is None:
-            raise FileNotFoundError(
-                f"no routing table published for stream {self.stream!r} in {self._store.root}"
-            )
-        return version
-
-    def _read(self, version: int) -> bytes:
-        return self._store.read_bytes(self.stream, version)
-
-    def _where(self, name: str) -> str:
-        return storage.join(self._store.root, self.stream, name)
-
-
-class _HttpSource:
-    """The routing-table HTTP API: ``GET {base}/streams/{stream}/latest`` (or
-    ``/versions/{version}``) with ``If-None-Match``; 304 means unchanged. A body is read up to
-    ``max_bytes + 1`` bytes, then the download stops."""
-
-    def __init__(
-        self,
-        base: str,
-        stream: str,
-        version: int | None,
-        timeout: float,
-        max_bytes: int,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        try:
-            import httpx
-        except ImportError as err:
-            raise ImportError(
-                f"reading routing tables from {base} needs httpx: pip install httpx"
-            ) from err
-        self.stream = stream
-        self.version = version
-        self.max_bytes = max_bytes
-        tail = "latest" if version is None else f"versions/{int(version)}"
-        self._url = f"{base.rstrip('/')}/streams/{quote(stream, safe='')}/{tail}"
-        self._client = httpx.Client(timeout=timeout, headers=dict(headers or {}))
-        self._transport_error = httpx.TransportError
-
-    def fetch(self, known: str | None) -> _Fetched | None:
-        headers = {"If-None-Match": known} if known else {}
-        try:
-            with self._client.stream("GET", self._url, headers=headers) as resp:
-                if resp.status_code == 304:
-                    return None
-                limit = self.max_bytes if resp.status_code == 200 else 64 * 1024
-                body = bytearray()
-                for chunk in resp.iter_bytes():
-                    body += chunk
-                    if len(body) > limit:
-                        break
-        except self._transport_error as err:
-            raise ConnectionError(f"GET {self._url}: {err}") from err
-        if resp.status_code != 200:
-            try:
-                detail = json.loads(body)["detail"]
-            except (ValueError, KeyError, TypeError):
-                detail = body[:200].decode("utf-8", "replace")
-            kind = FileNotFoundError if resp.status_code == 404 else ConnectionError
-            raise kind(f"GET {self._url}: HTTP {resp.status_code}: {detail}")
-        body = bytes(body[: self.max_bytes + 1])
-        tag = resp.headers.get("etag") or f'"sha256:{hashlib.sha256(body).hexdigest()}"'
-        if tag == known:
-            return None
-        return _Fetched(tag, self._url, body, self.version)
-
-    def close(self) -> None:
-        self._client.close()
-
-
-_Source = _StoreSource | _HttpSource
-
-
-def _open_source(
-    source: str | os.PathLike[str],
-    stream: str,
-    version: int | None,
-    timeout: float,
-    storage_options: Mapping[str, Any] | None,
-    headers: Mapping[str, str] | None = None,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-) -> _Source:
-    check_name(stream, "stream")  # InvalidNameError (a ValueError) before any read
-    text = os.fspath(source)
-    parts = urlsplit(text) if "://" in text else None
-    if parts is None:
-        return _StoreSource(text, stream, version, max_bytes)
-    if parts.scheme == "file":
-        if parts.netloc not in ("", "localhost"):
-            raise ValueError(f"{text}: a file:// URL names a local path (file:///path)")
-        return _StoreSource(url2pathname(parts.path), stream, version, max_bytes)
-    if parts.scheme in ("http", "https"):
-        return _HttpSource(text, stream, version, timeout, max_bytes, headers)
-    return _StoreSource(text, stream, version, max_bytes, storage_options)
-
-
-def _verified(fetched: _Fetched, stream: str, max_bytes: int) -> Table:
-    """The table in ``fetched``: bounded JSON, schema, checksum, and that it is what was asked
-    for."""
-    doc = parse_document(fetched.body, fetched.where, max_bytes)
-    validate_document("routing_table", doc, where=fetched.where)
-    table = table_from_document(doc)
-    if table.stream != stream or fetched.version not in (None, table.version):
-        raise ValueError(
-            f"{fetched.where} holds {table.stream!r} v{table.version}, "
-            f"not {stream!r}" + (f" v{fetched.version}" if fetched.version is not None else "")
-        )
-    return table
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,7 +53,7 @@ class _Published:
 
     def __init__(self, table: Table) -> None:
         self._install(table)
-        self._source: _Source | None = None
+        self._source: Source | None = None
         self._max_bytes = DEFAULT_MAX_BYTES
         self._tag: str | None = None
         self._on_change: OnChange | None = None
@@ -267,12 +94,12 @@ class _Published:
             raise ValueError("a pinned version never changes: give version or reload_interval")
         if reload_interval is not None and not reload_interval > 0:
             raise ValueError(f"reload_interval must be > 0 seconds, got {reload_interval}")
-        src = _open_source(source, stream, version, timeout, storage_options, headers, max_bytes)
+        src = open_source(source, stream, version, timeout, storage_options, headers, max_bytes)
         try:
             fetched = src.fetch(None)
             if fetched is None:
                 raise ConnectionError(f"{source}: answered 'not modified' to a first request")
-            published = cls(_verified(fetched, stream, max_bytes))
+            published = cls(verified(fetched, stream, max_bytes))
         except BaseException:
             src.close()
             raise
@@ -338,7 +165,7 @@ class _Published:
             self._tag = fetched.tag  # a bad version is not fetched again
             old = self.version
             try:
-                self._install(_verified(fetched, stream, self._max_bytes))
+                self._install(verified(fetched, stream, self._max_bytes))
             except (ValueError, KeyError, TypeError) as err:
                 self._reject(fetched.tag, err)
                 return False
@@ -416,7 +243,7 @@ class _Routes:
     candidate_slots: np.ndarray  # the slots as a matrix, short rows padded with their first slot
     group_slot: np.ndarray  # key group -> worker slot
     split_group: np.ndarray  # key group -> holds a split key
-    split_hashes: np.ndarray  # the split keys' 32-bit hashes (signed), sorted
+    split_hashes: np.ndarray  # the split keys' unsigned 32-bit hashes (uint32), sorted
     names: np.ndarray  # worker slot -> name (dtype object)
 
 
@@ -470,9 +297,9 @@ class Router(_Published):
             [c[0] + c[0][:1] * (width - len(c[0])) for c in candidates], dtype=dtype
         ).reshape(len(candidates), width)
         split = {key: i for i, key in enumerate(table.hot_keys)}
-        split_hashes = np.unique(np.array([_hash(key, seed) for key in split], dtype=np.int32))
+        split_hashes = np.unique(key_hash_array(split, seed))
         split_group = np.zeros(n, dtype=bool)
-        split_group[split_hashes.view(np.uint32) % np.uint32(n)] = True
+        split_group[key_groups_of(split_hashes, n)] = True
         group_slot = [slot[w] for w in table.key_group_worker]
         by_key = {key: candidates[i] for key, i in split.items()}
         routes = _Routes(
@@ -499,8 +326,8 @@ class Router(_Published):
     def route(self, key: str) -> str:
         """The worker for the next message of ``key``."""
         hot, group_slot, seed, n, counts, names = self._plain
-        split = hot.get(key)
-        if split is not None:
+        if key in hot:  # no method call for a plain key (the common case)
+            split = hot[key]
             return names[_split_to(split[0], split[1], counts)]
         slot = group_slot[_hash(key, seed, False) % n]
         counts[slot] += 1
@@ -518,8 +345,8 @@ class Router(_Published):
         routes = self._snapshot
         keys = keys if isinstance(keys, list | tuple) else list(keys)
         table = routes.table
-        hashes = np.fromiter(map(_hash, keys, repeat(table.hash_seed)), np.int32, len(keys))
-        groups = hashes.view(np.uint32) % np.uint32(table.num_key_groups)
+        hashes = key_hash_array(keys, table.hash_seed)
+        groups = key_groups_of(hashes, table.num_key_groups)
         slots = routes.group_slot[groups]
         positions = ids = None
         if routes.split:  # a key may be split if its group holds one, and its hash is one's

@@ -43,7 +43,8 @@ from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.diff import diff_tables
 from routeplan.publishing.documents import DEFAULT_MAX_BYTES
 from routeplan.publishing.schemas import load_schema
-from routeplan.publishing.store import LATEST, BrokenLatestError, RoutingStore, version_runs
+from routeplan.publishing.store import BrokenLatestError, RoutingStore, version_runs
+from routeplan.publishing.store_files import LATEST
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,8 @@ A version file is written once and never changed. ``LATEST`` holds the current f
 moves atomically, so a reader sees the old or the new version, never a mix. Rollback publishes a
 new version whose routing is an older one's. Old JSON files may be pruned (``keep_versions``);
 Delta ``gold.routing_tables`` keeps every version. One ``RoutingStore`` holds this logic over two
-back ends, chosen from the root (``routeplan.storage.is_remote``):
+back ends (``routeplan.publishing.store_files``), chosen from the root
+(``routeplan.storage.is_remote``):
 
 * a local path: a version is a temp file, fsynced, then hard-linked to its name (the link fails
   if the name exists); ``LATEST`` moves by an atomic rename. Publishers of one stream take an
@@ -34,32 +35,26 @@ it safely can; a publish refuses to build on a broken ``LATEST`` and says to run
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import json
 import os
 import re
-import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import groupby
 from pathlib import Path
 from types import EllipsisType
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from routeplan import storage
 from routeplan.errors import one_line
 from routeplan.model.names import check_name, is_valid_name
 from routeplan.model.table import Table, table_from_document
-from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document, read_limited
+from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document
 from routeplan.publishing.schemas import validate_document
+from routeplan.publishing.store_files import LATEST, TEMP_PREFIX, Files, LocalFiles, ObjectFiles
 
 _VERSION_FILE = re.compile(r"^v(\d+)\.json$")
-TEMP_PREFIX = ".tmp-"
-LATEST = "LATEST"
-LATEST_MAX_BYTES = 256  # "v<N>.json\n" needs < 30; more is garbage, never read whole
 # on object storage: how often a publish tries when LATEST moved first. A retry starts at once:
 # a pause would only let a publisher that publishes again and again starve the one that waits.
 PUBLISH_ATTEMPTS = 50
@@ -82,10 +77,10 @@ class RoutingStore:
         max_bytes: int = DEFAULT_MAX_BYTES,
         storage_options: Mapping[str, Any] | None = None,
     ) -> None:
-        self._files: _Files = (
-            _ObjectFiles(os.fspath(root), storage_options)
+        self._files: Files = (
+            ObjectFiles(os.fspath(root), storage_options)
             if storage.is_remote(root)
-            else _LocalFiles(root)
+            else LocalFiles(root)
         )
         self.root = self._files.root
         self.max_bytes = max_bytes
@@ -93,7 +88,7 @@ class RoutingStore:
     @property
     def is_remote(self) -> bool:
         """True when the store is on object storage (no local paths, no lock)."""
-        return isinstance(self._files, _ObjectFiles)
+        return isinstance(self._files, ObjectFiles)
 
     def folder(self, stream: str) -> str:
         """``<root>/<stream>``; ``InvalidNameError`` when ``stream`` breaks the name rule."""
@@ -141,7 +136,7 @@ class RoutingStore:
     def path(self, stream: str, version: int) -> Path:
         """The version's file on the local disk; ValueError for a store on object storage (read
         it with ``read_document`` or ``read_bytes``)."""
-        if not isinstance(self._files, _LocalFiles):
+        if not isinstance(self._files, LocalFiles):
             raise ValueError(f"{self.root} is on object storage: its versions have no local path")
         return Path(self._files.location(check_name(stream), _version_name(version)))
 
@@ -456,280 +451,3 @@ def _version_name(version: int) -> str:
 
 def _document_text(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=1) + "\n"
-
-
-# --------------------------------------------------------------------------------------------
-# the two back ends: what the store needs of its storage, one stream folder at a time
-
-
-class _Files(Protocol):
-    """A store's files by (stream, file name). ``tag`` identifies the LATEST a writer read, for
-    a conditional move (None: there was none, or the back end moves LATEST under its lock)."""
-
-    root: str
-
-    def location(self, *names: str) -> str: ...
-    def folders(self) -> list[str]: ...
-    def has_folder(self, stream: str) -> bool: ...
-    def names(self, stream: str) -> list[str]: ...
-    def is_file(self, stream: str, name: str) -> bool: ...
-    def read(self, stream: str, name: str, limit: int) -> bytes: ...
-    def read_latest(self, stream: str) -> tuple[str, str | None] | None: ...
-    def identity(self, stream: str, name: str) -> tuple[Any, ...]: ...
-    def create(self, stream: str, name: str, text: str) -> None: ...
-    def move_latest(self, stream: str, text: str, tag: str | None) -> bool: ...
-    def delete(self, stream: str, names: list[str]) -> None: ...
-    def locked(
-        self, stream: str, create: bool = False
-    ) -> contextlib.AbstractContextManager[None]: ...
-
-
-class _LocalFiles:
-    """A directory: write once by hard link, LATEST moved by rename, one lock per stream folder;
-    every change fsynced (file and folder)."""
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.base = Path(root)
-        self.root = str(self.base)
-
-    def location(self, *names: str) -> str:
-        return storage.join(self.base, *names)
-
-    def folders(self) -> list[str]:
-        if not self.base.is_dir():
-            return []
-        return [p.name for p in self.base.iterdir() if p.is_dir()]
-
-    def has_folder(self, stream: str) -> bool:
-        return (self.base / stream).is_dir()
-
-    def names(self, stream: str) -> list[str]:
-        folder = self.base / stream
-        return [p.name for p in folder.iterdir()] if folder.is_dir() else []
-
-    def is_file(self, stream: str, name: str) -> bool:
-        return (self.base / stream / name).is_file()
-
-    def read(self, stream: str, name: str, limit: int) -> bytes:
-        return read_limited(self.base / stream / name, limit)
-
-    def read_latest(self, stream: str) -> tuple[str, str | None] | None:
-        latest = self.base / stream / LATEST
-        if not latest.is_file():
-            return None
-        with open(latest, "rb") as handle:
-            return handle.read(LATEST_MAX_BYTES + 1).decode("utf-8", "replace"), None
-
-    def identity(self, stream: str, name: str) -> tuple[Any, ...]:
-        stat = (self.base / stream / name).stat()
-        return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-
-    def create(self, stream: str, name: str, text: str) -> None:
-        path = self.base / stream / name
-        tmp = _fsynced_temp(path.parent, text)
-        try:
-            os.link(tmp, path)  # fails with FileExistsError: a version is never rewritten
-        finally:
-            tmp.unlink()
-        _fsync_dir(path.parent)
-
-    def move_latest(self, stream: str, text: str, tag: str | None) -> bool:
-        """Always moves: the caller holds the stream's lock."""
-        folder = self.base / stream
-        os.replace(_fsynced_temp(folder, text), folder / LATEST)
-        _fsync_dir(folder)
-        return True
-
-    def delete(self, stream: str, names: list[str]) -> None:
-        for name in names:
-            (self.base / stream / name).unlink(missing_ok=True)
-        if names:
-            _fsync_dir(self.base / stream)
-
-    @contextlib.contextmanager
-    def locked(self, stream: str, create: bool = False) -> Iterator[None]:
-        """An exclusive advisory lock on ``<stream>/.lock`` (the folder made with ``create``)."""
-        folder = self.base / stream
-        if create:
-            folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / ".lock", "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-class _ObjectFiles:
-    """An fsspec URI. On S3: reads with the object's ETag, a version created with
-    ``If-None-Match: *``, LATEST moved with ``If-Match: <ETag>``; no lock. Listings and
-    existence are asked of the server every time (never s3fs's listing cache: another process
-    writes the same folders). Other schemes are read-only here."""
-
-    def __init__(self, root: str, storage_options: Mapping[str, Any] | None) -> None:
-        self.root = storage.library_uri(root).rstrip("/")
-        if storage_options is None:
-            self.fs, path = storage.filesystem(self.root)
-        else:
-            import fsspec
-
-            self.fs, path = fsspec.core.url_to_fs(self.root, **storage_options)
-        self.base = path.rstrip("/")
-        self.s3 = storage.scheme(self.root) == "s3"
-
-    def location(self, *names: str) -> str:
-        return storage.join(self.root, *names)
-
-    def _path(self, *names: str) -> str:
-        return "/".join([self.base, *names])
-
-    def _entries(self, folder: str) -> list[dict[str, Any]]:
-        """What is directly in ``folder`` (fsspec entries), fresh from the server."""
-        try:
-            found = self.fs.ls(folder, detail=True, refresh=True)
-        except FileNotFoundError:
-            return []
-        prefix = folder.rstrip("/") + "/"
-        return [entry for entry in found if entry["name"].startswith(prefix)]
-
-    def _child(self, entry: dict[str, Any]) -> str:
-        return entry["name"].rstrip("/").rsplit("/", 1)[-1]
-
-    def folders(self) -> list[str]:
-        return [self._child(e) for e in self._entries(self.base) if e["type"] == "directory"]
-
-    def has_folder(self, stream: str) -> bool:
-        return bool(self._entries(self._path(stream)))
-
-    def names(self, stream: str) -> list[str]:
-        return [self._child(e) for e in self._entries(self._path(stream)) if e["type"] == "file"]
-
-    def _info(self, stream: str, name: str) -> dict[str, Any]:
-        info = self.fs.info(self._path(stream, name), refresh=True)
-        if info.get("type") != "file":
-            raise FileNotFoundError(errno.ENOENT, "no such object", self.location(stream, name))
-        return info
-
-    def is_file(self, stream: str, name: str) -> bool:
-        try:
-            self._info(stream, name)
-        except FileNotFoundError:
-            return False
-        return True
-
-    def read(self, stream: str, name: str, limit: int) -> bytes:
-        return self._read(stream, name, limit)[0]
-
-    def read_latest(self, stream: str) -> tuple[str, str | None] | None:
-        try:
-            data, tag = self._read(stream, LATEST, LATEST_MAX_BYTES)
-        except FileNotFoundError:
-            return None
-        return data.decode("utf-8", "replace"), tag
-
-    def _read(self, stream: str, name: str, limit: int) -> tuple[bytes, str | None]:
-        """At most ``limit + 1`` bytes of the object and its ETag (of the same object: one GET)."""
-        path = self._path(stream, name)
-        try:
-            if not self.s3:
-                with self.fs.open(path, "rb") as handle:
-                    return handle.read(limit + 1), None
-            from fsspec.asyn import sync
-
-            bucket, key, _ = self.fs.split_path(path)
-            return sync(self.fs.loop, _get_object, self.fs, bucket, key, limit + 1)
-        except FileNotFoundError:
-            raise FileNotFoundError(
-                errno.ENOENT, "no such object", self.location(stream, name)
-            ) from None
-
-    def identity(self, stream: str, name: str) -> tuple[Any, ...]:
-        info = self._info(stream, name)
-        return (info.get("ETag"), info.get("size"), str(info.get("LastModified")))
-
-    def create(self, stream: str, name: str, text: str) -> None:
-        if not self._put(stream, name, text, IfNoneMatch="*"):
-            raise FileExistsError(
-                errno.EEXIST, "a version is written once", self.location(stream, name)
-            )
-
-    def move_latest(self, stream: str, text: str, tag: str | None) -> bool:
-        """Moves LATEST unless it changed since it had ``tag`` (None: unless there is one)."""
-        condition = {"IfNoneMatch": "*"} if tag is None else {"IfMatch": tag}
-        return self._put(stream, LATEST, text, **condition)
-
-    def _put(self, stream: str, name: str, text: str, **condition: str) -> bool:
-        """One conditional PUT; False when the server refused its condition."""
-        if not self.s3:
-            raise NotImplementedError(
-                f"{self.root}: publishing needs conditional writes, which routeplan uses on "
-                "S3 (s3://) only; this store can be read"
-            )
-        bucket, key, _ = self.fs.split_path(self._path(stream, name))
-        try:
-            self.fs.call_s3(
-                "put_object", Bucket=bucket, Key=key, Body=text.encode("utf-8"), **condition
-            )
-        except OSError as err:
-            if _condition_refused(err):
-                return False
-            raise
-        finally:
-            self.fs.invalidate_cache(self._path(stream))
-        return True
-
-    def delete(self, stream: str, names: list[str]) -> None:
-        if names:
-            self.fs.rm([self._path(stream, name) for name in names])
-
-    def locked(self, stream: str, create: bool = False) -> contextlib.AbstractContextManager[None]:
-        """No lock on object storage: every change is a conditional write."""
-        return contextlib.nullcontext()
-
-
-async def _get_object(fs: Any, bucket: str, key: str, limit: int) -> tuple[bytes, str]:
-    """GET ``key``: at most ``limit`` bytes of it and its ETag (s3fs's client, its loop)."""
-    resp = await fs._call_s3("get_object", Bucket=bucket, Key=key)
-    body, data = resp["Body"], bytearray()
-    try:
-        while len(data) < limit:
-            chunk = await body.read(limit - len(data))  # may return less than asked
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        body.close()
-    return bytes(data), resp["ETag"]
-
-
-_REFUSALS = ("PreconditionFailed", "ConditionalRequestConflict")  # 412; 409 (a concurrent one)
-
-
-def _condition_refused(err: BaseException) -> bool:
-    """True when ``err`` (s3fs wraps botocore's ``ClientError``) says a condition did not hold."""
-    seen: BaseException | None = err
-    for _ in range(4):
-        if seen is None:
-            break
-        response = getattr(seen, "response", None)
-        if isinstance(response, dict) and response.get("Error", {}).get("Code") in _REFUSALS:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _fsynced_temp(folder: Path, text: str) -> Path:
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return Path(tmp)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

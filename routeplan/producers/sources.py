@@ -1,0 +1,190 @@
+"""Where a ``Router`` or ``Assignment`` reads a stream's published versions from.
+
+A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``v<N>.json``, as
+``RoutingStore`` writes it), the routing-table HTTP API at an ``http(s)://`` base URL, or any
+other fsspec URL (``s3://bucket/routing`` or ``s3a://…``, ``gs://…``, ``memory://…``) with the
+store's layout; directories and fsspec URLs are read through ``RoutingStore``. A source delivers
+a version's bytes unverified (``Fetched``); ``verified`` turns them into the table, within
+``routeplan.publishing.documents``' bounds (``max_bytes``, nesting depth), schema and checksum
+checked. Following a source (polling, swapping, logging) is ``routeplan.producers.client``'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+from urllib.request import url2pathname
+
+from routeplan import storage
+from routeplan.model.names import check_name
+from routeplan.model.table import Table, table_from_document
+from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document
+from routeplan.publishing.schemas import validate_document
+from routeplan.publishing.store import RoutingStore
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """One version's document as a source delivered it, not yet verified."""
+
+    tag: str  # what names this version at the source: its file name, or the HTTP ETag
+    where: str  # for messages: the file or URL
+    body: bytes
+    version: int | None  # the version the source says it is, when it knows
+
+
+class StoreSource:
+    """A routing store (``<root>/<stream>/LATEST`` naming ``v<N>.json``) read through
+    ``RoutingStore``: a local directory or any fsspec URL. Only reads a version when LATEST moved
+    (at most ``max_bytes + 1`` bytes of it: enough to tell it is too large)."""
+
+    def __init__(
+        self,
+        root: str,
+        stream: str,
+        version: int | None,
+        max_bytes: int,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.stream = stream
+        self.version = version
+        self.max_bytes = max_bytes
+        try:
+            self._store = RoutingStore(root, max_bytes, storage_options)
+        except ImportError as err:  # e.g. "Install s3fs to access S3"
+            scheme = urlsplit(root).scheme
+            raise ImportError(
+                f"reading {scheme}:// routing tables needs its fsspec package: {err}"
+            ) from err
+
+    def fetch(self, known: str | None) -> Fetched | None:
+        """The version LATEST (or the pinned one) names; None when that is ``known``."""
+        version = self.version if self.version is not None else self._latest()
+        tag = f"v{version}.json"
+        if tag == known:
+            return None
+        return Fetched(tag, self._where(tag), self._read(version), version)
+
+    def close(self) -> None:
+        pass
+
+    def _latest(self) -> int:
+        version = self._store.latest_version(self.stream)  # ValueError: LATEST names no version
+        if version is None:
+            raise FileNotFoundError(
+                f"no routing table published for stream {self.stream!r} in {self._store.root}"
+            )
+        return version
+
+    def _read(self, version: int) -> bytes:
+        return self._store.read_bytes(self.stream, version)
+
+    def _where(self, name: str) -> str:
+        return storage.join(self._store.root, self.stream, name)
+
+
+class HttpSource:
+    """The routing-table HTTP API: ``GET {base}/streams/{stream}/latest`` (or
+    ``/versions/{version}``) with ``If-None-Match``; 304 means unchanged. A body is read up to
+    ``max_bytes + 1`` bytes, then the download stops."""
+
+    def __init__(
+        self,
+        base: str,
+        stream: str,
+        version: int | None,
+        timeout: float,
+        max_bytes: int,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        try:
+            import httpx
+        except ImportError as err:
+            raise ImportError(
+                f"reading routing tables from {base} needs httpx: pip install httpx"
+            ) from err
+        self.stream = stream
+        self.version = version
+        self.max_bytes = max_bytes
+        tail = "latest" if version is None else f"versions/{int(version)}"
+        self._url = f"{base.rstrip('/')}/streams/{quote(stream, safe='')}/{tail}"
+        self._client = httpx.Client(timeout=timeout, headers=dict(headers or {}))
+        self._transport_error = httpx.TransportError
+
+    def fetch(self, known: str | None) -> Fetched | None:
+        headers = {"If-None-Match": known} if known else {}
+        try:
+            with self._client.stream("GET", self._url, headers=headers) as resp:
+                if resp.status_code == 304:
+                    return None
+                limit = self.max_bytes if resp.status_code == 200 else 64 * 1024
+                body = bytearray()
+                for chunk in resp.iter_bytes():
+                    body += chunk
+                    if len(body) > limit:
+                        break
+        except self._transport_error as err:
+            raise ConnectionError(f"GET {self._url}: {err}") from err
+        if resp.status_code != 200:
+            try:
+                detail = json.loads(body)["detail"]
+            except (ValueError, KeyError, TypeError):
+                detail = body[:200].decode("utf-8", "replace")
+            kind = FileNotFoundError if resp.status_code == 404 else ConnectionError
+            raise kind(f"GET {self._url}: HTTP {resp.status_code}: {detail}")
+        body = bytes(body[: self.max_bytes + 1])
+        tag = resp.headers.get("etag") or f'"sha256:{hashlib.sha256(body).hexdigest()}"'
+        if tag == known:
+            return None
+        return Fetched(tag, self._url, body, self.version)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+Source = StoreSource | HttpSource
+
+
+def open_source(
+    source: str | os.PathLike[str],
+    stream: str,
+    version: int | None,
+    timeout: float,
+    storage_options: Mapping[str, Any] | None,
+    headers: Mapping[str, str] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Source:
+    """The source ``source`` names for ``stream`` (pinned to ``version``, or following LATEST);
+    ``InvalidNameError`` (a ValueError) for a stream name that breaks the name rule, before any
+    read."""
+    check_name(stream, "stream")  # InvalidNameError (a ValueError) before any read
+    text = os.fspath(source)
+    parts = urlsplit(text) if "://" in text else None
+    if parts is None:
+        return StoreSource(text, stream, version, max_bytes)
+    if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise ValueError(f"{text}: a file:// URL names a local path (file:///path)")
+        return StoreSource(url2pathname(parts.path), stream, version, max_bytes)
+    if parts.scheme in ("http", "https"):
+        return HttpSource(text, stream, version, timeout, max_bytes, headers)
+    return StoreSource(text, stream, version, max_bytes, storage_options)
+
+
+def verified(fetched: Fetched, stream: str, max_bytes: int) -> Table:
+    """The table in ``fetched``: bounded JSON, schema, checksum, and that it is what was asked
+    for."""
+    doc = parse_document(fetched.body, fetched.where, max_bytes)
+    validate_document("routing_table", doc, where=fetched.where)
+    table = table_from_document(doc)
+    if table.stream != stream or fetched.version not in (None, table.version):
+        raise ValueError(
+            f"{fetched.where} holds {table.stream!r} v{table.version}, "
+            f"not {stream!r}" + (f" v{fetched.version}" if fetched.version is not None else "")
+        )
+    return table
