@@ -23,7 +23,7 @@ The plan's budget (``routeplan.model.plan.Budget``) comes from ``max_moves``,
 ``jobs/plan.py`` as its own flag; a strategy given a limit it does not honour fails the run
 naming the limit. The deprecated ``max_migrations`` and ``migration_cost`` (before the budget held
 every limit) are still accepted for one release: when set they travel in ``--params-json`` and
-``jobs/plan.py`` turns them into budget limits (``registry.budget_from_parameters``), logging a
+``jobs/plan.py`` turns them into budget limits (``routeplan.planning.budget``), logging a
 deprecation note.
 """
 
@@ -71,7 +71,7 @@ STAGES = ("ingest", "windows", "plan", "validate", "publish")
 DEADLINE = timedelta(hours=6)
 RUN_TIMEOUT = timedelta(hours=12)
 # Deprecated Params that are budget limits now (old name → Budget field); set, they go to the plan
-# job in --params-json, which converts them (registry.budget_from_parameters).
+# job in --params-json, which reads them as the budget (routeplan.planning.budget.read_budget).
 DEPRECATED_BUDGET_PARAMS = {"max_migrations": "max_moves", "migration_cost": "migration_cost_unit"}
 
 

@@ -8,13 +8,17 @@ not list gets its ``defaults``. Without the file every stream gets the command l
 the policies of this run's streams (the DAG's Trigger form); a strategy of another kind than a
 stream's fails the job naming both.
 
-For each stream: the loads of the planning window (the peak window by default, or the whole
-interval), the current published table (LATEST) and the workers (the policy's inline list or the
-workers file; ``auto`` capacities learnt from ``silver.worker_capacity``) go through the policy's
-strategy — every candidate of an ``auto`` policy, the winner chosen by its goals in order
-(``routeplan.streams.auto``) — and the baseline of its kind. Every candidate is written with its
-predicted metrics (Delta column ``metrics``), its moves and ``choice``, why it was or was not
-chosen; the chosen one is ``selected``.
+The job is an adapter: for each stream it turns Delta rows into plain values — the loads of the
+planning window (the peak window by default, or the whole interval), the current published
+table (LATEST), the workers (the policy's inline list or the workers file; ``auto`` capacities
+learnt from ``silver.worker_capacity``) and the load each logged worker carried — and calls
+``routeplan.streams.service.plan_stream``, which decides: the policy's strategy or every
+candidate of ``auto`` ranked by its goals, the baseline of its kind, and the rerun rule (a rerun
+on the same loads keeps LATEST). Every candidate is written to ``gold.plans`` with its predicted
+metrics (column ``metrics``), its moves and ``choice``, why it was or was not chosen; the chosen
+one is ``selected``. What the stream was planned from goes to
+``<home>/reports/<day>/plan-inputs/<stream>.json``: ``routeplan plan --policies … --stream S
+--loads`` that file decides exactly what this job decided, without Spark.
 
 The strategy's ``kind`` says what it plans from: a ``key_routing`` strategy a ``LoadSnapshot``
 of key groups and hot keys (``silver.key_group_load``, ``silver.key_load``), beside the ``kg``
@@ -25,16 +29,17 @@ also gets ``silver.key_group_flow`` (paper 004).
 
 The budget binds the policy's strategies only; the baseline is planned without limits (it
 honours none). A bad policy file, a limit a strategy does not honour and bad parameters fail the
-job before Spark starts, with one line naming the file, the stream and the field. The deprecated
-``max_migrations``, ``migration_cost`` and ``max_migration_cost`` strategy parameters become
-budget limits (``registry.budget_from_parameters``), each logged as a deprecation warning.
+job before Spark starts, with one line naming the file, the stream and the field. The run's overrides
+and the budget are read by ``routeplan.streams.overrides`` (old budget spellings — the
+``max_migrations``, ``migration_cost`` and ``max_migration_cost`` parameters, the unit ``keys`` —
+become budget limits, each logged as a deprecation warning).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
@@ -52,34 +57,20 @@ from jobs.common import (
 from jobs.workers import learnt_capacities, resolve_workers
 from routeplan import settings, storage
 from routeplan.errors import InputError
+from routeplan.files import json_text
 from routeplan.model.capacity import resolve_capacities
 from routeplan.model.hashing import DEFAULT_SEED
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
-from routeplan.model.plan import MIGRATION_COST_UNITS, Budget, Plan
-from routeplan.model.table import RoutingTable, planning_load
+from routeplan.model.plan import MIGRATION_COST_UNITS
 from routeplan.model.workers import Workers
 from routeplan.parsing import param_pair
-from routeplan.planning.contract import check_budget, finish_plan, parameters
-from routeplan.planning.metrics import observed_imbalance, table_imbalance
-from routeplan.planning.registry import (
-    budget_from_parameters,
-    get_strategy,
-    strategy_names,
-    strategy_parameters,
-)
+from routeplan.planning.registry import strategy_names
 from routeplan.publishing.store import RoutingStore
-from routeplan.streams.auto import NoCandidateError, choose
-from routeplan.streams.policy import (
-    DEFAULT_GOALS,
-    LOAD_METRICS,
-    Policies,
-    StreamPolicy,
-    load_policies,
-    policy_from_overrides,
-)
+from routeplan.streams.inputs import StreamInputs, inputs_document
+from routeplan.streams.overrides import RunOverrides, policy_for, read_overrides
+from routeplan.streams.policy import LOAD_METRICS, Policies, StreamPolicy, load_policies
+from routeplan.streams.service import PlanRefusedError, plan_stream
 
-# planned beside the chosen strategy, by its kind; without budget limits (they honour none)
-BASELINES = {"key_routing": "kg", "partition_assignment": "kafka_range"}
 PLAN_COLUMNS = (
     "interval_start date, stream string, run_id string, strategy string, selected boolean, "
     "window_start timestamp, window_end timestamp, load_metric string, current_version int, "
@@ -277,12 +268,12 @@ def partition_rates(spark, args: RunArgs, stream: str, options, window) -> np.nd
 PLAN_FIELDS = tuple(column.split()[0] for column in PLAN_COLUMNS.split(", "))
 
 
-def plan_stream(spark, args: RunArgs, stream: str, options: StreamOptions) -> list[dict]:
-    """Plan one stream by its policy (every candidate of ``auto``, the winner by its goals) and
-    with the baseline of its kind; ``gold.plans`` rows, by column name (``PLAN_FIELDS``)."""
+def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list[dict]:
+    """Plan one stream (``routeplan.streams.service.plan_stream``) from its Delta rows; the
+    ``gold.plans`` rows of every candidate, by column name (``PLAN_FIELDS``). The inputs it
+    planned from are written for ``routeplan plan --policies`` (``plan-inputs/<stream>.json``)."""
     policy = options.policy
-    kind = policy.kind
-    found = load_snapshot(spark, args, stream, options, kind)
+    found = load_snapshot(spark, args, stream, options, policy.kind)
     if found is None:
         log("plan", f"{stream}: no windows in the interval, nothing to plan")
         return []
@@ -291,44 +282,41 @@ def plan_stream(spark, args: RunArgs, stream: str, options: StreamOptions) -> li
         log("plan", f"{stream}: no event names a partition, nothing for {policy.strategy}")
         return []
     workers = stream_workers(spark, args, stream, options, logged)
-    observed = observed_imbalance(logged, workers)
-    latest = RoutingStore(args.tables.routing).load(stream)
-    current = latest if latest is not None and latest.kind == kind else None
-    if latest is not None and current is None:
-        log("plan", f"{stream}: LATEST v{latest.version} is a {latest.kind} table: planning anew")
-    current_imbalance = (
-        table_imbalance(current, loads)
-        if isinstance(current, RoutingTable)
-        and isinstance(loads, LoadSnapshot)
-        and current.num_key_groups == loads.num_key_groups
-        else None
+    inputs = StreamInputs(
+        stream,
+        loads,
+        workers,
+        logged,
+        args.interval_start.isoformat(),
+        (window[0].isoformat(), window[1].isoformat()),
     )
-    plans, winner, reasons = policy_plans(stream, policy, loads, current, workers)
-    baseline = BASELINES[kind]
-    if baseline not in plans:
-        # the baseline takes the policy's parameters it has (e.g. consumer_capacity)
-        accepted = strategy_parameters(baseline)
-        given = policy.params_of(winner)
-        params = {k: v for k, v in given.items() if k in accepted}
-        unlimited = Budget(time_limit_s=policy.budget.time_limit_s)
-        plans[baseline] = get_strategy(baseline, **params).plan(loads, current, workers, unlimited)
-        reasons[baseline] = f"the {kind} baseline, planned for comparison"
+    storage.write_text(
+        inputs_path(args, stream), json_text(inputs_document(inputs), indent=None) + "\n"
+    )
+    latest = RoutingStore(args.tables.routing).load(stream)
+    try:
+        decided = plan_stream(policy, loads, latest, workers, logged)
+    except PlanRefusedError as err:
+        raise SystemExit(f"plan refused: {err}") from None
+    for note in decided.notes:
+        log("plan", f"{stream}: {note}")
     rows = []
     now = datetime.now(UTC)
-    for name, plan in plans.items():
+    for candidate in decided.candidates:
+        plan = candidate.plan
         rows.append(
             {
                 "interval_start": args.interval_start,
                 "stream": stream,
                 "run_id": args.run_id,
-                "strategy": name,
-                "selected": name == winner,
+                "strategy": candidate.strategy,
+                "selected": candidate.selected,
                 "window_start": window[0],
                 "window_end": window[1],
                 "load_metric": policy.load_metric,
-                "current_version": latest.version if latest else None,
-                "observed_imbalance": observed,
-                "current_imbalance": current_imbalance,
+                "current_version": decided.current_version,
+                "observed_imbalance": decided.observed_imbalance,
+                "current_imbalance": decided.current_imbalance,
                 "predicted_imbalance": float(plan.predicted["imbalance"]),
                 "moves": int(plan.predicted["moves"]),
                 "migrated_load_share": float(plan.predicted["migrated_load_share"]),
@@ -338,101 +326,30 @@ def plan_stream(spark, args: RunArgs, stream: str, options: StreamOptions) -> li
                 "params": json.dumps(dict(plan.table.params)),
                 "table_document": json.dumps(plan.table.to_document()),
                 "created_at": now,
-                "choice": reasons.get(name),
+                "choice": candidate.choice,
             }
         )
         consumers = (
             f", {plan.predicted['consumers']:.0f} consumers "
             f"(bound {plan.predicted['lower_bound']:.0f})"
-            if kind == "partition_assignment"
+            if policy.kind == "partition_assignment"
             else ""
         )
         log(
             "plan",
-            f"{stream}: {name} predicted imbalance {plan.predicted['imbalance']:.4f} "
-            f"(logged {observed:.4f}), {len(plan.moves)} moves{consumers}",
+            f"{stream}: {candidate.strategy} predicted imbalance "
+            f"{plan.predicted['imbalance']:.4f} (logged {decided.observed_imbalance:.4f}), "
+            f"{len(plan.moves)} moves{consumers}",
         )
     return rows
 
 
-def policy_plans(
-    stream: str, policy: StreamPolicy, loads: Loads, current, workers: Workers
-) -> tuple[dict[str, Plan], str, dict[str, str]]:
-    """The policy's plans (every candidate of ``auto``), the winner and why each was or was not
-    chosen; LATEST alone, kept, when this run repeats the one that planned it (``rerun_of``)."""
-    built = policy.build()
-    kept = rerun_of(current, loads, workers, built)
-    if kept is not None:
-        log("plan", f"{stream}: {kept}")
-        return (
-            {current.strategy: finish_plan(current, loads, current)},
-            current.strategy,
-            {current.strategy: kept},
-        )
-    plans = {
-        name: strategy.plan(loads, current, workers, policy.budget)
-        for name, strategy in built.items()
-    }
-    if not policy.is_auto:
-        return plans, policy.strategy, {policy.strategy: "the stream's policy names it"}
-    try:
-        choice = choose(
-            plans,
-            goals=policy.goals,
-            imbalance_tolerance=policy.imbalance_tolerance,
-            budget=policy.budget,
-            workers=workers,
-            current=current,
-        )
-    except NoCandidateError as err:
-        raise SystemExit(f"plan refused: stream {stream!r}: {err}") from None
-    log("plan", f"{stream}: auto chose {choice.winner} ({choice.decided_by}): {choice.reason}")
-    return plans, choice.winner, choice_reasons(choice)
-
-
-def rerun_of(current, loads: Loads, workers: Workers, built: dict) -> str | None:
-    """Why LATEST is kept as it is when this run repeats the one that planned it — same loads
-    (its ``planning_load``), same workers, a strategy of the policy with the same parameters —
-    else None. A rerun of a day must not republish: a strategy applied to its own result may
-    move more (paper 002's MWF, paper 004's one-pass Flux do; they are not fixed points)."""
-    if current is None or current.strategy not in built:
-        return None
-    if not same_loads(current.planning_load, planning_load(loads)):
-        return None
-    if isinstance(current, RoutingTable) and current.workers != workers:
-        return None
-    given = parameters(built[current.strategy])  # None: derived when planning (e.g. C̄)
-    if any(v is not None and current.params.get(k) != v for k, v in given.items()):
-        return None
-    return (
-        f"LATEST v{current.version} was planned by {current.strategy} on these same loads, "
-        "workers and parameters: kept"
+def inputs_path(args: RunArgs, stream: str) -> str:
+    """``<home>/reports/<day>/plan-inputs/<stream>.json`` (a stream name is a safe segment)."""
+    day = args.interval_start.isoformat()
+    return storage.join(
+        settings.reports_root(args.tables.home), day, "plan-inputs", f"{stream}.json"
     )
-
-
-def same_loads(a, b) -> bool:
-    """Two ``planning_load`` documents hold the same loads (to float rounding)."""
-    if set(a) != set(b):
-        return False
-    for key in a:
-        x, y = a[key], b[key]
-        if isinstance(x, dict):
-            if set(x) != set(y) or not np.allclose([x[k] for k in x], [y[k] for k in x]):
-                return False
-        elif len(x) != len(y) or not np.allclose(x, y):
-            return False
-    return True
-
-
-def choice_reasons(choice) -> dict[str, str]:
-    """``gold.plans.choice`` of every ``auto`` candidate: the winner's reason, the others' (a
-    hard goal broken, or beaten)."""
-    reasons = {choice.winner: f"auto: {choice.reason}"}
-    for verdict in choice.ranking:
-        if verdict.strategy != choice.winner:
-            why = f"broke a hard goal, {verdict.failed}" if verdict.failed else "beaten"
-            reasons[verdict.strategy] = f"auto candidate, {why} ({choice.winner} won)"
-    return reasons
 
 
 def stream_workers(spark, args: RunArgs, stream: str, options: StreamOptions, logged) -> Workers:
@@ -466,81 +383,31 @@ def stream_policies(ns, home: str | os.PathLike[str]) -> Policies | None:
     return load_policies(path)
 
 
-def command_line_policy(ns, stream: str) -> StreamPolicy:
-    """A stream's policy without a policy file: the command line's strategy (default ``cg``)."""
-    name = ns.strategy or "cg"
-    return StreamPolicy(
-        stream=stream,
-        kind=type(get_strategy(name)).kind,
-        strategy=name,
-        params=dict(ns.strategy_params),
-        budget=ns.budget,
-        load_metric=ns.load_metric or "messages",
-        planning_window=ns.planning_window or "peak",
-        imbalance_tolerance=0.10,
-        hot_key_min_share=ns.hot_key_min_share,
-        candidates=(),
-        goals=DEFAULT_GOALS,
-        workers=None,
-    )
-
-
-def policy_for(ns, policies: Policies | None, stream: str) -> StreamPolicy:
-    """``stream``'s policy for this run: the file's (or the command line's), with the run's
-    overrides (strategy and its parameters, budget limits, window, metric) applied."""
-    if policies is None:
-        policy = command_line_policy(ns, stream)
-    else:
-        policy = policies.for_stream(stream)
-        limits = ns.budget.limits()
-        if "max_migration_cost" in limits:
-            limits["migration_cost_unit"] = ns.budget.migration_cost_unit
-        if ns.strategy or ns.strategy_params or limits:
-            policy = policy_from_overrides(
-                policy,
-                strategy=ns.strategy or None,
-                params=ns.strategy_params or None,
-                budget=limits or None,
-                where=f"this run's overrides for stream {stream!r}",
-            )
-    changes = {
-        "planning_window": ns.planning_window or policy.planning_window,
-        "load_metric": ns.load_metric or policy.load_metric,
-    }
-    return replace(policy, **changes)
-
-
-def checked_options(ns) -> None:
-    """The run's overrides (strategy, its parameters, the budget), checked before Spark starts:
-    a bad value ends the job with one line saying what to change. Sets ``ns.strategy_params``
-    and ``ns.budget``."""
+def run_overrides(ns) -> RunOverrides:
+    """The run's overrides (strategy, its parameters, the budget, window, metric), checked before
+    Spark starts: a bad value ends the job with one line saying what to change."""
     import warnings
 
-    if ns.strategy and ns.strategy not in strategy_names():
-        raise SystemExit(f"unknown strategy {ns.strategy!r}; known: {', '.join(strategy_names())}")
-    given = {**parse_json_object(ns.params_json), **dict(ns.param)}
     try:
-        budget = Budget(
-            max_moves=ns.max_moves,
-            max_migrated_load_share=ns.max_migrated_load_share,
-            max_migration_cost=ns.max_migration_cost,
-            migration_cost_unit=ns.migration_cost_unit or "moves",
+        overrides = read_overrides(
+            strategy=ns.strategy,
+            params={**parse_json_object(ns.params_json), **dict(ns.param)},
+            budget={
+                "max_moves": ns.max_moves,
+                "max_migrated_load_share": ns.max_migrated_load_share,
+                "max_migration_cost": ns.max_migration_cost,
+                "migration_cost_unit": ns.migration_cost_unit,
+            },
+            planning_window=ns.planning_window,
+            load_metric=ns.load_metric,
+            hot_key_min_share=ns.hot_key_min_share,
         )
-        params, budget, notes = budget_from_parameters(given, budget)
-        for note in notes:
-            log("plan", f"DeprecationWarning: {note}")
-            warnings.warn(note, DeprecationWarning, stacklevel=2)
-        if params and not ns.strategy:
-            raise ValueError(
-                "strategy parameters were given without a strategy: "
-                + ", ".join(sorted(params))
-                + " (set the strategy too, or put them in the stream's policy)"
-            )
-        if ns.strategy:
-            check_budget(get_strategy(ns.strategy, **params), budget)
     except ValueError as err:  # UnhonouredLimitError is one
         raise SystemExit(f"plan refused: {err}") from None
-    ns.strategy_params, ns.budget = params, budget
+    for note in overrides.notes:
+        log("plan", f"DeprecationWarning: {note}")
+        warnings.warn(note, DeprecationWarning, stacklevel=2)
+    return overrides
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -577,36 +444,36 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--params-json", default="{}", help="strategy parameters as a JSON object")
     parser.add_argument(
-        "--max-moves", type=optional_int, help="budget: most moves; empty or None: no limit"
+        "--max-moves", default="", help="budget: most moves; empty or None: no limit"
     )
     parser.add_argument(
         "--max-migrated-load-share",
-        type=optional_float,
+        default="",
         help="budget: most share of the load moved, 0..1; empty or None: no limit",
     )
     parser.add_argument(
         "--max-migration-cost",
-        type=optional_float,
+        default="",
         help="budget: most summed migration cost (in --migration-cost-unit); empty: no limit",
     )
     parser.add_argument(
         "--migration-cost-unit",
-        type=migration_cost_unit,
-        default="moves",
-        help=f"what one move costs: {', '.join(MIGRATION_COST_UNITS)} (keys: distinct_keys)",
+        default="",
+        help=f"what one move costs: {', '.join(MIGRATION_COST_UNITS)} (empty: moves; keys, "
+        "deprecated: distinct_keys)",
     )
     parser.add_argument("--workers-path")
     ns = parser.parse_args(argv)
     args = run_args(ns)
-    checked_options(ns)  # before Spark starts
+    overrides = run_overrides(ns)  # before Spark starts
     try:  # every policy this run can use, with the run's overrides, before Spark starts
         policies = stream_policies(ns, args.tables.home)
         if policies is not None and args.streams:
             policies.check_streams(args.streams)
         named = args.streams or (tuple(policies.streams) if policies is not None else ())
-        chosen = {s: policy_for(ns, policies, s) for s in named}
+        chosen = {s: policy_for(overrides, policies, s) for s in named}
         if policies is not None and not args.streams:
-            policy_for(ns, policies, "unlisted")  # what the streams the file does not list get
+            policy_for(overrides, policies, "unlisted")  # what streams the file does not list get
     except InputError as err:  # PolicyError is one: it names the file, the stream, the field
         raise SystemExit(f"plan refused: {err}") from None
     workers_path = ns.workers_path or args.tables.workers_file
@@ -627,13 +494,13 @@ def main(argv: list[str] | None = None) -> dict:
             if stream not in chosen:
                 if policies is not None:
                     log("plan", f"{stream}: not in {policies.path}: planned with its defaults")
-                chosen[stream] = policy_for(ns, policies, stream)
+                chosen[stream] = policy_for(overrides, policies, stream)
     except InputError as err:
         raise SystemExit(f"plan refused: {err}") from None
     rows = [
         row
         for stream in streams
-        for row in plan_stream(
+        for row in plan_rows(
             spark,
             args,
             stream,
@@ -673,27 +540,6 @@ def main(argv: list[str] | None = None) -> dict:
     args.tables.write_report(args.interval_start, "plan", report)
     log("plan", json.dumps(report, default=str))
     return report
-
-
-def optional_int(text: str) -> int | None:
-    return None if text in ("", "None", "null") else int(text)
-
-
-def optional_float(text: str) -> float | None:
-    return None if text in ("", "None", "null") else float(text)
-
-
-def migration_cost_unit(text: str) -> str:
-    """``--migration-cost-unit``: one of ``MIGRATION_COST_UNITS`` (``keys``, its old spelling, is
-    ``distinct_keys``; empty: ``moves``)."""
-    import argparse
-
-    unit = {"": "moves", "None": "moves", "keys": "distinct_keys"}.get(text, text)
-    if unit not in MIGRATION_COST_UNITS:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not one of {', '.join(MIGRATION_COST_UNITS)}"
-        )
-    return unit
 
 
 def parse_json_object(text: str) -> dict:

@@ -147,11 +147,10 @@ def test_empty_strategy_params_are_left_to_the_strategy(dag):
 
 def test_deprecated_budget_params_still_set_the_budget(dag):
     """A run conf with the old max_migrations / migration_cost still works: they travel in
-    --params-json and the plan job's budget_from_parameters turns them into budget limits."""
+    --params-json and the plan job's budget reader turns them into budget limits."""
     import json
 
-    from routeplan.model.plan import Budget
-    from routeplan.planning.registry import budget_from_parameters
+    from routeplan.planning.budget import read_budget
 
     render = dag.user_defined_macros["strategy_params"]
     for strategy in ("cg", "milp", "kg"):
@@ -162,10 +161,11 @@ def test_deprecated_budget_params_still_set_the_budget(dag):
             "max_migrations": 5,
             "migration_cost": "keys",
         }
-        params, budget, notes = budget_from_parameters(sent, Budget())
+        reading = read_budget(params=sent)
+        params, budget, notes = reading.params, reading.budget, reading.notes
         assert (budget.max_moves, budget.migration_cost_unit) == (5, "distinct_keys")
         assert "max_migrations" not in params and "migration_cost" not in params
-        assert len(notes) == 2
+        assert len(notes) == 3  # the two parameters, and the unit's old value keys
     # unset (their default): nothing is sent
     assert (
         json.loads(render({"strategy": "cg", "max_migrations": None, "migration_cost": None})) == {}
@@ -354,10 +354,13 @@ def test_defaults_render_as_empty_arguments_that_the_jobs_read_as_their_defaults
     assert windows.workers_path == ""  # → <home>/config/workers.json
     assert windows.window_minutes == 60
     plan = parsed_args("plan", args["plan"], monkeypatch)
-    assert (plan.workers_path, plan.max_moves, plan.strategy) == ("", None, "")  # the policy's
+    assert (plan.workers_path, plan.strategy) == ("", "")  # the policy's
     assert (plan.policies, plan.planning_window, plan.load_metric) == ("", "", "")
-    assert (plan.max_migrated_load_share, plan.max_migration_cost) == (None, None)
-    assert plan.migration_cost_unit == "moves"
+    from jobs.plan import run_overrides
+
+    overrides = run_overrides(plan)  # empty budget arguments: no limit, the unit moves
+    assert overrides.budget.limits() == {} and overrides.budget.migration_cost_unit == "moves"
+    assert (overrides.strategy, overrides.params, overrides.notes) == (None, {}, ())
     publish = parsed_args("publish", args["publish"], monkeypatch)
     assert publish.keep_versions is None
 
@@ -386,9 +389,12 @@ def test_form_values_reach_the_jobs(dag, monkeypatch):
     )
     assert (ingest.streams, str(ingest.interval_start)) == ("clicks,orders", "2026-10-01")
     plan = parsed_args("plan", args["plan"], monkeypatch)
-    assert (plan.workers_path, plan.max_moves, plan.strategy) == ("/data/workers.json", 0, "flux")
-    assert (plan.max_migrated_load_share, plan.max_migration_cost) == (0.2, 1500.5)
-    assert plan.migration_cost_unit == "distinct_keys"
+    assert (plan.workers_path, plan.strategy) == ("/data/workers.json", "flux")
+    from jobs.plan import run_overrides
+
+    budget = run_overrides(plan).budget
+    assert (budget.max_moves, budget.max_migrated_load_share) == (0, 0.2)
+    assert (budget.max_migration_cost, budget.migration_cost_unit) == (1500.5, "distinct_keys")
     assert parsed_args("windows", args["windows"], monkeypatch).workers_path == (
         "/data/workers.json"
     )
@@ -426,22 +432,21 @@ def test_budget_from_the_form_reaches_the_plan_job_and_unhonoured_limits_fail(da
     ends the run with a message naming it."""
     import warnings
 
-    from jobs.plan import checked_options
+    from jobs.plan import run_overrides
 
     def planned(conf: dict):
         with monkeypatch.context() as patched:  # one patch of the job's parser per call
             ns = parsed_args("plan", rendered_args(dag, conf)["plan"], patched)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            checked_options(ns)
-        return ns
+            return run_overrides(ns)
 
     ns = planned({"strategy": "flux", "max_moves": 4, "max_migration_cost": 9.5})
     assert (ns.budget.max_moves, ns.budget.max_migration_cost) == (4, 9.5)
     assert ns.budget.migration_cost_unit == "moves"
     old = planned({"strategy": "flux", "max_migrations": 7, "migration_cost": "keys"})
     assert (old.budget.max_moves, old.budget.migration_cost_unit) == (7, "distinct_keys")
-    assert "max_migrations" not in old.strategy_params
+    assert "max_migrations" not in old.params
     assert planned({"strategy": "kg"}).budget.limits() == {}  # the defaults set no limit
     with pytest.raises(SystemExit, match="kg.*max_moves=3"):
         planned({"strategy": "kg", "max_moves": 3})

@@ -9,15 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from jobs.plan import checked_options, policy_for, stream_policies
+from jobs.plan import run_overrides, stream_policies
+from routeplan.streams.overrides import RunOverrides, policy_for
 from routeplan.streams.policy import load_policies
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "config" / "streams.yaml"
 
 
-def run_options(**given) -> argparse.Namespace:
-    """The plan job's namespace as its parser leaves it, with ``given`` flags set."""
+def run_options(**given) -> RunOverrides:
+    """The plan job's overrides from its namespace as its parser leaves it, with ``given`` flags
+    set."""
     ns = argparse.Namespace(
         policies="",
         strategy="",
@@ -26,15 +28,14 @@ def run_options(**given) -> argparse.Namespace:
         planning_window="",
         load_metric="",
         hot_key_min_share=0.001,
-        max_moves=None,
-        max_migrated_load_share=None,
-        max_migration_cost=None,
-        migration_cost_unit="moves",
+        max_moves="",
+        max_migrated_load_share="",
+        max_migration_cost="",
+        migration_cost_unit="",
     )
     for key, value in given.items():
         setattr(ns, key, value)
-    checked_options(ns)
-    return ns
+    return run_overrides(ns)
 
 
 def test_each_stream_gets_its_own_policy_and_unlisted_ones_the_defaults():
@@ -75,13 +76,13 @@ def test_a_strategy_of_another_kind_fails_naming_the_stream_and_both_kinds():
 
 def test_without_a_policy_file_every_stream_gets_the_command_line_strategy(tmp_path):
     ns = run_options()
-    assert stream_policies(ns, tmp_path) is None
+    assert stream_policies(argparse.Namespace(policies=""), tmp_path) is None
     policy = policy_for(ns, None, "clicks")
     assert (policy.kind, policy.strategy, policy.planning_window) == ("key_routing", "cg", "peak")
     mwf = policy_for(run_options(strategy="mwf"), None, "orders")
     assert (mwf.kind, mwf.strategy) == ("partition_assignment", "mwf")
     with pytest.raises(SystemExit, match="not found"):
-        stream_policies(run_options(policies=str(tmp_path / "nope.yaml")), tmp_path)
+        stream_policies(argparse.Namespace(policies=str(tmp_path / "nope.yaml")), tmp_path)
 
 
 def test_parameters_without_a_strategy_are_refused():
@@ -124,7 +125,7 @@ def test_a_rerun_of_the_same_loads_workers_and_parameters_keeps_latest():
 
     import numpy as np
 
-    from jobs.plan import rerun_of
+    from routeplan.streams.service import rerun_of
     from routeplan.model.loads import PartitionLoad
     from routeplan.model.plan import Budget
     from routeplan.model.workers import Workers

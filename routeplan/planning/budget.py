@@ -83,11 +83,9 @@ def read_budget(
         if value is None:
             continue
         value = _field_value(name, value, notes)
-        if name in changes and changes[name] != value:
-            raise ValueError(f"{old}={value!r} contradicts the budget's {name}={changes[name]!r}")
-        current = getattr(budget, name)
+        current = changes.get(name, getattr(budget, name))
         default = Budget.__dataclass_fields__[name].default
-        if name not in changes and current not in (None, default) and current != value:
+        if current not in (None, default) and current != value:  # set both ways, differently
             raise ValueError(f"{old}={value!r} contradicts the budget's {name}={current!r}")
         changes[name] = value
         notes.append(f"{old} is deprecated: it is the budget's {name} now")
