@@ -29,8 +29,8 @@ also gets ``silver.key_group_flow`` (paper 004).
 
 The budget binds the policy's strategies only; the baseline is planned without limits (it
 honours none). A bad policy file, a limit a strategy does not honour and bad parameters fail the
-job before Spark starts, with one line naming the file, the stream and the field. The run's overrides
-and the budget are read by ``routeplan.streams.overrides`` (old budget spellings — the
+job before Spark starts, with one line naming the file, the stream and the field. The run's
+overrides and the budget are read by ``routeplan.streams.overrides`` (old budget spellings — the
 ``max_migrations``, ``migration_cost`` and ``max_migration_cost`` parameters, the unit ``keys`` —
 become budget limits, each logged as a deprecation warning).
 """

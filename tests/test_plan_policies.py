@@ -125,11 +125,11 @@ def test_a_rerun_of_the_same_loads_workers_and_parameters_keeps_latest():
 
     import numpy as np
 
-    from routeplan.streams.service import rerun_of
     from routeplan.model.loads import PartitionLoad
     from routeplan.model.plan import Budget
     from routeplan.model.workers import Workers
     from routeplan.planning.registry import get_strategy
+    from routeplan.streams.service import rerun_of
 
     rng = np.random.default_rng(3)
     loads = PartitionLoad("orders", rng.uniform(0.1, 1.4, 16))
