@@ -300,6 +300,9 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
         raise SystemExit(f"plan refused: {err}") from None
     for note in decided.notes:
         log("plan", f"{stream}: {note}")
+    if decided.auto is not None:
+        choice = decided.auto
+        log("plan", f"{stream}: auto chose {choice.winner} ({choice.decided_by}): {choice.reason}")
     rows = []
     now = datetime.now(UTC)
     for candidate in decided.candidates:

@@ -67,6 +67,7 @@ from routeplan.parsing import (
     stream_name,
     worker_count,
 )
+from routeplan.planning.budget import UNIT_SPELLINGS, read_budget
 
 KNOWN_COLUMNS = {"key_group", "load", "worker", "distinct_keys", "keys", "state_size", "stream"}
 DISTINCT_KEYS_ALIASES = ("keys", "state_size")  # old names of the distinct_keys column
@@ -75,19 +76,6 @@ DISTINCT_KEYS_ALIASES = ("keys", "state_size")  # old names of the distinct_keys
 def warn(message: str) -> None:
     """A deprecation or other note, on stderr."""
     print(f"routeplan plan: warning: {message}", file=sys.stderr)
-
-
-def migration_cost_unit(text: str) -> str:
-    """``--migration-cost-unit``: one of ``MIGRATION_COST_UNITS`` (the old value ``keys`` is
-    ``distinct_keys``, with a warning)."""
-    if text == "keys":
-        warn("--migration-cost-unit keys is deprecated: it is distinct_keys now")
-        return "distinct_keys"
-    if text not in MIGRATION_COST_UNITS:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not one of {', '.join(MIGRATION_COST_UNITS)}"
-        )
-    return text
 
 
 def _number(row: Row, column: str, path: Path) -> float:
@@ -233,35 +221,49 @@ def read_current(path: Path) -> RoutingTable:
 
 
 def strategy_and_budget(args: argparse.Namespace) -> tuple[Any, Budget]:
-    """The strategy of ``--strategy`` / ``--param`` and the budget of the budget flags; old
-    parameter names (budget limits given as ``--param``, a strategy's renamed parameters) are
-    converted with a warning each."""
-    from routeplan.planning.registry import budget_from_parameters, get_strategy
+    """The strategy of ``--strategy`` / ``--param`` and the budget of the budget flags, read by
+    ``routeplan.planning.budget``: old spellings (budget limits given as ``--param``, the unit
+    ``keys``) and a strategy's renamed parameters are converted with a warning each."""
+    from routeplan.planning.registry import get_strategy
 
-    budget = Budget(
-        max_moves=args.max_moves,
-        max_migrated_load_share=args.max_migrated_load_share,
-        max_migration_cost=args.max_migration_cost,
-        migration_cost_unit=args.migration_cost_unit,
-        time_limit_s=args.time_limit,
-    )
     try:
-        given, budget, notes = budget_from_parameters(dict(args.param), budget)
+        reading = read_budget(budget_flags(args, time_limit=True), dict(args.param))
     except ValueError as err:
         raise UsageError(f"--param: {err}") from None
-    for note in notes:
+    for note in reading.notes:
         warn(note)
     with warnings.catch_warnings(record=True) as caught:  # renamed parameters (milp's bound)
         warnings.simplefilter("always", DeprecationWarning)
-        params = check_strategy_params(args.strategy, given)
+        params = check_strategy_params(args.strategy, reading.params)
         strategy = get_strategy(args.strategy, **params)
     said = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
     for note in dict.fromkeys(said):
         warn(note)
-    return strategy, budget
+    return strategy, reading.budget
+
+
+def budget_flags(args: argparse.Namespace, time_limit: bool) -> dict[str, Any]:
+    """The budget flags as budget fields (None: not given)."""
+    flags = {
+        "max_moves": args.max_moves,
+        "max_migrated_load_share": args.max_migrated_load_share,
+        "max_migration_cost": args.max_migration_cost,
+        "migration_cost_unit": args.migration_cost_unit,
+    }
+    if time_limit:
+        flags["time_limit_s"] = args.time_limit
+    return flags
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    if args.policies:  # the stream's policy decides, as in the nightly run
+        from routeplan.cli.plan_stream import cmd_plan_stream
+
+        return cmd_plan_stream(args)
+    if not args.strategy or not args.workers:
+        given = (("--strategy", args.strategy), ("--workers", args.workers))
+        missing = " and ".join(flag for flag, value in given if not value)
+        raise UsageError(f"{missing} needed (or --policies FILE: plan by the stream's policy)")
     strategy, budget = strategy_and_budget(args)
     snapshot, owners = read_loads(Path(args.loads), args.stream, args.num_key_groups)
     if args.flow:
@@ -366,7 +368,12 @@ DESCRIPTION = """\
 Plan key groups onto workers with any key-routing strategy, from a file of loads (one row per
 key group: key_group, load, and optionally its current worker), within a budget of moves. Prints
 the predicted imbalance and moves; --out writes the new routing-table document, --plot a PNG of
-each worker's load before and after. Partitions onto consumers: routeplan binpack."""
+each worker's load before and after. Partitions onto consumers: routeplan binpack.
+
+With --policies, the stream is planned by its policy exactly as the nightly run plans it (the
+same library function): every candidate of auto, the winner and why, the baseline of its kind,
+and the rerun rule (LATEST kept on the same loads) — from the planning inputs the plan job
+wrote (reports/<day>/plan-inputs/<stream>.json) and the store's LATEST. Nothing is published."""
 
 
 def add_parser(sub: Any) -> None:
@@ -379,17 +386,38 @@ def add_parser(sub: Any) -> None:
 Examples:
   routeplan plan --loads loads.csv --workers 8 --strategy kg
   routeplan plan --loads loads.csv --workers workers.json --stream clicks --strategy milp \\
-      --current v7.json --max-moves 13 --out v8.json --plot v8.png""",
+      --current v7.json --max-moves 13 --out v8.json --plot v8.png
+  # what tonight's run would choose for views (its policy, auto's candidates, the baseline):
+  routeplan plan --policies $ROUTEPLAN_HOME/config/streams.yaml --stream views \\
+      --loads $ROUTEPLAN_HOME/reports/2026-11-20/plan-inputs/views.json""",
     )
-    p.add_argument("--loads", required=True, help="CSV or JSON Lines: key_group, load, …")
+    p.add_argument(
+        "--loads",
+        required=True,
+        help="CSV or JSON Lines: key_group, load, …; with --policies also a stream's planning "
+        "inputs (.json, as the plan job writes them under reports/<day>/plan-inputs/)",
+    )
+    p.add_argument(
+        "--policies",
+        metavar="FILE",
+        help="plan by the stream's policy in this file (config/streams.yaml) as the nightly run "
+        "does; --strategy, --param and the budget flags then override it",
+    )
     p.add_argument(
         "--strategy",
-        required=True,
         type=key_routing_strategy_name,
         help="a key-routing strategy (kg, cg, milp, …); partitions: routeplan binpack",
     )
-    p.add_argument("--current", help="current routing-table document (JSON)")
-    p.add_argument("--workers", required=True, help="N equal workers, or a workers file")
+    p.add_argument(
+        "--current",
+        help="current routing-table document (JSON); with --policies default: the store's LATEST",
+    )
+    p.add_argument(
+        "--routing", help="with --policies: the routing store (default $ROUTEPLAN_ROUTING)"
+    )
+    p.add_argument(
+        "--workers", help="N equal workers, or a workers file (with --policies: the inputs')"
+    )
     p.add_argument("--flow", help="messages between key groups (for albic)")
     p.add_argument(
         "--stream", default="default", type=stream_name, help="stream name (workers file entry)"
@@ -413,11 +441,16 @@ Examples:
     )
     p.add_argument(
         "--migration-cost-unit",
-        type=migration_cost_unit,
-        default="moves",
-        help=f"what one move costs: {', '.join(MIGRATION_COST_UNITS)} (default moves)",
+        choices=UNIT_SPELLINGS,
+        metavar="UNIT",
+        help=f"what one move costs: {', '.join(MIGRATION_COST_UNITS)} (default moves; keys, "
+        "deprecated: distinct_keys)",
     )
-    p.add_argument("--time-limit", type=positive_float, default=30.0, help="solver seconds")
+    p.add_argument(
+        "--time-limit",
+        type=positive_float,
+        help="solver seconds (default 30; with --policies the policy's)",
+    )
     p.add_argument("--out", help="write the new routing-table document here")
     p.add_argument(
         "--plot",

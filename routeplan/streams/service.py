@@ -134,8 +134,6 @@ def plan_stream(
     plans, winner, reasons, choice, kept = _policy_plans(policy, loads, planned_from, workers)
     if kept is not None:
         notes.append(kept)
-    elif choice is not None:
-        notes.append(f"auto chose {choice.winner} ({choice.decided_by}): {choice.reason}")
     baseline = BASELINES[kind]
     if baseline not in plans:
         # the baseline takes the policy's parameters it has (e.g. consumer_capacity)
