@@ -116,33 +116,3 @@ def test_check_policies_is_the_runs_first_word_on_a_bad_file_or_run(tmp_path, mo
         check(params={"policies_path": str(broken)})
     with pytest.raises(AirflowFailException, match="no such file"):
         check(params={"policies_path": str(tmp_path / "missing.yaml")})
-
-
-def test_a_rerun_of_the_same_loads_workers_and_parameters_keeps_latest():
-    """Paper 002's MWF applied to its own result may still move a partition: a rerun of the day
-    must not republish, so the plan job keeps LATEST when nothing it was planned on changed."""
-    from dataclasses import replace
-
-    import numpy as np
-
-    from routeplan.model.loads import PartitionLoad
-    from routeplan.model.plan import Budget
-    from routeplan.model.workers import Workers
-    from routeplan.planning.registry import get_strategy
-    from routeplan.streams.service import rerun_of
-
-    rng = np.random.default_rng(3)
-    loads = PartitionLoad("orders", rng.uniform(0.1, 1.4, 16))
-    workers = Workers.homogeneous(8)
-    mwf = get_strategy("mwf", consumer_capacity=1.0)
-    first = replace(mwf.plan(loads, None, workers, Budget()).table, version=1)
-    assert "LATEST v1" in rerun_of(first, loads, workers, {"mwf": mwf})
-    # a parameter the policy leaves to be derived (C̄ from the workers) matches what it became
-    derived = replace(get_strategy("mwf").plan(loads, None, workers, Budget()).table, version=1)
-    assert "LATEST v1" in rerun_of(derived, loads, workers, {"mwf": get_strategy("mwf")})
-    moved = PartitionLoad("orders", loads.partition_load * np.linspace(0.9, 1.1, 16))
-    assert rerun_of(first, moved, workers, {"mwf": mwf}) is None  # new loads: plan again
-    other = get_strategy("mwf", consumer_capacity=2.0)
-    assert rerun_of(first, loads, workers, {"mwf": other}) is None  # new parameters
-    assert rerun_of(first, loads, workers, {"bfd": get_strategy("bfd")}) is None  # new strategy
-    assert rerun_of(None, loads, workers, {"mwf": mwf}) is None

@@ -19,7 +19,7 @@ from routeplan.errors import InputError
 from routeplan.model.hashing import DEFAULT_SEED
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.model.workers import Workers
-from routeplan.publishing.schemas import validate_document
+from routeplan.publishing.schemas import schema_errors
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,10 @@ def loads_document(loads: Loads) -> dict[str, Any]:
 
 def inputs_from_document(doc: Any, where: str = "stream inputs") -> StreamInputs:
     """The ``StreamInputs`` of a document; ``InputError`` naming ``where`` and what is wrong."""
+    problems = [_problem(err) for err in schema_errors("stream_inputs", doc)[:5]]
+    if problems:
+        raise InputError(f"{where}: not a stream's planning inputs: " + "; ".join(problems))
     try:
-        validate_document("stream_inputs", doc, where)
         return StreamInputs(
             stream=doc["stream"],
             loads=_loads(doc["stream"], doc["loads"]),
@@ -82,8 +84,18 @@ def inputs_from_document(doc: Any, where: str = "stream inputs") -> StreamInputs
             interval_start=doc.get("interval_start"),
             window=tuple(doc["window"]) if doc.get("window") else None,  # type: ignore[arg-type]
         )
-    except ValueError as err:  # the schema's, or the values' own checks
+    except ValueError as err:  # the values' own checks (e.g. a flow edge out of range)
         raise InputError(f"{where}: {err}") from None
+
+
+def _problem(err: Any) -> str:
+    """One schema violation, short: its path and message (the deepest alternative of a
+    ``oneOf``), with the offending value cut to a few characters."""
+    if err.validator == "oneOf" and err.context:
+        err = max(err.context, key=lambda e: len(list(e.absolute_path)))
+    path = "/".join(map(str, err.absolute_path)) or "<root>"
+    message = err.message if len(err.message) <= 120 else err.message[:117] + "..."
+    return f"{path}: {message}"
 
 
 def _loads(stream: str, doc: Mapping[str, Any]) -> Loads:
