@@ -139,9 +139,14 @@ def run(args: argparse.Namespace) -> int:
         print(json_text(summary, indent=1))
     else:
         for stream, counts in summary["streams"].items():
+            routed = (
+                f", routed by LATEST v{counts['routing_version']}"
+                if "routing_version" in counts
+                else ""
+            )
             print(
                 f"{stream}: {counts['lines']} lines in {counts['files']} files "
-                f"({counts['malformed']} malformed, {counts['duplicates']} duplicates)"
+                f"({counts['malformed']} malformed, {counts['duplicates']} duplicates){routed}"
             )
         print(f"landing: {summary['landing']}/{summary['day']}  workers: {summary['workers_file']}")
     return 0

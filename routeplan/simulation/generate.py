@@ -136,6 +136,8 @@ class GeneratorConfig:
             )
         if self.upstream is not None and self.upstream not in self.streams:
             raise ValueError(f"upstream stream {self.upstream!r} is not among {self.streams}")
+        if not all(isinstance(x, Scenario) for x in self.scenarios):
+            raise ValueError("scenarios must be routeplan.simulation.scenarios.Scenario values")
         for name in ("malformed", "duplicates", "drift", "upstream_correlation"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be a share in [0, 1]")

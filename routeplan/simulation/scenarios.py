@@ -16,8 +16,9 @@ again. They apply to every generated stream.
   producer following a table that still routes to ``W`` gets ``W`` from its router; its message
   is sent instead to one of the table's remaining workers chosen by the key's Murmur3 hash (seed
   ``REROUTE_SEED``; the partition number for a partition assignment), so each key (partition)
-  moves to one survivor and ``W``'s load spreads evenly over them. Streams routed by hash key
-  grouping spread the key groups over the remaining workers.
+  moves to one survivor and ``W``'s load spreads evenly over them (should the table have no
+  other worker, over the stream's remaining workers). Streams routed by hash key grouping spread
+  the key groups over the remaining workers.
 
 A name or argument the generator does not know is a usage error (exit 2), and so is a worker
 that a stream does not have.
