@@ -2,6 +2,13 @@
 
 The landing directory and the workers file may be object-store URIs (``ROUTEPLAN_HOME=s3://…``):
 the files are generated in a temporary folder, then uploaded through fsspec.
+
+``--follow`` closes the loop plan → publish → producers → logs: each stream with a LATEST in the
+routing store is routed as its producers would route it, through the producer client
+(``routeplan.producers.client``): a ``Router`` over LATEST's key_routing table (one producer per
+stream, its messages in time order, so split keys spread by the router's own local loads) or
+the consumer an ``Assignment`` gives each partition. The generator below the client only gets a
+``FollowedTable`` (a route callable and the version).
 """
 
 from __future__ import annotations
@@ -12,23 +19,41 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from routeplan import settings, storage
 from routeplan.cli import progress
+from routeplan.errors import UsageError
 from routeplan.files import json_text
+from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.parsing import iso_date, name_list, stream_name
+from routeplan.producers.client import Assignment, Router
+from routeplan.publishing.store import RoutingStore
+from routeplan.simulation import scenarios
 from routeplan.simulation.generate import (
+    DRIFT_ORIGIN,
     FORMATS,
     SPEC_FIELDS,
+    FollowedTable,
     GeneratorConfig,
     default_day,
     generate,
 )
 
-DESCRIPTION = """\
-Write a day of synthetic stream logs (Zipf-distributed keys whose popularity drifts hour by hour,
-routed today by hash key grouping) into <landing>/<date>/, and the workers file the nightly jobs
-read (some workers faster than the others). --malformed and --duplicates add the dirt ingest
-must quarantine or drop."""
+DESCRIPTION = f"""\
+Write a day of synthetic stream logs (Zipf-distributed keys whose popularity drifts hour by hour)
+into <landing>/<date>/, and the workers file the nightly jobs read (some workers faster than the
+others). Streams are routed by hash key grouping; with --follow, a stream with a published table
+is routed as producers following the routing store's LATEST route it (the producer client's
+Router for key_routing, split keys by its local loads; the Assignment's consumer of each
+partition for partition_assignment), each event stamped with routing_version. Consecutive days
+continue each other: the hourly drift is one chain from {DRIFT_ORIGIN} (walked from there, no
+state kept), so day D starts where day D-1 ended and the same arguments write the same files.
+--scenario adds the day's events; --malformed and --duplicates add the dirt ingest must
+quarantine or drop.
+
+Scenarios (each for that day only, on every stream; repeatable):
+{scenarios.help_text()}"""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="""\
 Examples:
   routeplan generate --date 2026-01-05
+  routeplan generate --date 2026-01-06 --follow --scenario slow-worker:w3 --scenario hot-key
   routeplan generate --landing /tmp/landing --workers-out /tmp/workers.json --streams clicks \\
       --events 1000000 --zipf 1.4 --format csv --gzip --malformed 0.01""",
     )
@@ -52,7 +78,12 @@ Examples:
     g.add_argument("--events", type=f["events"], default=200_000, help="events per stream")
     g.add_argument("--keys", type=f["keys"], default=20_000, help="distinct keys per stream")
     g.add_argument("--zipf", type=f["zipf"], default=1.1, help="Zipf exponent of key popularity")
-    g.add_argument("--drift", type=f["drift"], default=0.05, help="share of top ranks swapped")
+    g.add_argument(
+        "--drift",
+        type=f["drift"],
+        default=0.05,
+        help="share of the top 1000 ranks swapped each hour",
+    )
     g.add_argument("--workers", type=f["workers"], default=8)
     g.add_argument(
         "--fast-workers", type=f["fast_workers"], default=2, help="y workers are z times faster"
@@ -70,6 +101,25 @@ Examples:
         type=stream_name,
         metavar="STREAM",
         help="the other streams' events derive from this one's (upstream_stream/upstream_key)",
+    )
+    g.add_argument(
+        "--follow",
+        action="store_true",
+        help="route each stream as producers following its LATEST table (stream without one: "
+        "hash key grouping); events carry routing_version",
+    )
+    g.add_argument(
+        "--routing",
+        help="the routing store --follow reads (default $ROUTEPLAN_ROUTING, else "
+        "$ROUTEPLAN_HOME/routing)",
+    )
+    g.add_argument(
+        "--scenario",
+        type=scenarios.scenario,
+        action="append",
+        default=[],
+        metavar="NAME[:ARG]",
+        help=f"an event of the day: {', '.join(scenarios.SCENARIOS)} (see above)",
     )
     g.add_argument("--json", action="store_true")
     progress.add_flag(g)
@@ -89,9 +139,14 @@ def run(args: argparse.Namespace) -> int:
         print(json_text(summary, indent=1))
     else:
         for stream, counts in summary["streams"].items():
+            routed = (
+                f", routed by LATEST v{counts['routing_version']}"
+                if "routing_version" in counts
+                else ""
+            )
             print(
                 f"{stream}: {counts['lines']} lines in {counts['files']} files "
-                f"({counts['malformed']} malformed, {counts['duplicates']} duplicates)"
+                f"({counts['malformed']} malformed, {counts['duplicates']} duplicates){routed}"
             )
         print(f"landing: {summary['landing']}/{summary['day']}  workers: {summary['workers_file']}")
     return 0
@@ -136,6 +191,59 @@ def _generate(args: argparse.Namespace, landing: Path, workers_out: Path) -> dic
         duplicates=args.duplicates,
         seed=args.seed,
         upstream=args.upstream,
+        scenarios=tuple(dict.fromkeys(args.scenario)),
     )
-    with progress.bar(args, "generate", args.events * len(args.streams)) as on_step:
-        return generate(config, on_step=on_step)
+    with contextlib.ExitStack() as stack:
+        follow = _followed(args, stack) if args.follow else {}
+        with progress.bar(args, "generate", args.events * len(args.streams)) as on_step:
+            return generate(config, on_step=on_step, follow=follow)
+
+
+def _followed(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, FollowedTable]:
+    """Each stream with a LATEST in the routing store: the producer client over that version
+    (pinned: the day is routed by one version), as the generator's ``FollowedTable``."""
+    root = args.routing or settings.routing_root()
+    store = RoutingStore(root)
+    follow = {}
+    for stream in args.streams:
+        version = store.checked_latest(stream)
+        if version is None:
+            continue  # never planned: hash key grouping
+        table = store.load(stream, version)
+        if isinstance(table, RoutingTable):
+            router = stack.enter_context(Router.open(root, stream, version=version))
+            follow[stream] = FollowedTable(version, table.kind, table.workers, _route_keys(router))
+        elif isinstance(table, PartitionAssignment):
+            assignment = stack.enter_context(Assignment.open(root, stream, version=version))
+            follow[stream] = FollowedTable(
+                version, table.kind, table.consumers, _consumers(assignment, args.partitions)
+            )
+    return follow
+
+
+def _route_keys(router: Router):
+    """Keys in time order → the router's workers: ``route_many``, the same decisions (and local
+    loads) as one ``route`` per message."""
+
+    def route(keys: np.ndarray, partitions: np.ndarray) -> np.ndarray:
+        return router.route_many(keys.tolist())
+
+    return route
+
+
+def _consumers(assignment: Assignment, partitions: int):
+    """Partitions → the consumer the assignment gives each; ``UsageError`` when it does not
+    cover the ``partitions`` the events are spread over."""
+    table = assignment.table
+    missing = sorted(set(range(partitions)) - set(table.partition_consumer))
+    if missing:
+        raise UsageError(
+            f"stream {table.stream!r}: LATEST v{table.version} assigns no consumer to "
+            f"partition {missing[0]} ({len(missing)} of --partitions {partitions} unassigned)"
+        )
+    consumer = np.array([assignment.consumer(p) for p in range(partitions)], dtype=object)
+
+    def route(keys: np.ndarray, partition: np.ndarray) -> np.ndarray:
+        return consumer[partition]
+
+    return route

@@ -1,4 +1,4 @@
-"""Sample stream logs: Zipf keys with drift, partitions, today's key grouping, unequal workers.
+"""Sample stream logs: Zipf keys with drift, partitions, routing, unequal workers.
 
 Seeded and reproducible: the same config writes the same bytes. Files land in
 ``<landing>/<date>/<stream>-<part>.<fmt>[.gz]``, each covering a slice of the day; the workers
@@ -7,6 +7,21 @@ file (``schemas/worker.schema.json``) lists every stream's workers with capaciti
 name the event of stream ``A`` they derive from (``upstream_stream``, ``upstream_key``: ``A``'s key
 of the same rank id for ``upstream_correlation`` of them, a random one otherwise), the
 communication between key groups of paper 004's ALBIC; without it the output is unchanged.
+
+**Popularity drifts hour by hour, across days too.** Each hour a ``drift`` share of the top 1000
+popularity ranks swaps with random ranks. The hours form one chain from a fixed origin
+(``DRIFT_ORIGIN``, 2026-01-01 00:00 UTC, whose ranks are a seeded permutation), walked forward
+for later days and backward (a swap undoes itself) for earlier ones; so day D starts where day
+D−1 ended, and the same arguments give the same files whatever was generated before. No state
+is kept anywhere.
+
+**Routing.** By default a stream is routed by hash key grouping over its workers (``worker``:
+``key_group_worker`` of ``kg``). ``generate(config, follow={stream: FollowedTable(...)})`` routes
+a stream as producers following a published table do instead: ``FollowedTable.route`` gets each
+file's keys and partitions in time order and answers the workers (the caller — the CLI — builds
+it from ``routeplan.producers.client``; this module stays below the producers and the store), and
+every event carries the table's ``routing_version``. ``config.scenarios`` add the day's events
+(``routeplan.simulation.scenarios``).
 """
 
 from __future__ import annotations
@@ -14,7 +29,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -39,10 +54,20 @@ from routeplan.parsing import (
     worker_count,
 )
 from routeplan.planning.keyrouting.key_grouping import key_grouping_workers
+from routeplan.simulation.scenarios import (
+    REROUTE_SEED,
+    Scenario,
+    day_workers,
+    hot_keys,
+    workers_named,
+)
 
 FORMATS = ("jsonl", "csv", "parquet")
 MALFORMED_KINDS = ("truncated", "missing_key", "bad_ts", "negative_size", "bad_partition")
 MAX_FILES = 10_000  # files per stream
+DRIFT_ORIGIN = date(2026, 1, 1)  # hour 0 of the popularity chain (module docstring)
+TOP_RANKS = 1000  # the ranks drift swaps from
+KINDS = ("key_routing", "partition_assignment")
 
 # the type of each numeric field, for ``routeplan generate``'s flags and ``generate:`` specs
 SPEC_FIELDS: dict[str, Callable[[str], object]] = {
@@ -87,6 +112,7 @@ class GeneratorConfig:
     seed: int = 42
     upstream: str | None = None  # the stream the others' events derive from (paper 004)
     upstream_correlation: float = 0.9  # share of events whose upstream key mirrors their key
+    scenarios: tuple[Scenario, ...] = ()  # the day's events (routeplan.simulation.scenarios)
 
     def __post_init__(self) -> None:
         if self.fmt not in FORMATS:
@@ -110,6 +136,8 @@ class GeneratorConfig:
             )
         if self.upstream is not None and self.upstream not in self.streams:
             raise ValueError(f"upstream stream {self.upstream!r} is not among {self.streams}")
+        if not all(isinstance(x, Scenario) for x in self.scenarios):
+            raise ValueError("scenarios must be routeplan.simulation.scenarios.Scenario values")
         for name in ("malformed", "duplicates", "drift", "upstream_correlation"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be a share in [0, 1]")
@@ -124,49 +152,110 @@ def stream_workers(config: GeneratorConfig) -> Workers:
     )
 
 
-def generate(config: GeneratorConfig, on_step: Callable[[int], None] | None = None) -> dict:
+@dataclass(frozen=True)
+class FollowedTable:
+    """How producers following a stream's published table route it, as plain values.
+
+    ``route(keys, partitions)`` gets one file's events in time order (their keys as a string
+    array, their partitions as an int array) and answers each one's worker, keeping whatever
+    state producers keep from one call to the next (a router's local loads); ``version`` is
+    the table's version, ``kind`` its kind (``KINDS``), ``workers`` its workers (consumers)."""
+
+    version: int
+    kind: str
+    workers: Workers
+    route: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if isinstance(self.version, bool) or not int(self.version) >= 1:
+            raise ValueError(f"a routing version is >= 1, got {self.version!r}")
+
+
+@dataclass(frozen=True)
+class _Day:
+    """One stream's day: the workers the workers file lists, their capacities (the costs),
+    the table it follows and the workers it reroutes from."""
+
+    workers: Workers
+    capacity: dict[str, float]
+    followed: FollowedTable | None
+    removed: frozenset[str]
+
+
+def generate(
+    config: GeneratorConfig,
+    on_step: Callable[[int], None] | None = None,
+    follow: Mapping[str, FollowedTable] | None = None,
+) -> dict:
     """Write the landing files and the workers file; returns counts per stream. ``on_step`` is
-    called after each file with its number of events (they add up to events × streams)."""
+    called after each file with its number of events (they add up to events × streams).
+    ``follow`` maps streams to the table their producers follow (the others are routed by hash
+    key grouping). A scenario naming a worker a stream does not have raises ``UsageError``
+    before anything is written."""
+    follow = dict(follow or {})
+    if set(follow) - set(config.streams):
+        raise ValueError(
+            f"follow names streams not generated: {sorted(set(follow) - set(config.streams))}"
+        )
+    generated = stream_workers(config)
+    removed = frozenset(workers_named(config.scenarios, "remove-worker"))
+    days = {}
+    for stream in config.streams:
+        followed = follow.get(stream)
+        workers = day_workers(stream, generated, followed and followed.workers, config.scenarios)
+        days[stream] = _Day(
+            workers,
+            dict(zip(workers.names, workers.capacities.tolist(), strict=True)),
+            followed,
+            removed,
+        )
     folder = config.landing / config.day.isoformat()
     folder.mkdir(parents=True, exist_ok=True)
-    workers = stream_workers(config)
     summary = {"landing": str(config.landing), "day": config.day.isoformat(), "streams": {}}
     for s, stream in enumerate(config.streams):
         rng = np.random.default_rng([config.seed, s])
-        counts = _write_stream(config, stream, workers, rng, folder, on_step)
+        counts = _write_stream(config, stream, days[stream], rng, folder, on_step)
         summary["streams"][stream] = counts
-    records = [{"stream": st, **w} for st in config.streams for w in workers.to_records()]
+    records = [{"stream": st, **w} for st in config.streams for w in days[st].workers.to_records()]
     config.workers_out.parent.mkdir(parents=True, exist_ok=True)
     config.workers_out.write_text(json.dumps({"workers": records}, indent=1) + "\n")
     summary["workers_file"] = str(config.workers_out)
     summary["config"] = {k: str(v) for k, v in asdict(config).items()}
+    summary["config"]["scenarios"] = [str(x) for x in config.scenarios]
     return summary
 
 
 def _write_stream(
     config: GeneratorConfig,
     stream: str,
-    workers: Workers,
+    day: _Day,
     rng: np.random.Generator,
     folder: Path,
     on_step: Callable[[int], None] | None,
 ) -> dict:
+    s = config.streams.index(stream)
     ranks_p = 1.0 / np.arange(1, config.keys + 1) ** config.zipf
     ranks_p /= ranks_p.sum()
     key_names = np.char.add(f"{stream[:1]}k", np.arange(config.keys).astype(str))
-    # today's routing: hash key grouping over the workers (what the logs record)
-    groups = key_groups(key_names.tolist(), config.num_key_groups)
-    kg_workers = np.asarray(key_grouping_workers(config.num_key_groups, workers))
-    key_worker = kg_workers[groups]
     key_partition = key_groups(key_names.tolist(), config.partitions, seed=1)
-    capacity = dict(zip(workers.names, workers.capacities.tolist(), strict=True))
-    key_capacity = np.array([capacity[w] for w in key_worker])
+    key_worker = None
+    if day.followed is None:  # hash key grouping over the day's workers, as ever
+        groups = key_groups(key_names.tolist(), config.num_key_groups)
+        key_worker = np.asarray(key_grouping_workers(config.num_key_groups, day.workers))[groups]
 
-    permutations = _drifting_permutations(config, rng)
+    popularity = _hourly_popularity(config, s)
+    permutations, yesterday = popularity[1:], popularity[0]
+    new_hot = _new_hot_keys(config, s, yesterday)
     start = datetime(config.day.year, config.day.month, config.day.day, tzinfo=UTC)
     day_ms = 24 * 3600 * 1000
     bounds = np.linspace(0, config.events, config.files_per_stream + 1).astype(int)
     written = {"events": 0, "lines": 0, "duplicates": 0, "malformed": 0, "files": 0}
+    if day.followed is not None:
+        written["routing_version"] = int(day.followed.version)
+    if new_hot:
+        written["new_hot_keys"] = [str(key_names[k]) for k, _ in new_hot]
     for part in range(config.files_per_stream):
         n = int(bounds[part + 1] - bounds[part])
         if n == 0:
@@ -179,19 +268,32 @@ def _write_stream(
         hour = offset_ms // 3_600_000
         rank = rng.choice(config.keys, size=n, p=ranks_p)
         key = permutations[hour, rank]
+        if new_hot:  # its own random stream: the other columns are the same without
+            hot_rng = np.random.default_rng([config.seed, s, part, 5])
+            for hot_key, share in new_hot:
+                key = np.where(hot_rng.random(n) < share, hot_key, key)
+        names = key_names[key]
+        partition = key_partition[key]
+        if day.followed is None:
+            worker = key_worker[key]
+        else:
+            worker = _followed_workers(day, names, partition)
+        size_bytes = np.maximum(1, rng.lognormal(5.0, 0.6, size=n)).astype(np.int64)
+        cost = rng.lognormal(0.5, 0.3, size=n)
         ts_ms = int(start.timestamp() * 1000) + offset_ms
-        frame = pd.DataFrame(
-            {
-                "event_id": [f"{stream}-{config.seed}-{bounds[part] + i}" for i in range(n)],
-                "ts": ts_ms,
-                "stream": stream,
-                "key": key_names[key],
-                "partition": key_partition[key],
-                "worker": key_worker[key],
-                "size_bytes": np.maximum(1, rng.lognormal(5.0, 0.6, size=n)).astype(np.int64),
-                "cost_ms": np.round(rng.lognormal(0.5, 0.3, size=n) / key_capacity[key], 3),
-            }
-        )
+        columns = {
+            "event_id": [f"{stream}-{config.seed}-{bounds[part] + i}" for i in range(n)],
+            "ts": ts_ms,
+            "stream": stream,
+            "key": names,
+            "partition": partition,
+            "worker": worker,
+            "size_bytes": size_bytes,
+            "cost_ms": np.round(cost / _capacities(day.capacity, worker), 3),
+        }
+        if day.followed is not None:
+            columns["routing_version"] = np.full(n, int(day.followed.version), dtype=np.int64)
+        frame = pd.DataFrame(columns)
         if config.upstream is not None and stream != config.upstream:
             frame["upstream_stream"] = config.upstream
             frame["upstream_key"] = _upstream_keys(config, stream, part, key)
@@ -210,6 +312,37 @@ def _write_stream(
     return written
 
 
+def _followed_workers(day: _Day, keys: np.ndarray, partitions: np.ndarray) -> np.ndarray:
+    """The workers producers following ``day.followed`` send these events to; those their
+    table routes to a removed worker go to one of its remaining workers instead, by the hash of
+    the key (of the partition, for a partition assignment)."""
+    followed = day.followed
+    assert followed is not None
+    worker = np.asarray(followed.route(keys, partitions), dtype=object)
+    if worker.shape != keys.shape:
+        raise ValueError(f"route answered {worker.shape[0]} workers for {keys.size} events")
+    unknown = set(np.unique(worker).tolist()) - set(followed.workers.names)
+    if unknown:
+        raise ValueError(f"route answered workers its table does not list: {sorted(unknown)[:5]}")
+    if day.removed:
+        gone = np.isin(worker, list(day.removed))
+        if gone.any():
+            survivors = [w for w in followed.workers.names if w not in day.removed]
+            survivors = survivors or [w.name for w in day.workers.active]
+            if followed.kind == "partition_assignment":
+                pick = partitions[gone] % len(survivors)
+            else:
+                pick = key_groups(keys[gone].tolist(), len(survivors), seed=REROUTE_SEED)
+            worker[gone] = np.asarray(survivors, dtype=object)[pick]
+    return worker
+
+
+def _capacities(capacity: Mapping[str, float], worker: np.ndarray) -> np.ndarray:
+    """Each event's worker's capacity."""
+    names, inverse = np.unique(worker, return_inverse=True)
+    return np.array([capacity[w] for w in names.tolist()], dtype=float)[inverse]
+
+
 def _upstream_keys(config: GeneratorConfig, stream: str, part: int, key: np.ndarray) -> np.ndarray:
     """The upstream stream's key each event derives from: the key of the same id (correlated) or
     a random one. Its own random stream, so the other columns are the same with or without."""
@@ -222,20 +355,57 @@ def _upstream_keys(config: GeneratorConfig, stream: str, part: int, key: np.ndar
     return np.char.add(f"{config.upstream[:1]}k", ids.astype(str))
 
 
-def _drifting_permutations(config: GeneratorConfig, rng: np.random.Generator) -> np.ndarray:
-    """``perm[h, rank]`` = key id of that popularity rank in hour ``h``; each hour a ``drift``
-    share of the top ranks swaps with random ranks (popularity drift)."""
-    perm = np.empty((24, config.keys), dtype=np.int64)
-    current = rng.permutation(config.keys)
-    top = min(1000, config.keys)
-    for h in range(24):
-        swaps = int(round(config.drift * top))
-        if h and swaps:
-            a = rng.choice(top, size=swaps, replace=False)
-            b = rng.integers(0, config.keys, size=swaps)
-            current[a], current[b] = current[b].copy(), current[a].copy()
-        perm[h] = current
-    return perm
+def _new_hot_keys(
+    config: GeneratorConfig, s: int, yesterday: np.ndarray
+) -> list[tuple[int, float]]:
+    """hot-key scenarios: (key id, share) each, a key from the colder half of ``yesterday``'s
+    ranks (the previous day's last hour), distinct."""
+    scenarios = hot_keys(config.scenarios)
+    if not scenarios:
+        return []
+    rng = np.random.default_rng([config.seed, s, 6, config.day.toordinal()])
+    cold = yesterday[config.keys // 2 :] if config.keys > 1 else yesterday
+    chosen = rng.choice(cold, size=min(len(scenarios), cold.size), replace=False)
+    return [(int(k), x.share) for k, x in zip(chosen.tolist(), scenarios, strict=False)]
+
+
+def _hourly_popularity(config: GeneratorConfig, s: int) -> np.ndarray:
+    """``perm[1 + h, rank]`` = key id of that popularity rank in hour ``h`` of the day,
+    ``perm[0]`` the previous day's last hour: the drift chain of the module's docstring. Each
+    hour a ``drift`` share of the top ranks swaps with random ranks, one swap after the other
+    (hour ``t``'s swaps drawn from its day's seed, so any hour is reached from the origin)."""
+    keys = config.keys
+    top = min(TOP_RANKS, keys)
+    swaps = int(round(config.drift * top))
+    current = np.random.default_rng([config.seed, s, 3]).permutation(keys)
+    out = np.empty((25, keys), dtype=np.int64)
+    first = (config.day - DRIFT_ORIGIN).days * 24 - 1  # hours from the origin
+    drawn: dict[int, tuple[list[list[int]], list[list[int]]]] = {}
+
+    def swap(t: int, undo: bool = False) -> None:  # the swaps into hour t (or out of it)
+        d, h = divmod(t, 24)
+        if d not in drawn:
+            drawn.clear()
+            day = (DRIFT_ORIGIN + timedelta(days=d)).toordinal()
+            rng = np.random.default_rng([config.seed, s, 3, day])
+            drawn[d] = (
+                rng.integers(0, top, size=(24, swaps)).tolist(),
+                rng.integers(0, keys, size=(24, swaps)).tolist(),
+            )
+        pairs = list(zip(drawn[d][0][h], drawn[d][1][h], strict=True))
+        for a, b in reversed(pairs) if undo else pairs:
+            current[a], current[b] = current[b], current[a]
+
+    if swaps:
+        for t in range(1, first + 1):
+            swap(t)
+        for t in range(0, first, -1):
+            swap(t, undo=True)
+    for i in range(25):
+        if i and swaps:
+            swap(first + i)
+        out[i] = current
+    return out
 
 
 def _iso(ts_ms: pd.Series) -> pd.Series:
