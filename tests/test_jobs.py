@@ -386,3 +386,36 @@ def test_upstream_fields_flow_into_key_group_flow_and_albic(spark, tmp_path):
     assert chosen.strategy == "albic" and 0 <= metrics["collocation_factor"] <= 1
     baseline = next(r for r in rows if not r.selected)
     assert metrics["collocation_factor"] >= json.loads(baseline.metrics)["collocation_factor"]
+
+
+def test_the_cli_decides_what_the_plan_job_decided_on_the_same_inputs(spark, home, tmp_path):
+    """``routeplan plan --policies`` and the plan job call the same ``plan_stream``: on the
+    inputs the job wrote and the same LATEST, the CLI selects the same strategy, with the same
+    table and predicted numbers, for a named strategy, a partition policy and ``auto``."""
+    from routeplan.cli.main import main as cli
+
+    copy = tmp_path / "home"
+    shutil.copytree(home / "warehouse", copy / "warehouse")
+    shutil.copytree(home / "config", copy / "config")
+    policies = copy / "config" / "streams.yaml"
+    policies.write_text(
+        "streams:\n"
+        "  clicks: {strategy: cg, params: {epsilon: 0.02}, budget: {max_moves: 30}}\n"
+        "  orders: {kind: partition_assignment, strategy: mwf, load_metric: bytes}\n"
+        "  views: {strategy: auto, candidates: [cg, pkg, kg], goals: [imbalance, memory]}\n"
+    )
+    run(plan, copy, "--policies", str(policies))
+    rows = {r.stream: r for r in table(spark, copy, "gold.plans").where("selected").collect()}
+    assert set(rows) == {"clicks", "orders", "views"}
+    for stream, row in rows.items():
+        inputs = copy / "reports" / DAY / "plan-inputs" / f"{stream}.json"
+        out = tmp_path / f"{stream}.json"
+        argv = ["plan", "--policies", str(policies), "--stream", stream, "--loads", str(inputs)]
+        argv += ["--routing", str(copy / "routing"), "--out", str(out), "--json"]
+        assert cli(argv) == 0
+        job_table = json.loads(row.table_document)
+        cli_table = json.loads(out.read_text())
+        assert cli_table["strategy"] == row.strategy, stream
+        for field in ("key_group_worker", "hot_keys", "partition_consumer", "workers", "params"):
+            assert cli_table.get(field) == job_table.get(field), (stream, field)
+        assert cli_table["predicted"]["imbalance"] == pytest.approx(row.predicted_imbalance)
