@@ -22,12 +22,12 @@ from airflow_server import free_port
 from conftest import stream_names
 from hypothesis import HealthCheck, given, settings
 
+from routeplan.contracts.schemas import validate_document
 from routeplan.model.names import is_valid_name
 from routeplan.model.table import PartitionAssignment, RoutingTable, checksum, table_from_document
 from routeplan.model.workers import Workers
 from routeplan.publishing.api import create_app, etag_matches
 from routeplan.publishing.diff import diff_tables
-from routeplan.publishing.schemas import validate_document
 from routeplan.publishing.store import RoutingStore
 
 WORKERS = Workers.homogeneous(3)

@@ -36,11 +36,11 @@ import mmh3
 import numpy as np
 
 from routeplan import storage
+from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document
+from routeplan.contracts.schemas import validate_document
 from routeplan.model.hashing import key_group
 from routeplan.model.names import check_name
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table, table_from_document
-from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document
-from routeplan.publishing.schemas import validate_document
 from routeplan.publishing.store import RoutingStore
 
 log = logging.getLogger(__name__)

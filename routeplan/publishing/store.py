@@ -50,11 +50,11 @@ from types import EllipsisType
 from typing import Any, Literal, Protocol
 
 from routeplan import storage
+from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document, read_limited
+from routeplan.contracts.schemas import validate_document
 from routeplan.errors import one_line
 from routeplan.model.names import check_name, is_valid_name
 from routeplan.model.table import Table, table_from_document
-from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document, read_limited
-from routeplan.publishing.schemas import validate_document
 
 _VERSION_FILE = re.compile(r"^v(\d+)\.json$")
 TEMP_PREFIX = ".tmp-"

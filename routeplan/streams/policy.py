@@ -369,7 +369,7 @@ class _Context:
 
 def _check_schema(doc: Any, where: str, lines: Mapping[tuple[Any, ...], int]) -> None:
     """The schema's violations, each as ``file:line: stream 'x': field: message``."""
-    from routeplan.publishing.schemas import schema_errors
+    from routeplan.contracts.schemas import schema_errors
 
     errors = schema_errors("streams", doc)
     if not errors:
