@@ -15,8 +15,8 @@ import numpy as np
 
 from routeplan.model.loads import LoadSnapshot, PartitionLoad
 from routeplan.model.plan import Move
+from routeplan.model.plan import moves as key_moves
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
-from routeplan.planning.metrics import moves as key_moves
 
 
 def diff_tables(old: Table, new: Table) -> dict[str, Any]:
