@@ -113,8 +113,8 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from routeplan.planning.registry import strategy_parameters
+    from routeplan.plots import compare_png
     from routeplan.simulation.online import ONLINE_SCHEMES
-    from routeplan.simulation.plots import compare_png
     from routeplan.simulation.replay import compare
 
     names = args.strategies or tuple(ONLINE_SCHEMES)
