@@ -4,7 +4,7 @@
     .venv/bin/python bench/api.py --threads 16 --seconds 30
 
 Publishes a realistic table (cg on a Zipf stream: 1024 key groups, 10 workers, 50 hot keys, its
-planning loads), starts ``routeplan.publishing.api.serve`` (uvicorn, one process) on a free local
+planning loads), starts ``routeplan.api.app.serve`` (uvicorn, one process) on a free local
 port in a subprocess, and drives it from ``--threads`` httpx clients (keep-alive) in this process:
 first with a plain GET (200, the whole document), then with ``If-None-Match`` set to the current
 ETag (304, no body). The load generator shares the machine with the server.
@@ -75,10 +75,9 @@ def free_port() -> int:
 
 
 def start_server(root: Path, port: int) -> subprocess.Popen:
-    """``routeplan.publishing.api.serve`` in a child process; returns once it answers."""
+    """``routeplan.api.app.serve`` in a child process; returns once it answers."""
     code = (
-        "import sys; from routeplan.publishing.api import serve; "
-        "serve(sys.argv[1], port=int(sys.argv[2]))"
+        "import sys; from routeplan.api.app import serve; serve(sys.argv[1], port=int(sys.argv[2]))"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", code, str(root), str(port)],

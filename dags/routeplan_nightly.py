@@ -45,9 +45,9 @@ from routeplan_tasks import (
     task_defaults,
 )
 
+from routeplan.contracts.schemas import load_schema
 from routeplan.model.plan import MIGRATION_COST_UNITS
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
-from routeplan.publishing.schemas import load_schema
 
 # a stream name as schemas/name.schema.json has it (the rule of routeplan.model.names)
 STREAM_NAME = {k: load_schema("name")[k] for k in ("type", "minLength", "maxLength", "pattern")}

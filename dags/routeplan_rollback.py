@@ -21,7 +21,7 @@ from datetime import datetime
 from airflow.sdk import DAG, Param
 from routeplan_tasks import HOME, announce, spark_job, task_defaults
 
-from routeplan.publishing.schemas import load_schema
+from routeplan.contracts.schemas import load_schema
 
 # a stream name as schemas/name.schema.json has it (the rule of routeplan.model.names)
 NAME = load_schema("name")

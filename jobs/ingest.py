@@ -49,9 +49,9 @@ from jobs.common import (
     write_deltas,
 )
 from routeplan import storage
+from routeplan.contracts.schemas import load_schema
 from routeplan.errors import one_line
 from routeplan.model.names import spark_name_regex
-from routeplan.publishing.schemas import load_schema
 
 SUFFIXES = {
     ".jsonl": "jsonl",

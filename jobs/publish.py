@@ -211,7 +211,8 @@ def append_log(
 def write_plots(tables: Tables, interval_start: date, outcomes: list[dict]) -> None:
     """Each published version's worker-load plot, ``<home>/reports/<day>/<stream>-v<N>.png``,
     its location in the outcome's ``plot`` (the report links it)."""
-    from routeplan.plots import stored_parent, version_png
+    from routeplan.plots import version_png
+    from routeplan.publishing.diff import stored_parent
 
     store = RoutingStore(tables.routing)
     folder = storage.join(settings.reports_root(tables.home), interval_start.isoformat())

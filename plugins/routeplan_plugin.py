@@ -14,7 +14,7 @@ from typing import Any
 from airflow.plugins_manager import AirflowPlugin
 
 from routeplan import settings
-from routeplan.publishing.api import create_app
+from routeplan.api.app import create_app
 
 
 def auth_dependencies() -> list[Any]:

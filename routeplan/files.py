@@ -3,7 +3,7 @@ Spark jobs — and JSON written one way.
 
 * ``read_rows``: the rows of a CSV file (header row) or a JSON Lines file (loads files, rates,
   flows);
-* ``read_json``: one JSON document, within ``routeplan.publishing.documents``' size and depth
+* ``read_json``: one JSON document, within ``routeplan.contracts.documents``' size and depth
   bounds, from a local path or an object-store URI (``routeplan.storage``);
 * ``read_workers_file``: the workers file (``schemas/worker.schema.json``, a path or URI), each
   stream's ``Workers`` (``read_workers_and_learn``: and the workers whose capacity is ``auto``);
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from routeplan import storage
+from routeplan.contracts.documents import check_bounds, read_limited
+from routeplan.contracts.schemas import validate_document
 from routeplan.errors import InputError, OutputError, UsageError
 from routeplan.model.workers import Workers
-from routeplan.publishing.documents import check_bounds, read_limited
-from routeplan.publishing.schemas import validate_document
 
 __all__ = [
     "JSON_LINES_SUFFIXES",
@@ -142,7 +142,7 @@ def _csv_rows(path: Path, text: str) -> list[Row]:
 
 def read_json(path: str | os.PathLike[str]) -> Any:
     """The JSON document in ``path`` (a local path or a URI), within
-    ``routeplan.publishing.documents``' size and depth bounds."""
+    ``routeplan.contracts.documents``' size and depth bounds."""
     with reading(path):
         data = read_limited(path)
         try:

@@ -1,16 +1,19 @@
 """Typed text values, checked one way wherever text comes in: the command line, the simulator's
 ``zipf:`` / ``generate:`` specs, the Spark jobs' ``--param`` and the DAG's arguments.
 
-A library module (it imports nothing of ``routeplan.cli``; the CLI and the jobs import it):
+A library module low in the layers (it imports only ``routeplan.errors`` and
+``routeplan.model``; the CLI, the simulator and the jobs import it). What needs the strategies
+— strategy names, ``--param`` values checked against a strategy — is the CLI's
+(``routeplan.cli.strategies``):
 
-* type functions for numbers (finite, within bounds), names (``routeplan.model.names``), dates,
-  versions and strategy names, usable as argparse ``type=``; each raises
-  ``argparse.ArgumentTypeError`` naming the value and what is allowed, which argparse reports as
-  ``argument --flag: …`` (exit code 2);
+* type functions for numbers (finite, within bounds), names (``routeplan.model.names``), dates
+  and versions, usable as argparse ``type=``; each raises ``argparse.ArgumentTypeError`` naming
+  the value and what is allowed, which argparse reports as ``argument --flag: …`` (exit code 2);
 * ``parse_spec``: the one parser of ``K=V[,K=V…]`` specs (``zipf:…``, ``generate:…``,
   ``--capacities``), each key with its own type function; ``param_pair``: one ``--param K=V``
   with a JSON value (the CLI and ``jobs/plan.py``);
-* ``check_strategy_params``: ``--param`` values against the strategy's parameter types;
+* ``fits_type``: whether a value suits a type annotation (the CLI's ``--param`` checks and the
+  streams' policies use it against a strategy's parameter types);
 * the limits on sizes a request may ask for, checked before anything is allocated.
 """
 
@@ -22,7 +25,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
@@ -37,10 +40,10 @@ __all__ = [
     "MAX_PARTITIONS",
     "MAX_WORKERS",
     "TypeFunction",
-    "check_strategy_params",
     "checked",
     "comma_list",
     "finite_float",
+    "fits_type",
     "integer",
     "iso_date",
     "key_group_count",
@@ -48,9 +51,6 @@ __all__ = [
     "nonnegative_float",
     "nonnegative_int",
     "number",
-    "online_strategy_list",
-    "key_routing_strategy_name",
-    "online_strategy_name",
     "param_pair",
     "parse_spec",
     "port",
@@ -58,7 +58,6 @@ __all__ = [
     "positive_int",
     "probability",
     "split_pair",
-    "strategy_name",
     "stream_name",
     "version_number",
     "worker_count",
@@ -194,44 +193,6 @@ def version_number(text: str) -> int:
     return int(value)
 
 
-def _choose(text: str, known: Iterable[str], what: str) -> str:
-    known = list(known)
-    if text not in known:
-        raise argparse.ArgumentTypeError(f"unknown {what} {text!r}; known: {', '.join(known)}")
-    return text
-
-
-def strategy_name(text: str) -> str:
-    """Any registered strategy."""
-    from routeplan.planning.registry import strategy_names
-
-    return _choose(text.strip(), strategy_names(), "strategy")
-
-
-def key_routing_strategy_name(text: str) -> str:
-    """A registered strategy that routes key groups (``routeplan plan``); a partition strategy
-    is refused with a pointer to ``routeplan binpack``, which plans partitions."""
-    from routeplan.planning.registry import strategy_names
-
-    name = text.strip()
-    if name in strategy_names("partition_assignment"):
-        raise argparse.ArgumentTypeError(
-            f"{name!r} assigns partitions to consumers: plan it with routeplan binpack"
-        )
-    return _choose(name, strategy_names("key_routing"), "key-routing strategy")
-
-
-def online_strategy_name(text: str) -> str:
-    """A strategy the stream simulator can replay."""
-    from routeplan.simulation.online import ONLINE_SCHEMES
-
-    return _choose(text.strip(), ONLINE_SCHEMES, "strategy")
-
-
-def online_strategy_list(text: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(online_strategy_name(s) for s in comma_list(text)))
-
-
 # --------------------------------------------------------------------------------------------
 # K=V specs
 
@@ -297,39 +258,6 @@ def param_pair(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(f"{key}={value!r}: {err}") from None
 
 
-def check_strategy_params(strategy: str, params: Mapping[str, object]) -> dict[str, Any]:
-    """``params`` for ``strategy``: ``UsageError`` for a name it does not take or a value of the
-    wrong type (by the annotations of its constructor); integral floats become ints."""
-    from routeplan.planning.registry import strategy_parameter_types
-
-    hints = strategy_parameter_types(strategy)
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        if key not in hints:
-            raise UsageError(
-                f"--param {key}: strategy {strategy!r} takes no such parameter; "
-                f"it takes: {', '.join(hints) or 'none'}"
-            )
-        hint = hints[key]
-        if hint is not None and not fits_type(value, hint):
-            if _fits_integer(value, hint):
-                value = int(value)  # type: ignore[arg-type]
-            else:
-                raise UsageError(
-                    f"--param {key}={json.dumps(value)}: {strategy}'s {key} takes {_describe(hint)}"
-                )
-        out[key] = value
-    if out:  # the strategy's own checks of its values (ranges, choices), as a usage error
-        from routeplan.planning.registry import get_strategy
-
-        try:
-            get_strategy(strategy, **out)
-        except ValueError as err:
-            given = " ".join(f"{k}={json.dumps(v)}" for k, v in out.items())
-            raise UsageError(f"--param {given}: {strategy}: {err}") from None
-    return out
-
-
 def fits_type(value: object, hint: Any) -> bool:
     """Whether ``value`` (parsed from text, JSON or YAML) suits the type annotation ``hint``:
     unions, None, bool, int (not bool), finite float, str, mappings and lists of those; an
@@ -359,21 +287,3 @@ def fits_type(value: object, hint: Any) -> bool:
             return True
         return isinstance(value, list) and all(fits_type(v, args[0]) for v in value)
     return True  # an annotation this check does not know: the strategy checks the value
-
-
-def _fits_integer(value: object, hint: Any) -> bool:
-    return isinstance(value, float) and value.is_integer() and fits_type(int(value), hint)
-
-
-def _describe(hint: Any) -> str:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_describe(a) for a in args)
-    names = {type(None): "null", bool: "true or false", int: "an integer", str: "a string"}
-    if hint is float:
-        return "a finite number"
-    if hint in names:
-        return names[hint]
-    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
-        return f"a JSON object of {_describe(args[1]) if args else 'values'}"
-    return str(hint)

@@ -4,17 +4,19 @@
   (the current routing) and after a plan, as side-by-side bars with the line a balanced
   worker sits on — the fair share for key routing, the bin capacity C for partitions.
   ``version_png`` draws a published version against the one it replaced (its parent).
+  The caller passes the parent (``routeplan.publishing.diff.stored_parent`` finds it in a store).
 - ``pareto_png``: ``routeplan binpack``'s strategies as mean consumers vs mean Rscore, with the
   Pareto front of those that never overload a consumer.
+- ``compare_png``: ``routeplan compare``'s simulated strategies, imbalance and queues over time.
 
-The CLI (``routeplan show / plan / binpack --plot``), the HTTP API (``/streams/{stream}/plot.png``)
-and the publish job only call these and write the bytes.
+The CLI (``routeplan show / plan / binpack / compare --plot``), the HTTP API
+(``/streams/{stream}/plot.png``) and the publish job only call these and write the bytes.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +27,11 @@ from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 from routeplan.planning import metrics
 from routeplan.planning.partitions.scores import pareto_front
-from routeplan.publishing.store import RoutingStore
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from routeplan.simulation.replay import SimulationResult
 
 BEFORE_COLOR, AFTER_COLOR, OVER_COLOR, LINE_COLOR = "#9e9e9e", "#1f77b4", "#d62728", "#333333"
 
@@ -89,14 +92,6 @@ def _label(when: str, table: Table, otherwise: str) -> str:
     if table.version:
         return f"v{table.version} ({when})" if when else f"v{table.version}"
     return f"{when} ({otherwise})" if when else otherwise
-
-
-def stored_parent(store: RoutingStore, table: Table) -> Table | None:
-    """The version ``table`` replaced, when the store still holds it (pruned: None)."""
-    parent = table.parent_version
-    if parent is None or parent not in store.versions(table.stream):
-        return None
-    return store.load(table.stream, parent)
 
 
 def version_png(table: Table, parent: Table | None) -> tuple[bytes, str | None]:
@@ -232,6 +227,27 @@ def pareto_png(summary: Mapping[str, Any], title: str = "") -> bytes:
     ax.margins(0.15)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    return png_bytes(fig)
+
+
+def compare_png(results: Sequence[SimulationResult], title: str = "") -> bytes:
+    """Imbalance and queue spread over time, and replication, per strategy: one PNG."""
+    fig = new_figure(width=15.0, height=4.2)
+    axes = fig.subplots(1, 3)
+    for r in results:
+        t = r.series["messages"]
+        axes[0].plot(t, np.maximum(r.series["imbalance"], 1e-6), label=r.strategy)
+        axes[1].plot(t, r.series["queue_spread"], label=r.strategy)
+    axes[0].set(xlabel="messages", ylabel="imbalance (max u − 1)", yscale="log")
+    axes[1].set(xlabel="messages", ylabel="queue length max − min")
+    axes[2].bar([r.strategy for r in results], [r.replication for r in results])
+    axes[2].set(ylabel="replication (memory / distinct keys)")
+    axes[2].tick_params(axis="x", rotation=45)
+    for ax in axes[:2]:
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
+    axes[0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
     return png_bytes(fig)
 
 

@@ -22,12 +22,12 @@ from airflow_server import free_port
 from conftest import stream_names
 from hypothesis import HealthCheck, given, settings
 
+from routeplan.api.app import create_app, etag_matches
+from routeplan.contracts.schemas import validate_document
 from routeplan.model.names import is_valid_name
 from routeplan.model.table import PartitionAssignment, RoutingTable, checksum, table_from_document
 from routeplan.model.workers import Workers
-from routeplan.publishing.api import create_app, etag_matches
 from routeplan.publishing.diff import diff_tables
-from routeplan.publishing.schemas import validate_document
 from routeplan.publishing.store import RoutingStore
 
 WORKERS = Workers.homogeneous(3)
@@ -274,8 +274,7 @@ def test_serve_runs_the_api_on_the_given_host_and_port(tmp_path):
     RoutingStore(tmp_path).publish(key_table("served"))
     port = free_port()
     code = (
-        "import sys; from routeplan.publishing.api import serve; "
-        "serve(sys.argv[1], port=int(sys.argv[2]))"
+        "import sys; from routeplan.api.app import serve; serve(sys.argv[1], port=int(sys.argv[2]))"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(port)])
     try:

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from routeplan.cli.main import main
+from routeplan.contracts.schemas import validate_document
 from routeplan.model.loads import PartitionLoad
 from routeplan.model.plan import BUDGET_LIMITS, Budget
 from routeplan.model.table import PartitionAssignment, RoutingTable, table_from_document
@@ -31,7 +32,6 @@ from routeplan.planning.partitions.packing import (
 )
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
 from routeplan.producers.client import Assignment, Router
-from routeplan.publishing.schemas import validate_document
 from routeplan.publishing.store import RoutingStore
 
 HEURISTICS = ADAPTED + MODIFIED

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from routeplan.publishing.schemas import validate_document
+from routeplan.contracts.schemas import validate_document
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]

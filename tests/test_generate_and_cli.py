@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 
 from routeplan.cli.main import main
+from routeplan.contracts.schemas import validate_document
 from routeplan.errors import InputError
 from routeplan.files import read_workers_file
 from routeplan.model.hashing import key_group
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget
 from routeplan.planning.registry import get_strategy
-from routeplan.publishing.schemas import validate_document
 from routeplan.simulation.generate import GeneratorConfig, generate, stream_workers
 
 DAY = date(2026, 11, 20)

@@ -26,8 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs import ingest
+from routeplan.contracts.schemas import load_schema, validate_document
 from routeplan.model.names import is_valid_name, spark_name_regex
-from routeplan.publishing.schemas import load_schema, validate_document
 
 pytestmark = pytest.mark.spark
 DAY = "2026-11-20"

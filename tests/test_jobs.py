@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from jobs import ingest, plan, publish, rollback, validate, windows
+from routeplan.contracts.schemas import validate_document
 from routeplan.model.workers import Workers
 from routeplan.planning.metrics import observed_imbalance
 from routeplan.producers.client import Router
-from routeplan.publishing.schemas import validate_document
 from routeplan.publishing.store import RoutingStore
 from routeplan.simulation.generate import GeneratorConfig, generate
 

@@ -4,9 +4,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import moves
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Worker, Workers
-from routeplan.planning.metrics import imbalance, moves, normalised_load, observed_imbalance
+from routeplan.planning.metrics import imbalance, normalised_load, observed_imbalance
 
 
 def test_imbalance_is_zero_when_load_follows_capacity():

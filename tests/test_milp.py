@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from routeplan.cli.main import main
+from routeplan.contracts.schemas import validate_document
 from routeplan.model.flow import flow_arrays
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget
@@ -20,7 +21,6 @@ from routeplan.planning.metrics import collocation_factor, load_distance, worker
 from routeplan.planning.reassign.albic import balanced_partition, components
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
 from routeplan.planning.solver import cbc_outcome, solve
-from routeplan.publishing.schemas import validate_document
 from routeplan.simulation.instances import flow_instance, table_of, varies_instance
 
 # ---------------------------------------------------------------- metrics

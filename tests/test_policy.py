@@ -13,10 +13,10 @@ from conftest import stream_names
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from routeplan.contracts.schemas import schema_dir
 from routeplan.errors import InputError
 from routeplan.model.names import is_valid_name
 from routeplan.model.plan import Budget
-from routeplan.publishing.schemas import schema_dir
 from routeplan.streams import auto
 from routeplan.streams.policy import (
     DEFAULT_GOALS,

@@ -8,6 +8,8 @@ from conftest import stream_names, zipf_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from routeplan.contracts.documents import parse_document
+from routeplan.contracts.schemas import validate_document
 from routeplan.model.hashing import key_group
 from routeplan.model.names import InvalidNameError, is_valid_name
 from routeplan.model.plan import Budget
@@ -15,8 +17,6 @@ from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.registry import get_strategy
 from routeplan.producers.client import Router
-from routeplan.publishing.documents import parse_document
-from routeplan.publishing.schemas import validate_document
 from routeplan.publishing.store import RoutingStore
 
 SNAPSHOT = zipf_snapshot(keys=5_000, messages=200_000, num_key_groups=256)

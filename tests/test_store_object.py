@@ -336,7 +336,7 @@ def etag(published: RoutingTable) -> str:
 def test_the_http_api_serves_an_s3_root(s3_root):
     from fastapi.testclient import TestClient
 
-    from routeplan.publishing.api import create_app
+    from routeplan.api.app import create_app
 
     store = RoutingStore(s3_root)
     with TestClient(create_app(s3_root)) as api:

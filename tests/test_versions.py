@@ -10,13 +10,13 @@ import pytest
 from conftest import zipf_snapshot
 
 from routeplan.cli.main import main
+from routeplan.contracts.schemas import validate_document
 from routeplan.model.loads import PartitionLoad
 from routeplan.model.plan import Budget
 from routeplan.model.table import PartitionAssignment, RoutingTable, planning_load
 from routeplan.model.workers import Workers
 from routeplan.planning.registry import get_strategy
 from routeplan.publishing.diff import diff_tables
-from routeplan.publishing.schemas import validate_document
 from routeplan.publishing.store import RoutingStore, StaleLatestError
 
 SNAPSHOT = zipf_snapshot(keys=5_000, messages=200_000, num_key_groups=256)

@@ -36,6 +36,7 @@ import numpy as np
 
 from routeplan import storage
 from routeplan.cli import progress
+from routeplan.cli.strategies import check_strategy_params, key_routing_strategy_name
 from routeplan.errors import InputError, UsageError
 from routeplan.files import (
     Row,
@@ -55,10 +56,8 @@ from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.parsing import (
     MAX_WORKERS,
-    check_strategy_params,
     checked,
     key_group_count,
-    key_routing_strategy_name,
     nonnegative_float,
     nonnegative_int,
     param_pair,

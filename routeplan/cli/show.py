@@ -112,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
 def write_plot(store: RoutingStore, table: Table, location: str) -> str:
     """Write ``table``'s worker-load plot (against the version it replaced, when still stored)
     to ``location``; the location."""
-    from routeplan.plots import stored_parent, version_png
+    from routeplan.plots import version_png
+    from routeplan.publishing.diff import stored_parent
 
     try:
         png, note = version_png(table, stored_parent(store, table))

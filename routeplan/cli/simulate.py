@@ -7,14 +7,16 @@ import argparse
 
 from routeplan import storage
 from routeplan.cli import progress
+from routeplan.cli.strategies import (
+    check_strategy_params,
+    online_strategy_list,
+    online_strategy_name,
+)
 from routeplan.errors import UsageError
 from routeplan.files import json_text
 from routeplan.parsing import (
-    check_strategy_params,
     integer,
     nonnegative_int,
-    online_strategy_list,
-    online_strategy_name,
     param_pair,
     positive_float,
     positive_int,
@@ -111,8 +113,8 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from routeplan.planning.registry import strategy_parameters
+    from routeplan.plots import compare_png
     from routeplan.simulation.online import ONLINE_SCHEMES
-    from routeplan.simulation.plots import compare_png
     from routeplan.simulation.replay import compare
 
     names = args.strategies or tuple(ONLINE_SCHEMES)

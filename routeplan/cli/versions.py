@@ -127,7 +127,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from routeplan.publishing.api import serve
+    from routeplan.api.app import serve
 
     serve(routing_root(args), host=args.host, port=args.port, log_level=args.log_level)
     return 0

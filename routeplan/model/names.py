@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from routeplan.publishing.schemas import load_schema
+from routeplan.contracts.schemas import load_schema
 
 __all__ = ["InvalidNameError", "check_name", "is_valid_name", "name_rule", "spark_name_regex"]
 

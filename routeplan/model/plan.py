@@ -1,4 +1,6 @@
-"""A plan's limits (budget) and its answer: the moves and the new table."""
+"""A plan's limits (budget) and its answer: the moves and the new table; ``moves`` lists the
+key groups and hot keys whose workers differ between two key-routing tables (plans, validation
+and ``routeplan diff`` count them one way)."""
 
 from __future__ import annotations
 
@@ -6,8 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
-    from routeplan.model.table import Table
+    from routeplan.model.loads import LoadSnapshot
+    from routeplan.model.table import RoutingTable, Table
 
 
 # The limits a budget may set; each strategy declares which of them it honours (``honours``) and
@@ -76,3 +81,31 @@ class Plan:
     def predicted(self) -> Mapping[str, float]:
         """The predicted metrics (imbalance, moves, …): the table's ``predicted``."""
         return self.table.predicted
+
+
+def moves(
+    current: RoutingTable | None, new: RoutingTable, snapshot: LoadSnapshot
+) -> tuple[Move, ...]:
+    """Key groups and hot keys whose workers differ between ``current`` and ``new``."""
+    if current is None or current.num_key_groups != new.num_key_groups:
+        return ()
+    hot = set(new.hot_keys) | set(current.hot_keys)
+    residual = snapshot.residual_key_group_load([k for k in hot if k in snapshot.hot_key_load])
+    old_groups = np.asarray(current.key_group_worker, dtype=object)
+    new_groups = np.asarray(new.key_group_worker, dtype=object)
+    result = [
+        Move(f"key_group:{g}", (old_groups[g],), (new_groups[g],), float(residual[g]))
+        for g in np.flatnonzero(old_groups != new_groups)
+    ]
+    for key in sorted(hot):
+        before = _targets(current, key, snapshot)
+        after = _targets(new, key, snapshot)
+        if before != after:
+            result.append(Move(f"key:{key}", before, after, snapshot.hot_key_load.get(key, 0.0)))
+    return tuple(result)
+
+
+def _targets(table: RoutingTable, key: str, snapshot: LoadSnapshot) -> tuple[str, ...]:
+    if key in table.hot_keys:
+        return tuple(sorted(w for w, _ in table.hot_keys[key]))
+    return (table.key_group_worker[snapshot.hot_key_group(key)],)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
-from routeplan.model.plan import Move
+from routeplan.model.plan import Move, moves
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 
@@ -119,34 +119,6 @@ def worker_load(table: RoutingTable, snapshot: LoadSnapshot) -> np.ndarray:
 def table_imbalance(table: RoutingTable, snapshot: LoadSnapshot) -> float:
     workers = table.workers
     return imbalance(worker_load(table, snapshot), workers.capacities, workers.is_active)
-
-
-def moves(
-    current: RoutingTable | None, new: RoutingTable, snapshot: LoadSnapshot
-) -> tuple[Move, ...]:
-    """Key groups and hot keys whose workers differ between ``current`` and ``new``."""
-    if current is None or current.num_key_groups != new.num_key_groups:
-        return ()
-    hot = set(new.hot_keys) | set(current.hot_keys)
-    residual = snapshot.residual_key_group_load([k for k in hot if k in snapshot.hot_key_load])
-    old_groups = np.asarray(current.key_group_worker, dtype=object)
-    new_groups = np.asarray(new.key_group_worker, dtype=object)
-    result = [
-        Move(f"key_group:{g}", (old_groups[g],), (new_groups[g],), float(residual[g]))
-        for g in np.flatnonzero(old_groups != new_groups)
-    ]
-    for key in sorted(hot):
-        before = _targets(current, key, snapshot)
-        after = _targets(new, key, snapshot)
-        if before != after:
-            result.append(Move(f"key:{key}", before, after, snapshot.hot_key_load.get(key, 0.0)))
-    return tuple(result)
-
-
-def _targets(table: RoutingTable, key: str, snapshot: LoadSnapshot) -> tuple[str, ...]:
-    if key in table.hot_keys:
-        return tuple(sorted(w for w, _ in table.hot_keys[key]))
-    return (table.key_group_worker[snapshot.hot_key_group(key)],)
 
 
 def memory(table: RoutingTable, snapshot: LoadSnapshot) -> float | None:

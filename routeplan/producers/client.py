@@ -13,7 +13,7 @@ A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``
 other fsspec URL (``s3://bucket/routing`` or ``s3a://…``, ``gs://…``, ``memory://…``) with the
 store's layout (``routeplan.producers.sources`` reads them; this module follows them).
 A stream name that breaks the name rule (``routeplan.model.names``) is refused before any read, and
-a document is read within ``routeplan.publishing.documents``' bounds (``max_bytes``, nesting depth).
+a document is read within ``routeplan.contracts.documents``' bounds (``max_bytes``, nesting depth).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from typing import Any, Self
 
 import numpy as np
 
+from routeplan.contracts.documents import DEFAULT_MAX_BYTES
 from routeplan.model.hashing import key_group, key_groups_of, key_hash_array
 from routeplan.model.hashing import key_hash_fast as _hash  # one global lookup in route()
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.producers.sources import Source, open_source, verified
-from routeplan.publishing.documents import DEFAULT_MAX_BYTES
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``
 other fsspec URL (``s3://bucket/routing`` or ``s3a://…``, ``gs://…``, ``memory://…``) with the
 store's layout; directories and fsspec URLs are read through ``RoutingStore``. A source delivers
 a version's bytes unverified (``Fetched``); ``verified`` turns them into the table, within
-``routeplan.publishing.documents``' bounds (``max_bytes``, nesting depth), schema and checksum
+``routeplan.contracts.documents``' bounds (``max_bytes``, nesting depth), schema and checksum
 checked. Following a source (polling, swapping, logging) is ``routeplan.producers.client``'s.
 """
 
@@ -21,10 +21,10 @@ from urllib.parse import quote, urlsplit
 from urllib.request import url2pathname
 
 from routeplan import storage
+from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document
+from routeplan.contracts.schemas import validate_document
 from routeplan.model.names import check_name
 from routeplan.model.table import Table, table_from_document
-from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document
-from routeplan.publishing.schemas import validate_document
 from routeplan.publishing.store import RoutingStore
 
 

@@ -5,18 +5,23 @@ weighs each move with the loads a plan was computed on (the newer table's ``plan
 the older one's). Without loads it still lists the moves and the share of the key space they
 cover (key groups are equal-sized slices of the hash space). The JSON form is
 ``schemas/routing_diff.schema.json``; ``routeplan diff`` and the HTTP API print it.
+``stored_parent(store, table)`` finds the version a table replaced, when the store still holds
+it (``routeplan show --plot`` and the publish job draw a version against it).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from routeplan.model.loads import LoadSnapshot, PartitionLoad
 from routeplan.model.plan import Move
+from routeplan.model.plan import moves as key_moves
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
-from routeplan.planning.metrics import moves as key_moves
+
+if TYPE_CHECKING:
+    from routeplan.publishing.store import RoutingStore
 
 
 def diff_tables(old: Table, new: Table) -> dict[str, Any]:
@@ -78,6 +83,14 @@ def diff_tables(old: Table, new: Table) -> dict[str, Any]:
             for m in moved
         ],
     }
+
+
+def stored_parent(store: RoutingStore, table: Table) -> Table | None:
+    """The version ``table`` replaced, when the store still holds it (pruned: None)."""
+    parent = table.parent_version
+    if parent is None or parent not in store.versions(table.stream):
+        return None
+    return store.load(table.stream, parent)
 
 
 def _key_basis(old: RoutingTable, new: RoutingTable) -> tuple[str | None, LoadSnapshot | None]:

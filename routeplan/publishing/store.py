@@ -28,7 +28,7 @@ back ends (``routeplan.publishing.store_files``), chosen from the root
 
 A stream name becomes a folder, so every method that takes one refuses a name that breaks the
 name rule (``routeplan.model.names``) with ``InvalidNameError`` before it touches storage.
-Documents are read within ``routeplan.publishing.documents``' bounds (size, nesting). After a fault
+Documents are read within ``routeplan.contracts.documents``' bounds (size, nesting). After a fault
 — a garbage ``LATEST``, a publisher killed mid-way — ``doctor`` says what is wrong and repairs what
 it safely can; a publish refuses to build on a broken ``LATEST`` and says to run it.
 """
@@ -47,11 +47,11 @@ from types import EllipsisType
 from typing import Any, Literal
 
 from routeplan import storage
+from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document
+from routeplan.contracts.schemas import validate_document
 from routeplan.errors import one_line
 from routeplan.model.names import check_name, is_valid_name
 from routeplan.model.table import Table, table_from_document
-from routeplan.publishing.documents import DEFAULT_MAX_BYTES, parse_document
-from routeplan.publishing.schemas import validate_document
 from routeplan.publishing.store_files import LATEST, TEMP_PREFIX, Files, LocalFiles, ObjectFiles
 
 _VERSION_FILE = re.compile(r"^v(\d+)\.json$")
@@ -66,7 +66,7 @@ class RoutingStore:
     """Versions of each stream's routing table under one root: a local directory or an
     object-store URI (``s3://bucket/prefix``, ``s3a://…``).
 
-    ``max_bytes`` bounds the version files it reads (``routeplan.publishing.documents``);
+    ``max_bytes`` bounds the version files it reads (``routeplan.contracts.documents``);
     ``storage_options`` go to fsspec for a URI root (default: ``routeplan.storage``'s, from the
     AWS variables). ``root`` is the root as a string (``s3a://`` spelled ``s3://``).
     """

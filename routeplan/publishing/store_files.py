@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from routeplan import storage
-from routeplan.publishing.documents import read_limited
+from routeplan.contracts.documents import read_limited
 
 TEMP_PREFIX = ".tmp-"
 LATEST = "LATEST"

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from routeplan.contracts.schemas import schema_errors
 from routeplan.errors import InputError
 from routeplan.model.hashing import DEFAULT_SEED
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.model.workers import Workers
-from routeplan.publishing.schemas import schema_errors
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
+from routeplan.contracts.schemas import schema_errors
 from routeplan.model.names import name_rule
-from routeplan.publishing.schemas import schema_errors
 
 
 class _SafeLoader(yaml.SafeLoader):

@@ -1,7 +1,7 @@
 """The moves of a key-routing plan in progress, counted against the current table and the budget.
 
 ``cg`` and ``ring`` honour ``Budget.max_moves`` and ``Budget.max_migrated_load_share``: every
-change they make to the current table is priced here **as ``metrics.moves`` counts it** — a key
+change they make to the current table is priced here **as ``model.plan.moves`` counts it** — a key
 group whose worker changes (its load: the group's load less the hot keys routed on their own in
 either table), a hot key whose set of workers changes (its load) — before it is made, and a change
 the budget cannot pay for is not made (the unit stays where the current table has it).
@@ -11,7 +11,7 @@ workers) left the workers list must move whatever the table; it is not refused, 
 reserved first, and the voluntary moves get what is left (``max(0, limit − forced)``). So a plan
 has ``moves ≤ max(max_moves, forced_moves)``, and ``forced_moves`` is reported in its predicted
 metrics. A draining worker is still listed: leaving it is a voluntary move. Without a current
-table of as many key groups nothing counts as a move (``metrics.moves`` reports none).
+table of as many key groups nothing counts as a move (``model.plan.moves`` reports none).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def usable_current(current: RoutingTable | None, loads: LoadSnapshot) -> Routing
 
 
 def targets_of(table: RoutingTable, key: str, loads: LoadSnapshot) -> tuple[str, ...]:
-    """A key's workers in ``table`` as ``metrics.moves`` compares them (sorted names)."""
+    """A key's workers in ``table`` as ``model.plan.moves`` compares them (sorted names)."""
     if key in table.hot_keys:
         return tuple(sorted(w for w, _ in table.hot_keys[key]))
     return (table.key_group_worker[loads.hot_key_group(key)],)

@@ -16,7 +16,7 @@ Conventions of the three strategies, documented once:
 * **no current table** (or one of another size): every key group is new and free to place —
   nothing counts as a migration.
 * **budget**: the ``Budget`` holds every limit. ``max_moves`` caps the moves (key groups and hot
-  keys, as ``metrics.moves`` counts them), ``max_migrated_load_share`` the moved load,
+  keys, as ``model.plan.moves`` counts them), ``max_migrated_load_share`` the moved load,
   ``max_migration_cost`` the summed ``mc_k`` (§4.3.1 constraint (2)) in ``migration_cost_unit``:
   ``moves`` (one per move), ``distinct_keys`` (a state-size proxy: ``LoadSnapshot.distinct_keys``;
   a hot key counts one) or ``load``. Only moves no table can avoid — groups whose worker left the

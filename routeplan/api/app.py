@@ -12,7 +12,7 @@ Documents are served as stored (the same JSON, compact; ``schemas/routing_table.
 checksum intact) with the checksum as a strong ETag; ``If-None-Match`` answers 304. Every
 request reads ``LATEST``; a version is parsed, schema-checked and checksum-verified once and
 then kept in a small LRU, re-read if its file changes (on disk or in the bucket), and read within
-the bounds of ``routeplan.publishing.documents`` (size, nesting). A stored document that fails
+the bounds of ``routeplan.contracts.documents`` (size, nesting). A stored document that fails
 those checks is never served: the answer is 500 naming the file and the failure.
 
 Bad input is a 4xx with a short message and never a server path: a stream name that breaks the
@@ -38,11 +38,11 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 
 from routeplan import __version__, storage
+from routeplan.contracts.documents import DEFAULT_MAX_BYTES
+from routeplan.contracts.schemas import load_schema
 from routeplan.model.names import InvalidNameError, check_name
 from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.diff import diff_tables
-from routeplan.publishing.documents import DEFAULT_MAX_BYTES
-from routeplan.publishing.schemas import load_schema
 from routeplan.publishing.store import BrokenLatestError, RoutingStore, version_runs
 from routeplan.publishing.store_files import LATEST
 
