@@ -23,6 +23,7 @@ EVENT_COLUMNS = (
     "cost_ms",
     "upstream_stream",
     "upstream_key",
+    "routing_version",
     "source_file",
 )
 
