@@ -50,7 +50,9 @@ import numpy as np
 import pyarrow as pa
 from pipeline import DAY, generate_sample  # bench/ is the script's folder, as for client.py
 
-from jobs.ingest import DUPLICATE, SUFFIXES, Field, event_fields
+from jobs.accounting import DUPLICATE
+from jobs.event_rules import Field, event_fields
+from jobs.landing import SUFFIXES
 from routeplan import storage
 from routeplan.model.hashing import DEFAULT_NUM_KEY_GROUPS, DEFAULT_SEED, key_groups
 from routeplan.model.names import spark_name_regex
@@ -113,7 +115,7 @@ def _name_check(column: str) -> str:
 
 def _field_rule(f: Field) -> tuple[str, list[tuple[str, str]]]:
     """``(SQL of the typed value, [(SQL condition, reason)…])`` of one field, as
-    ``jobs.ingest._field_rule`` reads a JSON value: ``{f}`` is its text, ``{f}__t`` its type
+    ``jobs.event_rules._field_rule`` reads a JSON value: ``{f}`` is its text, ``{f}__t`` its type
     (string | number | null | object | array | boolean); the conditions read the typed value
     as the column ``{f}__v`` (computed once)."""
     text, kind, typed = f'"{f.name}"', f'"{f.name}__t"', f'"{f.name}__v"'
@@ -179,7 +181,7 @@ def _field_rule(f: Field) -> tuple[str, list[tuple[str, str]]]:
 def classify_sql(files: list[str], start: date, end: date) -> str:
     """SQL: every non-blank line of the JSON Lines ``files`` with its typed fields, ``raw``,
     ``source_file`` and ``reason`` (null: valid and the first copy of its event), as
-    ``jobs.ingest.classify`` decides them."""
+    ``jobs.event_rules.classify`` decides them."""
     fields = event_fields()
     names = [f.name for f in fields]
     paths = "[" + ", ".join(f"'$.{n}'" for n in names) + "]"

@@ -21,6 +21,7 @@ MIGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "bronze.stream_events": (
         ("upstream_stream", "string"),  # e20a12b: flows between related streams
         ("upstream_key", "string"),
+        ("routing_version", "int"),  # the routing table version a producer routed an event by
     ),
     "bronze.quarantine": (("raw_bytes", "binary"),),  # 678b058: lines that are not UTF-8
     "gold.plans": (("choice", "string"),),  # 706eea9: why auto chose a candidate

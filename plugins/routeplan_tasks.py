@@ -149,7 +149,7 @@ def check_landing(day: str, *, params=None) -> int:
     from airflow.sdk.exceptions import AirflowFailException
 
     from jobs.common import RunArgs
-    from jobs.ingest import landing_files
+    from jobs.landing import landing_files
 
     given = params.get("landing_path")
     landing = location_arg(given) if given else settings.landing_root(HOME)

@@ -35,7 +35,7 @@ START = datetime(2026, 11, 20, tzinfo=UTC)
 END = datetime(2026, 11, 21, tzinfo=UTC)
 NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 FIELDS = tuple(load_schema("stream_event")["properties"])  # a bronze row's event fields
-INTEGER_FIELDS = ("partition", "size_bytes")
+INTEGER_FIELDS = ("partition", "size_bytes", "routing_version")
 NUMBER_FIELDS = ("cost_ms",)
 # ts texts whose meaning both Python and Spark agree on (the oracle does not parse dates)
 TS_TEXTS = {
@@ -82,6 +82,9 @@ def expected_row(record: dict) -> dict | None:
         "cost_ms": None if "cost_ms" not in record else float(record["cost_ms"]),
         "upstream_stream": record.get("upstream_stream"),
         "upstream_key": record.get("upstream_key"),
+        "routing_version": (
+            None if "routing_version" not in record else int(record["routing_version"])
+        ),
     }
 
 
@@ -181,6 +184,12 @@ JSON_MUTATIONS = [
     ("event_id", 7),
     ("upstream_stream", "a b"),
     ("upstream_key", "up"),
+    ("routing_version", 3),
+    ("routing_version", 2.0),  # valid: an integer in JSON Schema
+    ("routing_version", 0),  # versions start at 1
+    ("routing_version", -4),
+    ("routing_version", "5"),
+    ("routing_version", 2**31),
 ]
 
 
@@ -216,7 +225,17 @@ def csv_rows(
     rng: random.Random, first: int, n: int, mutate: float = 0.4
 ) -> tuple[list[str], list[list[str]]]:
     """CSV rows; a mutated row has one field (never event_id, so ids stay unique) replaced."""
-    header = ["event_id", "ts", "key", "stream", "partition", "worker", "size_bytes", "cost_ms"]
+    header = [
+        "event_id",
+        "ts",
+        "key",
+        "stream",
+        "partition",
+        "worker",
+        "size_bytes",
+        "cost_ms",
+        "routing_version",
+    ]
     rows = []
     for i in range(first, first + n):
         record = base_record(rng, i)
@@ -403,6 +422,8 @@ def test_the_campaigns_rows_get_their_reasons(hostile):
         "wrong type for key",
         "malformed line",
         "invalid partition",
+        "invalid routing_version",
+        "wrong type for routing_version",
         "unparseable ts",
         "missing key",
     ):

@@ -2,7 +2,7 @@
 
 import json
 import shutil
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -147,6 +147,95 @@ def test_ingest_keeps_the_valid_copy_of_a_duplicated_event(spark, tmp_path):
     assert str(kept["k"].ts) == "2026-11-20 10:00:00"
     assert kept["k2"].stream == "default" and kept["k2"].size_bytes == 12
     assert len(kept["k2"].event_id) == 64  # derived: sha256 of the row
+
+
+def test_ingest_stores_routing_version_and_migrates_an_old_table(spark, tmp_path):
+    """routing_version (the routing table a producer routed the event by): an int when valid,
+    null when absent, quarantined with its reason otherwise — in every format; a
+    bronze.stream_events written before the column existed gains it and keeps its rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    events_path = tmp_path / "warehouse/bronze/stream_events"
+    spark.createDataFrame(  # as a release before routing_version wrote it
+        [("o1", datetime(2026, 11, 19, 10), date(2026, 11, 19), "clicks", "k", 1, "old.jsonl")],
+        "event_id string, ts timestamp, date date, stream string, key string, size_bytes long, "
+        "source_file string",
+    ).selectExpr(
+        "event_id",
+        "ts",
+        "date",
+        "stream",
+        "key",
+        "CAST(NULL AS int) AS partition",
+        "CAST(NULL AS string) AS worker",
+        "size_bytes",
+        "CAST(NULL AS double) AS cost_ms",
+        "CAST(NULL AS string) AS upstream_stream",
+        "CAST(NULL AS string) AS upstream_key",
+        "source_file",
+        "current_timestamp() AS ingested_at",
+    ).write.format("delta").partitionBy("stream", "date").save(str(events_path))
+    folder = tmp_path / "landing" / DAY
+    folder.mkdir(parents=True)
+    ts = "2026-11-20T10:00:00Z"
+    jsonl = {"j1": 3, "j2": 2.0, "j3": None, "j4": 0, "j5": -1, "j6": "4", "j7": 1.5}
+    (folder / "a.jsonl").write_text(
+        "".join(
+            json.dumps({"event_id": i, "key": "k", "ts": ts, "stream": "clicks"})[:-1]
+            + ("}" if v is None else f', "routing_version": {json.dumps(v)}}}')
+            + "\n"
+            for i, v in jsonl.items()
+        )
+    )
+    (folder / "b.csv").write_text(
+        "event_id,key,ts,stream,routing_version\n"
+        + "".join(
+            f"{i},k,{ts},clicks,{v}\n" for i, v in (("c1", 5), ("c2", ""), ("c3", 0), ("c4", "x"))
+        )
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "event_id": ["p1", "p2", "p3"],
+                "key": ["k"] * 3,
+                "ts": [ts] * 3,
+                "stream": ["clicks"] * 3,
+                "routing_version": pa.array([7, None, 0], pa.int64()),
+            }
+        ),
+        folder / "c.parquet",
+    )
+    report = ingest.main(
+        ["--home", str(tmp_path), "--interval-start", DAY, "--max-quarantined-share", "1"]
+    )
+    assert (report["rows_written"], report["rows_quarantined"]) == (7, 7)
+    assert report["quarantined_by_reason"] == {
+        "invalid routing_version": 6,
+        "wrong type for routing_version": 1,  # "4" is a string, the schema wants an integer
+    }
+    quarantine = spark.read.format("delta").load(str(tmp_path / "warehouse/bronze/quarantine"))
+    assert sorted(r.reason for r in quarantine.collect()) == [
+        "invalid routing_version: -1",
+        "invalid routing_version: 0",
+        "invalid routing_version: 0",
+        "invalid routing_version: 0",
+        "invalid routing_version: 1.5",
+        "invalid routing_version: x",
+        "wrong type for routing_version: expected an integer, got string",
+    ]
+    events = spark.read.format("delta").load(str(events_path))
+    assert dict(events.dtypes)["routing_version"] == "int"
+    assert {r.event_id: r.routing_version for r in events.collect()} == {
+        "o1": None,  # the old table's row, kept; the column was added by its migration
+        "j1": 3,
+        "j2": 2,  # 2.0 is an integer
+        "j3": None,
+        "c1": 5,
+        "c2": None,  # an empty CSV field is absent
+        "p1": 7,
+        "p2": None,
+    }
 
 
 def test_ingest_without_files_says_where_it_looked(home):
