@@ -402,3 +402,25 @@ def test_overrides_keep_inline_workers_and_auto_candidates(tmp_path):
     again = policy_from_overrides(base, budget={"max_moves": 4})
     assert again.candidates == ("cg", "flux") and again.workers == base.workers
     assert isinstance(again, StreamPolicy) and again.budget.max_moves == 4
+
+
+def test_the_regression_guard_fields_have_defaults_and_are_checked(tmp_path):
+    path = tmp_path / "streams.yaml"
+    path.write_text(
+        "defaults: {thresholds: {regression_tolerance: 0.2}}\n"
+        "streams:\n"
+        "  a: {on_regression: hold, thresholds: {regression_days: 2}}\n"
+        "  b: {}\n"
+    )
+    policies = load_policies(path)
+    a, b = policies.for_stream("a"), policies.for_stream("b")
+    assert (a.on_regression, a.regression_days, a.regression_tolerance) == ("hold", 2, 0.2)
+    assert (b.on_regression, b.regression_days, b.regression_tolerance) == ("rollback", 1, 0.2)
+    for bad, where in (
+        ("on_regression: undo", "on_regression"),
+        ("thresholds: {regression_days: 0}", "regression_days"),
+        ("thresholds: {regression_tolerance: 2}", "regression_tolerance"),
+    ):
+        path.write_text(f"streams:\n  a: {{{bad}}}\n")
+        with pytest.raises(PolicyError, match=f"stream 'a'.*{where}"):
+            load_policies(path)

@@ -59,6 +59,8 @@ __all__ = [
 AUTO = "auto"
 LOAD_METRICS = ("messages", "bytes", "cost_ms")
 PLANNING_WINDOWS = ("peak", "interval")
+# what a night does when the version in force regressed (routeplan.streams.outcomes)
+ON_REGRESSION = ("rollback", "alert", "hold")
 # The soft goals of ``auto`` (routeplan.streams.auto.GOALS, repeated here so that reading a
 # policy does not import the chooser; a test keeps the two equal).
 GOALS = ("imbalance", "migrations", "migrated_load", "workers", "memory")
@@ -70,7 +72,13 @@ DEFAULTS: Mapping[str, Any] = {
     "budget": {},
     "load_metric": "messages",
     "planning_window": "peak",
-    "thresholds": {"imbalance_tolerance": 0.10, "hot_key_min_share": 0.001},
+    "thresholds": {
+        "imbalance_tolerance": 0.10,
+        "hot_key_min_share": 0.001,
+        "regression_tolerance": 0.10,
+        "regression_days": 1,
+    },
+    "on_regression": "rollback",
     "goals": list(DEFAULT_GOALS),
 }
 
@@ -103,6 +111,9 @@ class StreamPolicy:
     planning_window: str = "peak"
     imbalance_tolerance: float = 0.10
     hot_key_min_share: float = 0.001
+    regression_tolerance: float = 0.10
+    regression_days: int = 1
+    on_regression: str = "rollback"  # one of ON_REGRESSION
     candidates: tuple[str, ...] = ()
     goals: tuple[str, ...] = DEFAULT_GOALS
     workers: tuple[WorkerSpec, ...] | None = None
@@ -238,8 +249,11 @@ def policy_from_overrides(
         "thresholds": {
             "imbalance_tolerance": base.imbalance_tolerance,
             "hot_key_min_share": base.hot_key_min_share,
+            "regression_tolerance": base.regression_tolerance,
+            "regression_days": base.regression_days,
         },
         "goals": list(base.goals),
+        "on_regression": base.on_regression,
     }
     if base.is_auto:
         doc["candidates"] = list(base.candidates)
@@ -330,6 +344,14 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
     hot_share = _number(thresholds.get("hot_key_min_share"), 0.0, 1.0, True)
     if hot_share is None:
         raise ctx.error(stream, "thresholds.hot_key_min_share", "must be a number in (0, 1]")
+    regression = _number(thresholds.get("regression_tolerance"), 0.0, 1.0, False)
+    if regression is None:
+        raise ctx.error(stream, "thresholds.regression_tolerance", "must be a number in [0, 1]")
+    days = thresholds.get("regression_days")
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 30:
+        raise ctx.error(stream, "thresholds.regression_days", "must be an integer in 1..30")
+    if doc["on_regression"] not in ON_REGRESSION:
+        raise ctx.error(stream, "on_regression", f"must be one of {', '.join(ON_REGRESSION)}")
     if doc["load_metric"] not in LOAD_METRICS:
         raise ctx.error(stream, "load_metric", f"must be one of {', '.join(LOAD_METRICS)}")
     if doc["planning_window"] not in PLANNING_WINDOWS:
@@ -363,6 +385,9 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
         planning_window=doc["planning_window"],
         imbalance_tolerance=tolerance,
         hot_key_min_share=hot_share,
+        regression_tolerance=regression,
+        regression_days=days,
+        on_regression=doc["on_regression"],
         candidates=candidates,
         goals=goals,
         workers=_workers(stream, doc.get("workers"), ctx),
