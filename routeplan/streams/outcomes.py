@@ -1,0 +1,297 @@
+"""What a published plan did: its prediction against the days that followed, and the guard.
+
+A night plans from day D's logs and publishes version N with *predicted* numbers. Producers
+follow N during the next days; each following night measures N's *realized* numbers on that
+day's logs — by the same definitions, in the same planning window — and records both as an
+``Outcome`` (Delta ``gold.plan_outcomes``). Compare like with like:
+
+* **realized against the predecessor's realized** decides whether N made things better or
+  worse: the predecessor's realized is measured on the day N was planned from (the logs of that
+  day were produced under the predecessor, or by hash before any version);
+* **realized against predicted** is the model's ``error``.
+
+Each kind has its own headline measure (``HEADLINES``): key routing — the imbalance (the most
+loaded worker's load over its capacity, relative to its fair share, minus 1); partitions onto
+consumers — ``overload``, the share of the load above the consumers' capacity C (paper 002 packs
+partitions into as few consumers as the load needs, ⌈Σ rates / C⌉, without overloading one).
+Imbalance is kept beside it as a secondary column for partitions.
+
+Verdicts, in this order (``tolerance`` is the policy's ``regression_tolerance``):
+
+* ``unknown`` — the version's table is gone from the store, or the logs name workers it never
+  had: nothing can be measured against it (``note`` says why);
+* ``no_traffic`` — no message of the day was routed by the version;
+* ``regressed`` — realized worse than the predecessor's realized by more than the tolerance;
+* ``as_predicted`` — realized within the tolerance of the prediction;
+* ``improved`` — realized better than the predecessor's by more than the tolerance, though off
+  its prediction;
+* ``off_prediction`` — none of the above: no better nor worse than before, and off its prediction.
+
+``guard`` decides what a night does about a regression (the policy's ``on_regression``):
+``rollback`` (publish the predecessor's routing again as a new version), ``hold`` (publish nothing
+new until a person acts) or ``alert``. It never acts on a day without traffic, on a version
+whose workers differ from its predecessor's (the comparison would not be like with like: it
+says so), or twice for the same version.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from routeplan.model.table import PartitionAssignment, RoutingTable, Table
+from routeplan.planning.metrics import observed_imbalance
+
+HEADLINES: Mapping[str, str] = {"key_routing": "imbalance", "partition_assignment": "overload"}
+VERDICTS = ("unknown", "no_traffic", "regressed", "as_predicted", "improved", "off_prediction")
+# which rule said what version was in force on the day observed
+ATTRIBUTIONS = ("event_version", "published_before", "latest_at_run_start")
+GUARD_ACTIONS = ("rollback", "alert", "hold")
+
+
+@dataclass(frozen=True)
+class Measures:
+    """One table's numbers on one set of worker loads (``None``: not defined for the kind)."""
+
+    imbalance: float
+    consumers: int | None = None  # consumers carrying load (partitions)
+    lower_bound: int | None = None  # ⌈Σ rates / C⌉ (partitions)
+    overloaded: int | None = None  # consumers above C (partitions)
+    overload: float | None = None  # share of the load above C (partitions)
+
+    def headline(self, kind: str) -> float:
+        value = getattr(self, HEADLINES[kind])
+        return float("nan") if value is None else float(value)
+
+
+def measures(table: Table, loads: Mapping[str, float], seconds: float | None = None) -> Measures:
+    """``table``'s measures when its workers carried ``loads`` (worker → load in the planning
+    metric over ``seconds``; partitions compare rates, load / seconds, with the table's C).
+
+    A worker ``loads`` names and the table does not list counts at capacity 1 (see
+    ``unknown_workers``: an outcome on such loads is ``unknown``)."""
+    if isinstance(table, RoutingTable):
+        return Measures(imbalance=observed_imbalance(loads, table.workers))
+    assert isinstance(table, PartitionAssignment)
+    rates = {w: v / seconds if seconds else v for w, v in loads.items()}
+    return _consumer_measures(table, rates)
+
+
+def predicted_measures(table: Table) -> Measures:
+    """The measures ``table`` was published with: its ``predicted`` imbalance, and for
+    partitions the consumers' rates of its ``planning_load`` by its own assignment."""
+    if isinstance(table, RoutingTable):
+        return Measures(imbalance=float(table.predicted["imbalance"]))
+    assert isinstance(table, PartitionAssignment)
+    rates = table.planning_load.get("partition_load") or []
+    by_consumer: dict[str, float] = {}
+    for partition, consumer in table.partition_consumer.items():
+        if partition < len(rates):
+            by_consumer[consumer] = by_consumer.get(consumer, 0.0) + float(rates[partition])
+    found = _consumer_measures(table, by_consumer)
+    return Measures(
+        imbalance=float(table.predicted.get("imbalance", found.imbalance)),
+        consumers=found.consumers,
+        lower_bound=found.lower_bound,
+        overloaded=found.overloaded,
+        overload=found.overload,
+    )
+
+
+def _consumer_measures(table: PartitionAssignment, rates: Mapping[str, float]) -> Measures:
+    capacity = float(table.params.get("bin_capacity") or table.params.get("capacity") or 0.0)
+    values = np.array([max(float(v), 0.0) for v in rates.values()])
+    total = float(values.sum())
+    if capacity <= 0:  # no C recorded: the consumers' own capacities
+        caps = {w.name: w.capacity for w in table.consumers.items}
+        limit = np.array([caps.get(w, 1.0) for w in rates])
+    else:
+        limit = np.full(values.shape, capacity)
+    excess = np.maximum(values - limit * (1 + 1e-9), 0.0)
+    return Measures(
+        imbalance=observed_imbalance(rates, table.consumers),
+        consumers=int(np.sum(values > 0)),
+        lower_bound=int(math.ceil(total / capacity * (1 - 1e-9))) if capacity > 0 else None,
+        overloaded=int(np.sum(excess > 0)),
+        overload=float(excess.sum() / total) if total > 0 else 0.0,
+    )
+
+
+def unknown_workers(table: Table, loads: Mapping[str, float]) -> list[str]:
+    """The workers ``loads`` names with load that ``table`` never had, sorted."""
+    listed = set(table.workers.names)
+    return sorted(w for w, v in loads.items() if v > 0 and w not in listed)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One version's realized numbers on one day (a row of ``gold.plan_outcomes``).
+
+    ``predicted``, ``realized``, ``previous_realized`` and ``error`` are the kind's headline
+    measure (``measure``); the ``*_imbalance`` columns hold the imbalance for every kind."""
+
+    stream: str
+    version: int
+    interval_start: str  # the day observed, YYYY-MM-DD
+    kind: str
+    attribution: str  # one of ATTRIBUTIONS
+    measure: str
+    predicted: float | None
+    realized: float | None
+    previous_realized: float | None
+    error: float | None
+    verdict: str
+    predicted_imbalance: float | None
+    realized_imbalance: float | None
+    previous_realized_imbalance: float | None
+    realized_imbalance_day: float | None  # over the whole day, beside the planning window's
+    messages: float
+    consumers: int | None = None
+    lower_bound: int | None = None
+    overloaded: int | None = None
+    note: str = ""
+
+    def to_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def outcome(
+    stream: str,
+    interval_start: str,
+    version: int,
+    table: Table | None,
+    attribution: str,
+    messages: float,
+    realized: Measures | None,
+    realized_day: Measures | None,
+    previous: Measures | None,
+    tolerance: float,
+    notes: Sequence[str] = (),
+) -> Outcome:
+    """The outcome of ``version`` (``table``; None when it is gone from the store) on day
+    ``interval_start``: realized measures in the planning window and over the day, the
+    predecessor's realized on the day the version was planned from (``previous``; None when
+    unknown), and the verdict (see the module docstring)."""
+    notes = list(notes)
+    kind = table.kind if table is not None else "key_routing"
+    measure = HEADLINES[kind]
+    if table is None:
+        notes.insert(0, f"v{version} is not in the routing store nor in gold.routing_tables")
+    predicted = predicted_measures(table) if table is not None else None
+    p = predicted.headline(kind) if predicted is not None else None
+    r = realized.headline(kind) if realized is not None and messages > 0 else None
+    before = previous.headline(kind) if previous is not None else None
+    if table is None or (realized is None and messages > 0):
+        verdict = "unknown"
+    elif messages <= 0:
+        verdict, notes = "no_traffic", [*notes, "no message of the day was routed by it"]
+    else:
+        verdict = judge(p, r, before, tolerance)
+    return Outcome(
+        stream=stream,
+        version=version,
+        interval_start=interval_start,
+        kind=kind,
+        attribution=attribution,
+        measure=measure,
+        predicted=_finite(p),
+        realized=_finite(r),
+        previous_realized=_finite(before),
+        error=_finite(r - p) if r is not None and p is not None else None,
+        verdict=verdict,
+        predicted_imbalance=predicted.imbalance if predicted is not None else None,
+        realized_imbalance=realized.imbalance if realized is not None and messages > 0 else None,
+        previous_realized_imbalance=previous.imbalance if previous is not None else None,
+        realized_imbalance_day=(
+            realized_day.imbalance if realized_day is not None and messages > 0 else None
+        ),
+        messages=float(messages),
+        consumers=realized.consumers if realized is not None else None,
+        lower_bound=realized.lower_bound if realized is not None else None,
+        overloaded=realized.overloaded if realized is not None else None,
+        note="; ".join(notes),
+    )
+
+
+def judge(
+    predicted: float | None, realized: float | None, previous: float | None, tolerance: float
+) -> str:
+    """The verdict of a version with traffic (lower is better for every headline measure)."""
+    if realized is None:
+        return "unknown"
+    if previous is not None and realized - previous > tolerance:
+        return "regressed"
+    if predicted is not None and abs(realized - predicted) <= tolerance:
+        return "as_predicted"
+    if previous is not None and previous - realized > tolerance:
+        return "improved"
+    return "off_prediction"
+
+
+@dataclass(frozen=True)
+class GuardDecision:
+    """What the night does about the version in force: ``action`` None means nothing."""
+
+    stream: str
+    version: int
+    action: str | None
+    restore_version: int | None
+    reason: str
+
+
+def guard(
+    on_regression: str,
+    regression_days: int,
+    tolerance: float,
+    history: Sequence[Outcome],
+    current: Table,
+    predecessor: Table | None,
+    acted_before: bool,
+) -> GuardDecision:
+    """The guard's decision for ``current`` (the version in force), from its outcomes
+    ``history`` (oldest first, the day observed last): act by ``on_regression`` when the last
+    ``regression_days`` days in a row regressed, unless the last day had no traffic, the
+    workers changed from the predecessor's, there is no predecessor, or it already acted."""
+    stream, version = current.stream, current.version
+    latest = history[-1] if history else None
+
+    def nothing(reason: str) -> GuardDecision:
+        return GuardDecision(stream, version, None, None, reason)
+
+    if latest is None or latest.verdict != "regressed":
+        return nothing(f"v{version}: {latest.verdict if latest else 'no outcome'}")
+    days = [o for o in history if o.verdict != "no_traffic"][-regression_days:]
+    if len(days) < regression_days or any(o.verdict != "regressed" for o in days):
+        return nothing(
+            f"v{version} regressed on {sum(o.verdict == 'regressed' for o in days)} of the "
+            f"{regression_days} days in a row the policy waits for"
+        )
+    if acted_before:
+        return nothing(f"v{version}: the guard already acted on this regression")
+    if predecessor is None:
+        return nothing(f"v{version} regressed but has no predecessor to return to")
+    if predecessor.workers != current.workers:
+        return nothing(
+            f"v{version} regressed, but its workers differ from v{predecessor.version}'s: "
+            "not comparable, no action"
+        )
+    reason = (
+        f"regression: v{version}'s realized {latest.measure} {latest.realized:.4f} on "
+        f"{latest.interval_start} is worse than v{predecessor.version}'s "
+        f"{latest.previous_realized:.4f} by more than {tolerance:.2f} (predicted "
+        f"{_shown(latest.predicted)})"
+    )
+    restore = predecessor.version if on_regression == "rollback" else None
+    return GuardDecision(stream, version, on_regression, restore, reason)
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _shown(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
