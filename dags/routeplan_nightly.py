@@ -1,5 +1,5 @@
-"""routeplan_nightly: check_policies → check_landing → ingest → windows → plan → validate →
-publish → announce.
+"""routeplan_nightly: check_policies → check_landing → ingest → windows → outcomes → plan →
+validate → publish → announce.
 
 Nightly for the previous UTC day, or on demand from the UI's Trigger form (Params below, and
 ``DOC_MD``: what the form's fields and its "Unpause on trigger" box do). Every stage is a
@@ -64,7 +64,7 @@ STRATEGY_PARAMS = (
     "max_load_distance",
 )
 # The Spark jobs, in the order they run (jobs/<stage>.py)
-STAGES = ("ingest", "windows", "plan", "validate", "publish")
+STAGES = ("ingest", "windows", "outcomes", "plan", "validate", "publish")
 # The routing tables are due this long after the run was queued (00:00 UTC for a scheduled run):
 # later, the deadline alert fires (the run goes on); after RUN_TIMEOUT the run is stopped and
 # failed, well before the next night's run.
@@ -94,7 +94,7 @@ DOC_MD = """
 ### routeplan_nightly
 
 Plans and publishes a new routing table per stream from one day of stream logs:
-**check_policies → check_landing → ingest → windows → plan → validate → publish → announce**.
+**check_policies → check_landing → ingest → windows → outcomes → plan → validate → publish → announce**.
 It runs every night at 00:00 UTC for the day that just ended, with the defaults below.
 
 #### When it fails or is late
@@ -500,6 +500,7 @@ with DAG(
             "{{ params.max_quarantined_share }}",
         ],
         "windows": ["--window-minutes", "{{ params.window_minutes }}", *workers],
+        "outcomes": ["--policies={{ optional(params.policies_path) }}"],
         "plan": [
             "--policies={{ optional(params.policies_path) }}",
             "--strategy={{ optional(params.strategy) }}",

@@ -368,6 +368,7 @@ TABLE_NAMES = (
     "silver.key_group_load",
     "silver.key_load",
     "silver.worker_load",
+    "silver.version_load",
     "silver.partition_load",
     "silver.key_group_flow",
     "silver.window_summary",
@@ -376,6 +377,7 @@ TABLE_NAMES = (
     "gold.validations",
     "gold.routing_tables",
     "gold.publish_log",
+    "gold.plan_outcomes",
 )
 
 

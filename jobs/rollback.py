@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import date
 
 from jobs.common import Tables, add_home_argument, location_arg, log, spark_session, table_exists
 from jobs.publish import append_log, record_versions
@@ -18,7 +19,18 @@ from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.store import RoutingStore
 
 
-def rollback(spark, tables: Tables, stream: str, version: int, reason: str, run_id: str) -> dict:
+def rollback(
+    spark,
+    tables: Tables,
+    stream: str,
+    version: int,
+    reason: str,
+    run_id: str,
+    interval_start: date | None = None,
+) -> dict:
+    """Publish ``version``'s routing again as a new version (from the JSON store, or from
+    ``gold.routing_tables`` when pruned there) and record it; ``interval_start``: the night
+    whose run did it (the regression guard's), None for a rollback by hand."""
     store = RoutingStore(tables.routing)
     if version in store.versions(stream):
         target = store.load(stream, version)
@@ -36,8 +48,8 @@ def rollback(spark, tables: Tables, stream: str, version: int, reason: str, run_
     }
     log("rollback", f"{stream}: {outcome['action']} v{table.version} ({outcome['reason']})")
     ours = {(stream, table.version)} if published else set()
-    record_versions(spark, tables, store, ours, run_id, None)
-    append_log(spark, tables, [outcome], run_id, None)
+    record_versions(spark, tables, store, ours, run_id, interval_start)
+    append_log(spark, tables, [outcome], run_id, interval_start)
     return outcome
 
 

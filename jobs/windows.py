@@ -6,6 +6,9 @@ Tumbling windows of ``--window-minutes``. For each stream and window:
   (``routeplan.model.hashing.key_group``: the planner's unit);
 * ``silver.key_load`` — the heavy hitters: the top ``--heavy-hitters`` keys with their share;
 * ``silver.worker_load`` — what each worker recorded in the logs processed, with distinct keys;
+* ``silver.version_load`` — the same per routing version, for events that name the version of the
+  routing table their producer routed them by (``routing_version``): what each published version
+  did, measured by the outcomes job (``gold.plan_outcomes``);
 * ``silver.partition_load`` — per partition, with the write rate in bytes/s (paper 002's input);
 * ``silver.key_group_flow`` — messages from each upstream key group to each key group, from events
   that name the event they derive from (``upstream_key``, ``upstream_stream`` — default: the
@@ -106,6 +109,11 @@ def windows(
             (F.col(c) if c in events.columns else F.lit(None).cast("string")).alias(c)
             for c in ("upstream_stream", "upstream_key")
         ],
+        (
+            F.col("routing_version")
+            if "routing_version" in events.columns
+            else F.lit(None).cast("int")
+        ).alias("routing_version"),
     )
     sums = [
         F.count("*").alias("messages"),
@@ -127,7 +135,10 @@ def windows(
     costed = F.count(F.when(F.col("costed"), 1)).alias("costed_messages")
     # the one pass over the events: a row per key, worker and window (a key is on one worker,
     # or on a few when it is split, so this is hardly more rows than keys × windows)
-    per_key_worker = base.groupBy(*dims, "key", "worker").agg(*sums, costed).persist()
+    # (and routing version: the table the producer routed by, when the events name it)
+    per_key_worker = (
+        base.groupBy(*dims, "key", "worker", "routing_version").agg(*sums, costed).persist()
+    )
     # one row per key and window, with its key group (the hash runs once per such row)
     per_key = (
         per_key_worker.groupBy(*dims, "key")
@@ -153,9 +164,15 @@ def windows(
     by_worker = ended(
         per_key_worker.groupBy(*dims, "worker").agg(
             *summed(*LOADS, "costed_messages"),
-            F.count("key").alias("distinct_keys"),
+            F.count_distinct("key").alias("distinct_keys"),  # a key may come in two versions
         )
     ).persist()
+    # what each routing version's traffic put on each worker (gold.plan_outcomes' realized)
+    version_load = (
+        per_key_worker.where(F.col("routing_version").isNotNull())
+        .groupBy(*dims, "routing_version", F.coalesce("worker", F.lit(UNRECORDED)).alias("worker"))
+        .agg(*summed(*LOADS))
+    )
     worker_load = by_worker.select(
         *dims,
         F.coalesce("worker", F.lit(UNRECORDED)).alias("worker"),
@@ -196,8 +213,9 @@ def windows(
         "silver.worker_load": worker_load,
         "silver.partition_load": partition_load,
         "silver.key_group_flow": key_group_flow,
+        "silver.version_load": version_load,
     }
-    # all seven tables in one round: each table's Delta work overlaps the others'
+    # all eight tables in one round: each table's Delta work overlaps the others'
     writes = {name: (with_date(frame), where, ("date",)) for name, frame in outputs.items()}
     writes["silver.window_summary"] = (with_date(summary), where, ())
     writes[CAPACITY_TABLE] = (

@@ -37,6 +37,7 @@ TIMEOUT_MINUTES = {
     "check_landing": 5,
     "ingest": 180,
     "windows": 120,
+    "outcomes": 30,
     "plan": 60,
     "validate": 30,
     "publish": 30,

@@ -1,4 +1,4 @@
-"""DAG integrity: routeplan_nightly checks the policies and the landing files, wires five Spark
+"""DAG integrity: routeplan_nightly checks the policies and the landing files, wires six Spark
 jobs then the asset announcement in order, renders its args; routeplan_rollback runs the rollback
 job then announces; every task has its timeout, retries and failure alert, the nightly run its
 deadline alert and timeout."""
@@ -46,10 +46,19 @@ def assert_spark_jobs_then_announce(dag, jobs: list[str]) -> None:
         assert Path(task.application).name == f"{task.task_id}.py"
 
 
-def test_policies_and_landing_checked_then_five_spark_jobs_in_order_then_announce(dag):
+def test_policies_and_landing_checked_then_six_spark_jobs_in_order_then_announce(dag):
     assert_spark_jobs_then_announce(
         dag,
-        ["check_policies", "check_landing", "ingest", "windows", "plan", "validate", "publish"],
+        [
+            "check_policies",
+            "check_landing",
+            "ingest",
+            "windows",
+            "outcomes",
+            "plan",
+            "validate",
+            "publish",
+        ],
     )
     assert dag.params["keep_versions"] is None
 

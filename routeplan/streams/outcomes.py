@@ -6,8 +6,9 @@ day's logs — by the same definitions, in the same planning window — and reco
 ``Outcome`` (Delta ``gold.plan_outcomes``). Compare like with like:
 
 * **realized against the predecessor's realized** decides whether N made things better or
-  worse: the predecessor's realized is measured on the day N was planned from (the logs of that
-  day were produced under the predecessor, or by hash before any version);
+  worse: the predecessor's realized is measured, with N's workers and capacities, on the logs of
+  the day before N came into force (produced under the predecessor, or by hash before any
+  version) — for a nightly plan, the day it was planned from;
 * **realized against predicted** is the model's ``error``.
 
 Each kind has its own headline measure (``HEADLINES``): key routing — the imbalance (the most
@@ -44,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
+from routeplan.model.workers import Workers
 from routeplan.planning.metrics import observed_imbalance
 
 HEADLINES: Mapping[str, str] = {"key_routing": "imbalance", "partition_assignment": "overload"}
@@ -121,9 +123,14 @@ def _consumer_measures(table: PartitionAssignment, rates: Mapping[str, float]) -
     )
 
 
+def workers_of(table: Table) -> Workers:
+    """A table's workers: a key-routing table's workers, an assignment's consumers."""
+    return table.consumers if isinstance(table, PartitionAssignment) else table.workers
+
+
 def unknown_workers(table: Table, loads: Mapping[str, float]) -> list[str]:
     """The workers ``loads`` names with load that ``table`` never had, sorted."""
-    listed = set(table.workers.names)
+    listed = set(workers_of(table).names)
     return sorted(w for w, v in loads.items() if v > 0 and w not in listed)
 
 
@@ -274,7 +281,7 @@ def guard(
         return nothing(f"v{version}: the guard already acted on this regression")
     if predecessor is None:
         return nothing(f"v{version} regressed but has no predecessor to return to")
-    if predecessor.workers != current.workers:
+    if workers_of(predecessor) != workers_of(current):
         return nothing(
             f"v{version} regressed, but its workers differ from v{predecessor.version}'s: "
             "not comparable, no action"
