@@ -152,3 +152,12 @@ def test_hash_choices_reject_empty_arguments():
             hash_choices("k", d, n)
         with pytest.raises(ValueError):
             hash_choices_many(["k"], d, n, distinct=True)
+
+
+@given(st.text(min_size=1, max_size=12), st.integers(1, 40), st.integers(1, 50), st.integers(0, 99))
+def test_distinct_hash_choices_differ_and_start_with_key_grouping(key, d, n, seed):
+    choices = hash_choices(key, d, n, seed, distinct=True)
+    assert len(choices) == min(d, n) == len(set(choices))
+    assert all(0 <= c < n for c in choices)
+    assert choices[0] == key_hash(key, seed) % n
+    assert hash_choices_many([key, "other"], d, n, seed, distinct=True)[0].tolist() == choices

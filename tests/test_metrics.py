@@ -3,11 +3,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from routeplan.model.flow import flow_arrays
 from routeplan.model.loads import LoadSnapshot
-from routeplan.model.plan import moves
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Worker, Workers
-from routeplan.planning.metrics import imbalance, normalised_load, observed_imbalance
+from routeplan.planning.metrics import (
+    collocation_factor,
+    imbalance,
+    load_distance,
+    normalised_load,
+    observed_imbalance,
+    skew,
+)
 
 
 def test_imbalance_is_zero_when_load_follows_capacity():
@@ -41,17 +48,6 @@ def test_observed_imbalance_counts_unknown_workers_at_capacity_one():
     assert observed_imbalance({"a": 20.0, "b": 10.0, "x": 30.0}, workers) == pytest.approx(1.0)
 
 
-def test_moves_list_changed_groups_and_hot_keys_with_their_load():
-    workers = Workers.homogeneous(2)
-    loads = LoadSnapshot("s", np.array([5.0, 7.0, 1.0]), {})
-    a = RoutingTable("s", "kg", workers, ("w0", "w1", "w0"))
-    b = RoutingTable("s", "kg", workers, ("w0", "w0", "w1"))
-    found = moves(a, b, loads)
-    assert [m.unit for m in found] == ["key_group:1", "key_group:2"]
-    assert sum(m.load for m in found) == 8.0
-    assert moves(a, a, loads) == ()
-
-
 def test_evaluate_takes_each_kind_with_its_loads_and_a_current_of_the_other_kind_as_none():
     from routeplan.model.loads import PartitionLoad
     from routeplan.model.table import PartitionAssignment
@@ -78,3 +74,33 @@ def test_evaluate_takes_each_kind_with_its_loads_and_a_current_of_the_other_kind
         evaluate(parts, LoadSnapshot("s", [1.0]))
     with pytest.raises(TypeError, match="LoadSnapshot"):
         evaluate(keys, PartitionLoad("s", [1.0]))
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def test_load_distance_is_the_largest_deviation_from_the_active_mean():
+    assert load_distance(np.array([10.0, 10.0])) == 0.0
+    assert load_distance(np.array([12.0, 8.0])) == pytest.approx(0.2)
+    # capacity weights: a worker twice as fast carries twice the load at distance 0
+    assert load_distance(np.array([20.0, 10.0]), np.array([2.0, 1.0])) == pytest.approx(0.0)
+    # draining workers count only above the mean (§4.3.1 constraints (3) and (4))
+    active = np.array([True, True, False])
+    assert load_distance(np.array([10.0, 10.0, 0.0]), None, active) == pytest.approx(0.0)
+    assert load_distance(np.array([9.0, 9.0, 2.0]), None, active) == pytest.approx(0.1)
+
+
+def test_collocation_factor_counts_messages_between_groups_on_one_worker():
+    flow, anchors = flow_arrays(3, [(0, 1, 30.0), (1, 2, 10.0), (("up:0", "a"), 2, 60.0)])
+    snap = LoadSnapshot("s", np.ones(3), key_group_flow=flow, flow_anchors=anchors)
+    assert anchors == ("a",)
+    assert collocation_factor(("a", "a", "b"), snap) == pytest.approx(0.3)
+    assert collocation_factor(("b", "b", "a"), snap) == pytest.approx(0.9)
+    assert collocation_factor(("a", "b", "c"), LoadSnapshot("s", np.ones(3))) is None
+
+
+def test_skew_metric_matches_paper_001_definition():
+    assert skew(np.array([25.0, 25, 25, 25])) == 0.0
+    assert skew(np.array([100.0, 0, 0, 0])) == 1.0
+    # M = 100, U = 25, W = 40: (40 − 25) / (100 − 25) = 0.2 (WL5-like)
+    assert skew(np.array([40.0, 20, 20, 20])) == pytest.approx(0.2)

@@ -1,14 +1,13 @@
+"""``routeplan.simulation.generate``: the event generator."""
+
 import gzip
 import json
-import re
 from datetime import date
 
 import pandas as pd
 import pytest
 
-from routeplan.cli.main import main
 from routeplan.contracts.schemas import validate_document
-from routeplan.errors import InputError
 from routeplan.files import read_workers_file
 from routeplan.model.hashing import key_group
 from routeplan.model.loads import LoadSnapshot
@@ -72,23 +71,6 @@ def test_logs_record_todays_key_grouping_and_capacities(tmp_path):
     assert cost[["w0", "w1"]].max() < cost[["w2", "w3"]].min()
 
 
-def test_a_workers_file_is_checked_whole(tmp_path):
-    """A stream whose workers cannot be (a name twice, none active) makes the file unusable,
-    whichever stream is asked for; the error names the file and the stream."""
-    path = tmp_path / "workers.json"
-    good = [{"stream": "a", "worker": "w0", "capacity": 1}]
-    for bad in (
-        [{"stream": "b", "worker": "w0", "capacity": 1}] * 2,
-        [{"stream": "b", "worker": "w0", "capacity": 1, "state": "draining"}],
-    ):
-        path.write_text(json.dumps({"workers": good + bad}))
-        with pytest.raises(InputError, match=rf"^{re.escape(str(path))}: stream 'b': "):
-            read_workers_file(path)
-    path.write_text(json.dumps({"workers": [{**good[0], "capacity": 0}]}))
-    with pytest.raises(InputError, match=re.escape(str(path))):
-        read_workers_file(path)
-
-
 def test_keys_follow_a_zipf_law(tmp_path):
     cfg = config(tmp_path, events=50_000, zipf=1.2, drift=0.0, streams=("a",))
     generate(cfg)
@@ -127,41 +109,3 @@ def test_bad_config_is_refused(tmp_path):
         config(tmp_path, fmt="xml")
     with pytest.raises(ValueError, match="fast_workers"):
         config(tmp_path, fast_workers=20)
-
-
-def test_cli_generate_then_show(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("ROUTEPLAN_HOME", str(tmp_path))
-    assert main(["generate", "--date", "2026-11-20", "--events", "500", "--streams", "x"]) == 0
-    assert (tmp_path / "landing" / "2026-11-20" / "x-000.jsonl").is_file()
-    assert main(["show", "--stream", "x"]) == 1
-    assert "no routing table published" in capsys.readouterr().err
-    from routeplan.publishing.store import RoutingStore
-
-    snapshot = LoadSnapshot("x", [3.0, 1.0, 2.0, 0.0])
-    table = get_strategy("cg").plan(snapshot, None, stream_workers(config(tmp_path)), Budget())
-    RoutingStore(tmp_path / "routing").publish(table.table)
-    assert main(["show", "--stream", "x", "--json"]) == 0
-    shown = json.loads(capsys.readouterr().out)
-    assert shown["version"] == 1 and shown["strategy"] == "cg"
-    assert shown["predicted"]["imbalance"] == pytest.approx(table.predicted["imbalance"])
-
-
-def test_cli_show_summarises_a_partition_assignment(tmp_path, capsys):
-    import numpy as np
-
-    from routeplan.model.loads import PartitionLoad
-    from routeplan.model.workers import Workers
-    from routeplan.publishing.store import RoutingStore
-
-    loads = PartitionLoad("p", np.array([50.0, 40.0, 30.0, 20.0, 10.0]))
-    plan = get_strategy("mwf", consumer_capacity=120.0).plan(
-        loads, None, Workers.homogeneous(4), Budget()
-    )
-    RoutingStore(tmp_path).publish(plan.table)
-    assert main(["show", "--stream", "p", "--routing", str(tmp_path), "--json"]) == 0
-    shown = json.loads(capsys.readouterr().out)
-    assert shown["kind"] == "partition_assignment"
-    assert shown["partitions"] == 5
-    assert shown["consumers"] == len(set(plan.table.partition_consumer.values())) >= 2
-    assert main(["show", "--stream", "p", "--routing", str(tmp_path)]) == 0
-    assert f"5 partitions on {shown['consumers']} consumers" in capsys.readouterr().out

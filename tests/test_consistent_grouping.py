@@ -1,4 +1,6 @@
-import dataclasses
+"""``routeplan.planning.keyrouting.consistent_grouping``: the ``cg`` strategy (paper 000)."""
+
+from __future__ import annotations
 
 import numpy as np
 import pytest
@@ -7,33 +9,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from routeplan.model.loads import LoadSnapshot
-from routeplan.model.plan import BUDGET_LIMITS, Budget
+from routeplan.model.plan import Budget
 from routeplan.model.workers import Worker, Workers
-from routeplan.planning.contract import UnhonouredLimitError, parameters
-from routeplan.planning.keyrouting.virtual_workers import proportional_counts
 from routeplan.planning.metrics import table_imbalance, worker_load
-from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
+from routeplan.planning.registry import get_strategy
 
 
 def heterogeneous(n=10, fast=3, speedup=5.0):
     """Paper 000 §VII: y machines z times faster."""
     return Workers(tuple(Worker(f"w{i}", speedup if i < fast else 1.0) for i in range(n)))
-
-
-def test_registry_names_and_parameters():
-    assert {"kg", "cg"} <= set(strategy_names())
-    assert "epsilon" in strategy_parameters("cg")
-    with pytest.raises(KeyError, match="unknown strategy"):
-        get_strategy("nope")
-    with pytest.raises(ValueError, match="bad parameters"):
-        get_strategy("cg", epsilonn=0.1)
-
-
-def test_kg_is_hash_partitioning_over_active_workers(skewed):
-    workers = Workers((Worker("a"), Worker("b", state="draining"), Worker("c")))
-    table = get_strategy("kg").plan(skewed, None, workers, Budget()).table
-    assert table.key_group_worker[:4] == ("a", "c", "a", "c")
-    assert not table.hot_keys
 
 
 @pytest.mark.parametrize("workers", [Workers.homogeneous(10), heterogeneous()])
@@ -107,31 +91,6 @@ def test_cg_empties_draining_workers(skewed):
     assert "w5" not in plan.table.key_group_worker
     assert all(w != "w5" for t in plan.table.hot_keys.values() for w, _ in t)
     assert plan.predicted["moves"] > 0
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    loads=st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=300),
-    capacities=st.lists(st.floats(0.1, 20), min_size=1, max_size=12),
-    draining=st.integers(0, 11),
-    strategy=st.sampled_from(["kg", "cg"]),
-    alpha=st.integers(1, 12),
-)
-def test_every_key_group_assigned_once_to_an_active_worker(
-    loads, capacities, draining, strategy, alpha
-):
-    items = [Worker(f"w{i}", c) for i, c in enumerate(capacities)]
-    if len(items) > 1 and draining < len(items):
-        items[draining] = Worker(items[draining].name, items[draining].capacity, "draining")
-    workers = Workers(tuple(items))
-    snapshot = LoadSnapshot("s", np.array(loads), {})
-    params = {"virtual_workers_per_worker": alpha} if strategy == "cg" else {}
-    plan = get_strategy(strategy, **params).plan(snapshot, None, workers, Budget())
-    active = {w.name for w in workers.active}
-    assert len(plan.table.key_group_worker) == len(loads)
-    assert set(plan.table.key_group_worker) <= active
-    assert worker_load(plan.table, snapshot).sum() == pytest.approx(sum(loads), rel=1e-9, abs=1e-6)
-    assert plan.predicted["imbalance"] >= -1e-9 or not any(loads)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -210,82 +169,6 @@ def test_cg_on_a_wp_like_snapshot_splits_the_top_key_over_what_it_needs():
     assert sum(len(t) > 1 for t in table.hot_keys.values()) <= heavier
 
 
-@given(st.lists(st.floats(0.1, 50), min_size=1, max_size=20), st.integers(1, 400))
-def test_proportional_counts_sum_and_follow_capacity(capacities, total):
-    caps = np.array(capacities)
-    counts = proportional_counts(caps, total)
-    assert counts.sum() == total
-    assert np.all(counts >= (1 if total >= caps.size else 0))
-    # largest remainder: never more than one away from the exact share, once the floor of 1 is met
-    exact = total * caps / caps.sum()
-    assert np.all((counts <= np.ceil(exact) + 0) | (counts == 1))
-
-
-# --------------------------------------------------------------------------------------------
-# the contract: honest budgets, immutable strategies, renamed parameters
-
-
-def key_routing_strategies():
-    return [n for n in strategy_names() if get_strategy(n).kind == "key_routing"]
-
-
-LIMITS = {"max_moves": 3, "max_migrated_load_share": 0.05, "max_migration_cost": 2.0}
-UNHONOURED = [
-    (name, limit)
-    for name in key_routing_strategies()
-    for limit in BUDGET_LIMITS
-    if limit not in get_strategy(name).honours
-]
-HONOURED = [
-    (name, limit)
-    for name in key_routing_strategies()
-    for limit in BUDGET_LIMITS
-    if limit in get_strategy(name).honours
-]
-
-
-@pytest.mark.parametrize(("name", "limit"), UNHONOURED)
-def test_a_limit_a_strategy_does_not_honour_is_refused_before_planning(skewed, name, limit):
-    budget = Budget(**{limit: LIMITS[limit]})
-    with pytest.raises(UnhonouredLimitError, match=rf"{name!r}.*{limit}"):
-        get_strategy(name).plan(skewed, None, Workers.homogeneous(4), budget)
-
-
-def test_every_budget_limit_is_covered_by_the_parametrisation():
-    assert {"cg", "ring"} <= {n for n, _ in HONOURED}
-    assert len(UNHONOURED) + len(HONOURED) == len(key_routing_strategies()) * len(BUDGET_LIMITS)
-
-
-@pytest.mark.parametrize(("name", "limit"), HONOURED)
-@pytest.mark.parametrize("previous", ["kg", "same"])
-@pytest.mark.parametrize("scale", [0.0, 0.3])
-def test_an_honoured_limit_holds_against_a_current_table(name, limit, previous, scale):
-    small = {"keys": 2_000, "messages": 50_000, "num_key_groups": 64}
-    snapshot, drifted = zipf_snapshot(**small), zipf_snapshot(seed=3, **small)
-    workers = heterogeneous()
-    previous = name if previous == "same" else previous
-    current = get_strategy(previous).plan(snapshot, None, Workers.homogeneous(10), Budget()).table
-    value = {
-        "max_moves": round(10 * scale),
-        "max_migrated_load_share": 0.2 * scale,
-        "max_migration_cost": 10.0 * scale,  # in moves, the default unit
-    }[limit]
-    budget = Budget(**{limit: value}, time_limit_s=2)
-    plan = get_strategy(name).plan(drifted, current, workers, budget)
-    predicted = plan.predicted
-    assert predicted.get("forced_moves", 0) == 0  # every worker is still listed
-    assert predicted["moves"] == len(plan.moves)
-    spent = {
-        "max_moves": predicted["moves"],
-        "max_migrated_load_share": predicted["migrated_load_share"],
-        "max_migration_cost": predicted.get("migration_cost", predicted["moves"]),
-    }[limit]
-    assert spent <= value + 1e-9
-    if scale == 0:  # nothing may move: no move, or (a load-share limit) only moves of no load
-        assert predicted["migrated_load_share"] == 0
-        assert predicted["moves"] == 0 or limit == "max_migrated_load_share"
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 1_000),
@@ -342,78 +225,3 @@ def test_cg_moves_off_removed_workers_whatever_the_budget(skewed):
         any(w == "w5" for w, _ in t) for t in first.hot_keys.values()
     )
     assert plan.predicted["moves"] == forced > 0
-
-
-def test_ring_budget_zero_keeps_a_foreign_table(skewed):
-    workers = Workers.homogeneous(10)
-    cg = get_strategy("cg").plan(skewed, None, workers, Budget()).table
-    plan = get_strategy("ring").plan(skewed, cg, workers, Budget(max_moves=0))
-    assert plan.moves == ()
-    assert plan.table.strategy_state["pinned_key_groups"]
-
-
-@pytest.mark.parametrize(
-    "name", ["kg", "sg", "potc", "pkg", "dchoices", "porc", "chbl", "cg", "ring"]
-)
-def test_strategies_are_immutable_values(skewed, name):
-    strategy = get_strategy(name)
-    workers = heterogeneous()
-    first = strategy.plan(skewed, None, workers, Budget()).table
-    budget = Budget(max_moves=2) if "max_moves" in strategy.honours else Budget()
-    again = strategy.plan(skewed, first, workers, budget).table
-    twice = strategy.plan(skewed, None, workers, Budget()).table
-    assert twice.content() == first.content()
-    assert strategy == get_strategy(name)
-    assert first.params == parameters(strategy) == again.params
-    fields = dataclasses.fields(strategy)
-    if fields:
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            setattr(strategy, fields[0].name, getattr(strategy, fields[0].name))
-    assert not hasattr(strategy, "params")
-
-
-def test_chbl_tokens_per_worker_keeps_its_old_name_as_a_deprecated_alias(skewed):
-    with pytest.warns(
-        DeprecationWarning, match="virtual_workers_per_worker is now tokens_per_worker"
-    ):
-        old = get_strategy("chbl", virtual_workers_per_worker=5)
-    assert old == get_strategy("chbl", tokens_per_worker=5)
-    assert old.tokens_per_worker == 5
-    workers = Workers.homogeneous(6)
-    assert (
-        old.plan(skewed, None, workers, Budget()).table.content()
-        == get_strategy("chbl", tokens_per_worker=5)
-        .plan(skewed, None, workers, Budget())
-        .table.content()
-    )
-    assert "tokens_per_worker" in strategy_parameters("chbl")
-    assert "virtual_workers_per_worker" in strategy_parameters("cg")  # cg's α keeps its name
-
-
-def test_register_refuses_a_class_that_breaks_the_contract():
-    """A strategy is a frozen dataclass that declares its kind and the limits it honours."""
-    from dataclasses import dataclass
-
-    from routeplan.planning.registry import register
-
-    @dataclass
-    class Mutable:
-        kind = "key_routing"
-        honours = frozenset()
-
-    @dataclass(frozen=True)
-    class NoKind:
-        honours = frozenset()
-
-    @dataclass(frozen=True)
-    class UnknownLimit:
-        kind = "key_routing"
-        honours = frozenset({"max_keys"})
-
-    with pytest.raises(TypeError, match="frozen dataclass"):
-        register("test_mutable")(Mutable)
-    with pytest.raises(TypeError, match="must declare kind"):
-        register("test_no_kind")(NoKind)
-    with pytest.raises(TypeError, match="honours"):
-        register("test_unknown_limit")(UnknownLimit)
-    assert not {"test_mutable", "test_no_kind", "test_unknown_limit"} & set(strategy_names())
