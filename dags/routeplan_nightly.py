@@ -94,7 +94,8 @@ DOC_MD = """
 ### routeplan_nightly
 
 Plans and publishes a new routing table per stream from one day of stream logs:
-**check_policies → check_landing → ingest → windows → outcomes → plan → validate → publish → announce**.
+**check_policies → check_landing → ingest → windows → outcomes → plan → validate → publish →
+announce**.
 It runs every night at 00:00 UTC for the day that just ended, with the defaults below.
 
 #### When it fails or is late

@@ -14,8 +14,9 @@ For each, ``routeplan.streams.outcomes`` measures the realized numbers in the st
 window (its policy: the busiest window of the version's traffic, or the whole day) and over the
 day, in the policy's load metric, with the version's own workers and capacities — the same
 definitions its prediction used — and the predecessor's realized: the same measures on the logs
-of the day before the version came into force (produced under its predecessor, or by hash). Computed from the silver tables; only small per-window ×
-per-worker aggregates reach the driver. A version gone from the store is read from
+of the day before the version came into force (produced under its predecessor, or by hash).
+Computed from the silver tables; only small per-window × per-worker aggregates reach the driver.
+A version gone from the store is read from
 ``gold.routing_tables``; gone from both, or logs naming workers it never had: verdict
 ``unknown`` with a note, never a failed night.
 
@@ -361,7 +362,7 @@ def acted_on(spark, tables: Tables, stream: str, version: int) -> bool:
     return (
         read_delta(spark, tables, "gold.publish_log")
         .where(f"stream = '{stream}' AND action IN ('rolled_back', 'held', 'alerted')")
-        .where(F.col("reason").startswith(prefix))
+        .where(F.col("reason").contains(prefix))  # a rollback's reason has it after "rollback to"
         .limit(1)
         .count()
         > 0
