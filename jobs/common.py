@@ -250,6 +250,19 @@ class Tables:
         path = self.report_path(interval_start, stage)
         return storage.write_text(path, json.dumps(report, indent=1, default=str) + "\n")
 
+    def read_report(self, interval_start: date, stage: str) -> dict[str, Any] | None:
+        """A stage's report of the day, None when that stage has not written one."""
+        path = self.report_path(interval_start, stage)
+        if not storage.is_file(path):
+            return None
+        return json.loads(storage.read_bytes(path).decode("utf-8"))
+
+    def guard_actions(self, interval_start: date) -> list[dict[str, Any]]:
+        """The regression guard's rollbacks and holds of the day's run (the outcomes job's
+        report): the plan job plans nothing new for those streams, publish reports them."""
+        report = self.read_report(interval_start, "outcomes") or {}
+        return [g for g in report.get("guard", []) if g.get("action") in ("rollback", "hold")]
+
 
 @dataclass(frozen=True)
 class RunArgs:

@@ -40,13 +40,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 
 import numpy as np
 
 from jobs.common import (
     RunArgs,
-    Tables,
     log,
     read_delta,
     run_args,
@@ -387,20 +386,6 @@ def stream_policies(ns, home: str | os.PathLike[str]) -> Policies | None:
     return load_policies(path)
 
 
-def acted_tonight(tables: Tables, day: date) -> dict[str, str]:
-    """The streams the guard rolled back or held in this night's run (stream → action), from
-    its report: the plan job plans nothing new for them."""
-    path = tables.report_path(day, "outcomes")
-    if not storage.is_file(path):
-        return {}
-    report = json.loads(storage.read_bytes(path).decode("utf-8"))
-    return {
-        g["stream"]: g["action"]
-        for g in report.get("guard", [])
-        if g.get("action") in ("rollback", "hold")
-    }
-
-
 def run_overrides(ns) -> RunOverrides:
     """The run's overrides (strategy, its parameters, the budget, window, metric), checked before
     Spark starts: a bad value ends the job with one line saying what to change."""
@@ -515,7 +500,7 @@ def main(argv: list[str] | None = None) -> dict:
                 chosen[stream] = policy_for(overrides, policies, stream)
     except InputError as err:
         raise SystemExit(f"plan refused: {err}") from None
-    guarded = acted_tonight(args.tables, args.interval_start)  # the regression guard's
+    guarded = {g["stream"]: g["action"] for g in args.tables.guard_actions(args.interval_start)}
     for stream, action in guarded.items():
         log("plan", f"{stream}: the regression guard did a {action} tonight: nothing new planned")
     rows = [

@@ -50,7 +50,8 @@ def publish(spark, args: RunArgs, keep_versions: int | None = None) -> list[dict
         .orderBy("stream")
         .collect()
     )
-    if not plans:
+    guarded = tables.guard_actions(args.interval_start)
+    if not plans and not guarded:
         raise SystemExit(f"no selected plans for {args.interval_start}: run plan and validate")
     store = RoutingStore(tables.routing)
     outcomes = [publish_plan(store, plan) for plan in plans]
@@ -58,6 +59,20 @@ def publish(spark, args: RunArgs, keep_versions: int | None = None) -> list[dict
     ours = {(o["stream"], o["version"]) for o in outcomes if o["action"] == "published"}
     record_versions(spark, tables, store, ours, args.run_id, args.interval_start)
     append_log(spark, tables, outcomes, args.run_id, args.interval_start)
+    for g in guarded:  # the outcomes job published (or held) and logged these: reported here too
+        latest = store.latest_version(g["stream"])
+        outcomes.append(
+            {
+                "stream": g["stream"],
+                "action": "rolled_back" if g["action"] == "rollback" else "held",
+                "version": g.get("published_version") or latest,
+                "reason": g["reason"],
+                "observed_imbalance": None,
+                "predicted_imbalance": None,
+                "strategy": None,
+                "kind": None,
+            }
+        )
     register_tables(spark, tables)  # the nightly names for spark-sql (tables.catalog_file)
     if keep_versions:
         for stream in streams:

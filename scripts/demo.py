@@ -1,11 +1,20 @@
-"""The main job: sample logs → routeplan_nightly through Airflow → a summary per stream.
+"""The main job: sample logs → routeplan_nightly through Airflow, night after night → a summary.
 
-    make demo                                   # fresh sample data for yesterday (UTC)
+    make demo                                   # three nights of sample data, ending yesterday
+    make demo DEMO_ARGS="--scenario regression" # … and a bad table published by hand: rolled back
     make demo DEMO_ARGS="--landing /data/logs --workers /data/workers.json --date 2026-11-20"
 
-Runs the real DAG with ``airflow dags test`` (every task a real spark-submit on Delta Lake) and
-prints, per stream, the version published, the imbalance the logs show and the plan's predicted
-imbalance. Needs the environment ``make`` exports (AIRFLOW_HOME, ROUTEPLAN_HOME, …).
+Runs the real DAG with ``airflow dags test`` (every task a real spark-submit on Delta Lake), once
+per night. The first night's sample logs are routed by hash key grouping; every later night's
+by producers that follow the routing table the previous night published (``routeplan generate
+--follow``: the real client, each event stamped with the version it was routed by), so each
+night measures what the previous plan did (``gold.plan_outcomes``). ``--scenario regression``
+publishes a deliberately bad table by hand before the last night (every key group of clicks on
+one worker) and adds a night: the night whose logs followed it rolls it back by itself, and the
+one after plans again from the restored table. Other ``--scenario`` values (``slow-worker:W``,
+``hot-key``, ``remove-worker:W``) go to the generator for the last night. The summary shows, per
+night and stream, the version in force, its predicted and realized numbers, and what the night
+published. Needs the environment ``make`` exports (AIRFLOW_HOME, ROUTEPLAN_HOME, …).
 """
 
 from __future__ import annotations
@@ -34,7 +43,21 @@ def main() -> int:
         "--date",
         type=date.fromisoformat,
         default=default_day(),
-        help="day (UTC) to generate and process (default: yesterday)",
+        help="the last night's day (UTC) (default: yesterday)",
+    )
+    parser.add_argument(
+        "--nights",
+        type=int,
+        default=None,
+        help="nights to run, ending on --date (default 3 on sample data, 1 on your own logs)",
+    )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="NAME[:ARG]",
+        help="regression: a bad table published by hand before the last night (and a night "
+        "more); slow-worker:W, hot-key[:SHARE], remove-worker:W: the generator's, last night",
     )
     parser.add_argument("--landing", help="your own landing directory: <landing>/<YYYY-MM-DD>/*")
     parser.add_argument("--workers", help="your workers file (schemas/worker.schema.json)")
@@ -51,44 +74,86 @@ def main() -> int:
         "$ROUTEPLAN_HOME/config/streams.yaml, installed from config/streams.yaml if missing",
     )
     args = parser.parse_args()
+    regression = "regression" in args.scenario
+    generated = [s for s in args.scenario if s != "regression"]
+    if args.landing and (regression or generated):
+        parser.error("--scenario needs the sample data (it is played by the generator)")
+    nights = args.nights or (1 if args.landing else 3)
+    if nights < 1:
+        parser.error("--nights must be at least 1")
+    nights += regression  # the night after the bad one plans again from the restored table
     home = settings.home()
     if not storage.is_remote(home):
         home = str(Path(home).resolve())
-
-    conf = {"date": args.date.isoformat()}
+    base = {}
     if args.strategy:
-        conf["strategy"] = args.strategy
+        base["strategy"] = args.strategy
     if args.policies:
-        conf["policies_path"] = str(Path(args.policies).resolve())
+        base["policies_path"] = str(Path(args.policies).resolve())
     else:
         install_policies(home)
     if args.landing:
-        conf["landing_path"] = str(Path(args.landing).resolve())
+        base["landing_path"] = str(Path(args.landing).resolve())
         if args.workers:
-            conf["workers_path"] = str(Path(args.workers).resolve())
-    else:
-        print(f"==> generating sample logs for {args.date} under {home}/landing", flush=True)
-        subprocess.run(
-            [
-                "routeplan",
-                "generate",
-                "--date",
-                args.date.isoformat(),
-                "--events",
-                str(args.events),
-                "--malformed",
-                "0.001",
-                "--duplicates",
-                "0.001",
-            ],
-            check=True,
-        )
+            base["workers_path"] = str(Path(args.workers).resolve())
+    days = [args.date - timedelta(days=nights - 1 - i) for i in range(nights)]
+    bad_night = days[-2] if regression else None
+    for i, day in enumerate(days):
+        if not args.landing:
+            last = day == (bad_night or days[-1])
+            generate(day, args.events, follow=i > 0, scenarios=generated if last else [])
+        if day == bad_night:
+            publish_bad_table(home, "clicks")
+        if run_night(home, day, {**base, "date": day.isoformat()}) != 0:
+            return 1
+    print_nights(home, days)
+    return 0
 
+
+def generate(day: date, events: int, follow: bool, scenarios: list[str]) -> None:
+    """The day's sample logs (routed by hash, or following LATEST)."""
+    how = "following LATEST" if follow else "routed by hash key grouping"
+    print(f"==> sample logs for {day}, {how}", flush=True)
+    command = ["routeplan", "generate", "--date", day.isoformat(), "--events", str(events)]
+    command += ["--malformed", "0.001", "--duplicates", "0.001", "--no-progress"]
+    command += ["--follow"] if follow else []
+    for scenario in scenarios:
+        command += ["--scenario", scenario]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+
+def publish_bad_table(home: str, stream: str) -> None:
+    """A table that puts every key group of ``stream`` on its first worker, published by hand
+    (as a mistaken operator or a broken strategy might): the next night's logs follow it."""
+    from routeplan.model.table import RoutingTable
+    from routeplan.publishing.store import RoutingStore
+
+    store = RoutingStore(settings.routing_root(home))
+    latest = store.load(stream)
+    if not isinstance(latest, RoutingTable):
+        print(f"==> --scenario regression: {stream} has no key-routing table to spoil", flush=True)
+        return
+    first = latest.workers.names[0]
+    bad = RoutingTable(
+        stream=stream,
+        strategy="kg",
+        workers=latest.workers,
+        key_group_worker=tuple(first for _ in latest.key_group_worker),
+        hash_seed=latest.hash_seed,
+        predicted={"imbalance": 0.0},
+    )
+    published = store.publish(bad, reason=f"demo --scenario regression: every key group on {first}")
+    print(f"==> --scenario regression: published a bad {stream} v{published.version} by hand "
+          f"(every key group on {first})", flush=True)  # fmt: skip
+
+
+def run_night(home: str, day: date, conf: dict) -> int:
+    """``airflow dags test routeplan_nightly`` for ``day``, its progress lines shown."""
     local = home if not storage.is_remote(home) else os.environ.get("AIRFLOW_HOME", "var")
     log_dir = Path(local) / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / f"demo-{args.date}.log"
-    logical = (args.date + timedelta(days=1)).isoformat()
+    log_path = log_dir / f"demo-{day}.log"
+    logical = (day + timedelta(days=1)).isoformat()
     print(f"==> airflow dags test routeplan_nightly {logical}  (full log: {log_path})", flush=True)
     command = ["airflow", "dags", "test", "routeplan_nightly", logical, "--conf", json.dumps(conf)]
     with (
@@ -103,11 +168,10 @@ def main() -> int:
             found = PROGRESS.search(line)
             if found:
                 print("   ", found.group(0)[:150], flush=True)
-    report = storage.join(settings.reports_root(home), args.date.isoformat(), "publish.json")
+    report = storage.join(settings.reports_root(home), day.isoformat(), "publish.json")
     if proc.returncode != 0 or not storage.exists(report):
         print(f"routeplan_nightly failed (exit {proc.returncode}); see {log_path}", file=sys.stderr)
         return 1
-    print_summary(json.loads(storage.read_bytes(report)), home)
     return 0
 
 
@@ -126,6 +190,7 @@ NEXT = "routeplan show --stream <stream>   |   make airflow  (UI on http://local
 
 
 def print_summary(report: dict, home: str, next_steps: str = NEXT) -> None:
+    """One night's publish report (``make cluster-demo``)."""
     print(f"\nrouteplan_nightly {report['interval_start']}: routing tables in {home}/routing")
     print(
         f"{'stream':<10} {'kind':<21} {'strategy':<9} {'version':<8} {'action':<10} "
@@ -133,15 +198,85 @@ def print_summary(report: dict, home: str, next_steps: str = NEXT) -> None:
     )
     for s in report["streams"]:
         print(
-            f"{s['stream']:<10} {s.get('kind', ''):<21} {s['strategy']:<9} v{s['version']:<7} "
-            f"{s['action']:<10} {s['observed_imbalance']:>16.4f} "
-            f"{s['predicted_imbalance']:>10.4f}  {s['reason']}"
+            f"{s['stream']:<10} {s.get('kind') or '':<21} {s.get('strategy') or '':<9} "
+            f"v{s['version']:<7} {s['action']:<10} {_number(s.get('observed_imbalance')):>16} "
+            f"{_number(s.get('predicted_imbalance')):>10}  {s['reason']}"
         )
     for s in report["streams"]:
         if (s.get("choice") or "").startswith("auto"):
             print(f"{s['stream']}: {s['choice']}")
     print("\nimbalance = max over workers of load/capacity relative to the fair share, minus 1")
     print(f"next: {next_steps}")
+
+
+def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
+    """Per night and stream: the version in force that day, its headline measure predicted and
+    realized (and the day before it, under its predecessor), the verdict, and what the night
+    published — so the imbalance falling after the first plan, and how close the predictions
+    were, read down a column."""
+    print(f"\nrouteplan_nightly, {len(days)} night(s): routing tables in {home}/routing")
+    head = (
+        f"{'night':<11} {'stream':<8} {'in force':<9} {'measure':<10} {'predicted':>9} "
+        f"{'realized':>9} {'before':>9} {'verdict':<15} {'published':<15} reason"
+    )
+    print(head)
+    details, guarded = [], []
+    for day in days:
+        outcomes = _report(home, day, "outcomes") or {}
+        published = {
+            s["stream"]: s for s in (_report(home, day, "publish") or {}).get("streams", [])
+        }
+        seen = {o["stream"]: o for o in outcomes.get("outcomes", [])}
+        for stream in sorted(set(published) | set(seen)):
+            o, p = seen.get(stream), published.get(stream, {})
+            if o is None:  # no version in force yet: the logs' own routing
+                force, measure, predicted, realized, before, verdict = (
+                    "(logs)",
+                    "imbalance",
+                    None,
+                    p.get("observed_imbalance"),
+                    None,
+                    "-",
+                )
+            else:
+                force, measure, verdict = f"v{o['version']}", o["measure"], o["verdict"]
+                predicted, realized, before = o["predicted"], o["realized"], o["previous_realized"]
+                if o["measure"] == "overload" and o["consumers"] is not None:
+                    details.append(
+                        f"{day} {stream}: v{o['version']} used {o['consumers']} consumers (lower "
+                        f"bound {o['lower_bound']}), {o['overloaded']} overloaded; imbalance "
+                        f"{_number(o['realized_imbalance'])} (predicted "
+                        f"{_number(o['predicted_imbalance'])})"
+                    )
+            action = f"v{p['version']} {p['action']}" if p else "-"
+            reason = p.get("reason", "") if p else ""
+            if p.get("predicted_imbalance") is not None and p.get("action") == "published":
+                reason += f" (predicts imbalance {_number(p['predicted_imbalance'])})"
+            print(
+                f"{day!s:<11} {stream:<8} {force:<9} {measure:<10} {_number(predicted):>9} "
+                f"{_number(realized):>9} {_number(before):>9} {verdict:<15} {action:<15} {reason}"
+            )
+        guarded += [f"{day} {g['stream']}: {g['action']}: {g['reason']}"
+                    for g in outcomes.get("guard", []) if g.get("action")]  # fmt: skip
+    for line in details:
+        print(line)
+    for line in guarded:
+        print(f"regression guard, {line}")
+    print(
+        "\nimbalance = max over workers of load/capacity relative to the fair share, minus 1; "
+        "overload = share of the load above the consumers' capacity; before = the same measure "
+        "on the day before the version came into force"
+    )
+    print(f"next: routeplan outcomes   |   {next_steps}")
+
+
+def _report(home: str, day: date, stage: str) -> dict | None:
+    path = storage.join(settings.reports_root(home), day.isoformat(), f"{stage}.json")
+    return json.loads(storage.read_bytes(path)) if storage.exists(path) else None
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 if __name__ == "__main__":
