@@ -5,7 +5,9 @@ atomically (``routeplan.publishing.store``), and appends the version to Delta
 ``gold.routing_tables`` (with any version published outside a job, e.g. by ``routeplan rollback``).
 A plan that routes every key as LATEST already does publishes nothing; the reason is recorded in
 ``gold.publish_log`` like every other outcome. A plan made against another LATEST than the one now
-published (a concurrent publish or rollback) is refused. With ``--keep-versions N`` only the newest
+published (a concurrent publish or rollback) is refused. A held stream (``routeplan hold``, or the
+regression guard's ``hold``) keeps its LATEST: its outcome is ``held`` with the hold's reason, and
+the night goes on. With ``--keep-versions N`` only the newest
 N JSON files stay; Delta keeps every version (and its time travel keeps every state of the table).
 """
 
