@@ -73,12 +73,14 @@ MAX_OUTCOME_DAYS = 3660
 _ENTITY_TAG = re.compile(r'(?:W/)?"([^"]*)"')
 
 DESCRIPTION = """\
-Published routing tables of routeplan, read-only.
+Published routing tables of routeplan; nothing is published through this API.
 
 A producer routes a key with nothing but a routing-table document and Murmur3
 (`schemas/routing_table.schema.json`). Poll `/streams/{stream}/latest` with `If-None-Match`
 set to the last ETag (the document's `checksum`): 304 until a new version is published.
-Pinned versions never change and may be cached forever.
+Pinned versions never change and may be cached forever. `/streams/{stream}/outcomes` says
+what the versions did; `POST /streams/{stream}/plan` answers what a night would plan for a
+stream's inputs (a dry run).
 """
 
 
