@@ -170,10 +170,11 @@ def list_folders(location: str | os.PathLike[str]) -> list[str]:
     """The names of the folders directly under ``location``, sorted; empty when there is no
     such folder."""
     fs, path = filesystem(location)
-    if not fs.isdir(path):
+    try:
+        found = fs.ls(path, detail=True, refresh=True)  # fresh: another process writes there
+    except (FileNotFoundError, NotADirectoryError):
         return []
     base = path.rstrip("/") + "/"
-    found = fs.ls(path, detail=True)
     names = (e["name"].rstrip("/")[len(base) :] for e in found if e["type"] == "directory")
     return sorted(name for name in names if name and "/" not in name)
 

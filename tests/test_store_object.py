@@ -450,3 +450,30 @@ def test_a_garbage_hold_still_holds(root):
     with pytest.raises(HeldError, match="unreadable"):
         store.publish(table("s", 1))
     assert store.clear_hold("s") and store.publish(table("s", 1)).version == 2
+
+
+def test_outcomes_reports_are_read_from_object_storage(object_store, capsys):
+    from routeplan.streams.outcome_reports import read_outcomes
+
+    reports = object_store.uri(f"reports-{uuid.uuid4().hex[:8]}")
+    row = {
+        "stream": "s",
+        "version": 2,
+        "interval_start": "2026-11-21",
+        "measure": "imbalance",
+        "verdict": "regressed",
+        "realized": 0.4,
+    }
+    guard = {"stream": "s", "version": 2, "action": "hold", "reason": "worse"}
+    report = {"run_id": "r", "outcomes": [row], "guard": [guard]}
+    write(reports, "2026-11-21", "outcomes.json", text=json.dumps(report))
+    write(reports, "2026-11-22", "outcomes.json", text="{broken")
+    write(reports, "not-a-day", "outcomes.json", text="{broken")
+    found = read_outcomes(reports)
+    assert [(r["stream"], r["verdict"], r["guard"]["action"]) for r in found.records] == [
+        ("s", "regressed", "hold")
+    ]
+    assert len(found.warnings) == 1 and "2026-11-22/outcomes.json" in found.warnings[0]
+    assert main(["outcomes", "--reports", reports, "--stream", "s"]) == 0
+    out = capsys.readouterr().out
+    assert "v2" in out and "guard: hold: worse" in out
