@@ -30,7 +30,7 @@ from jobs.common import (
 )
 from routeplan import settings, storage
 from routeplan.model.table import table_from_document
-from routeplan.publishing.store import RoutingStore, StaleLatestError
+from routeplan.publishing.store import HeldError, RoutingStore, StaleLatestError
 
 TABLE_COLUMNS = (
     "stream string, version int, parent_version int, created_at string, kind string, "
@@ -105,6 +105,8 @@ def publish_plan(store: RoutingStore, plan) -> dict:
             outcome.update(action="published", version=published.version, reason=reason)
         except StaleLatestError as err:
             outcome.update(reason=f"{err}; rerun the plan")
+        except HeldError as err:  # a held stream keeps LATEST: the night goes on
+            outcome.update(action="held", reason=f"held: {err.reason}", hold=err.hold)
     log("publish", f"{stream}: {outcome['action']} v{outcome['version']} ({outcome['reason']})")
     return outcome
 

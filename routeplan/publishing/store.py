@@ -300,10 +300,14 @@ class RoutingStore:
         if len(reason) > MAX_HOLD_REASON:
             raise ValueError(f"a hold's reason has at most {MAX_HOLD_REASON} characters")
         with self._files.locked(stream, create=True):
+            try:
+                latest = self.latest_version(stream)
+            except ValueError:  # a garbage LATEST: held all the same (doctor --fix repairs it)
+                latest = None
             doc = {
                 "reason": reason,
                 "created_at": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
-                "version": self.latest_version(stream),
+                "version": latest,
             }
             self._files.replace(stream, HOLD, json.dumps(doc, indent=1) + "\n")
         return doc
