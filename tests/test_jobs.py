@@ -352,12 +352,14 @@ def test_rollback_job_and_the_delta_history(spark, home):
     store.rollback("clicks", 1, "from the terminal")
     # the job restores views' v1 from Delta once its JSON file is pruned
     assert store.prune("views", keep_versions=1) == [1]
+    store.hold("views", "v2 regressed")  # a person runs the rollback: the hold is lifted
     report = home / "reports" / "rollback.json"
     outcome = rollback.main(
         ["--home", str(home), "--stream", "views", "--version", "1", "--reason", "cg was better"]
         + ["--run-id", "manual__r1", "--report", str(report)]
     )["streams"][0]
     assert (outcome["action"], outcome["version"]) == ("rolled_back", 3)
+    assert outcome["hold_cleared"] == "v2 regressed" and store.held("views") is None
     assert json.loads(report.read_text())["streams"] == [outcome]
     views = store.load("views")
     assert (views.restored_version, views.parent_version) == (1, 2)
