@@ -5,7 +5,9 @@ atomically (``routeplan.publishing.store``), and appends the version to Delta
 ``gold.routing_tables`` (with any version published outside a job, e.g. by ``routeplan rollback``).
 A plan that routes every key as LATEST already does publishes nothing; the reason is recorded in
 ``gold.publish_log`` like every other outcome. A plan made against another LATEST than the one now
-published (a concurrent publish or rollback) is refused. With ``--keep-versions N`` only the newest
+published (a concurrent publish or rollback) is refused. A held stream (``routeplan hold``, or the
+regression guard's ``hold``) keeps its LATEST: its outcome is ``held`` with the hold's reason, and
+the night goes on. With ``--keep-versions N`` only the newest
 N JSON files stay; Delta keeps every version (and its time travel keeps every state of the table).
 """
 
@@ -28,7 +30,7 @@ from jobs.common import (
 )
 from routeplan import settings, storage
 from routeplan.model.table import table_from_document
-from routeplan.publishing.store import RoutingStore, StaleLatestError
+from routeplan.publishing.store import HeldError, RoutingStore, StaleLatestError
 
 TABLE_COLUMNS = (
     "stream string, version int, parent_version int, created_at string, kind string, "
@@ -118,6 +120,8 @@ def publish_plan(store: RoutingStore, plan) -> dict:
             outcome.update(action="published", version=published.version, reason=reason)
         except StaleLatestError as err:
             outcome.update(reason=f"{err}; rerun the plan")
+        except HeldError as err:  # a held stream keeps LATEST: the night goes on
+            outcome.update(action="held", reason=f"held: {err.reason}", hold=err.hold)
     log("publish", f"{stream}: {outcome['action']} v{outcome['version']} ({outcome['reason']})")
     return outcome
 

@@ -3,7 +3,9 @@
 Reads the older version from the JSON store, or from Delta ``gold.routing_tables`` when its JSON
 file was pruned, publishes it as a new version (``parent_version`` = the LATEST it replaces,
 ``restored_version`` = the older one, ``reason`` = why), records it in ``gold.routing_tables``
-and ``gold.publish_log``, and writes a report for the DAG's asset-event task.
+and ``gold.publish_log``, and writes a report for the DAG's asset-event task. A held stream
+(``routeplan hold``, the regression guard) is released: the report's ``hold_cleared`` says the
+hold's reason.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def rollback(
         target = store.load(stream, version)
     else:
         target = from_history(spark, tables, stream, version)
-    table, published = store.restore(target, reason)
+    held = store.held(stream)
+    table, published = store.restore(target, reason)  # and lifts the stream's hold
     outcome = {
         "stream": stream,
         "action": "rolled_back" if published else "unchanged",
@@ -46,6 +49,9 @@ def rollback(
         if published
         else f"LATEST v{table.version} already routes as v{version}",
     }
+    if held is not None:
+        outcome["hold_cleared"] = held["reason"]
+        log("rollback", f"{stream}: hold lifted (was: {held['reason']})")
     log("rollback", f"{stream}: {outcome['action']} v{table.version} ({outcome['reason']})")
     ours = {(stream, table.version)} if published else set()
     record_versions(spark, tables, store, ours, run_id, interval_start)

@@ -13,6 +13,12 @@ The alert line (``routeplan alert: {...}``) holds ``event`` (``task_failed`` or
 ``deadline_missed``), ``dag_id``, ``run_id``, ``task_id``, ``try_number``, ``logical_date``,
 ``error`` (the first line of the exception, or what was missed) and ``url`` (the task's log, or
 the run's page). A failed POST is logged and never fails the callback.
+
+The regression guard's actions (``routeplan_tasks.guard_alerts``, from the outcomes report) are
+alert lines of the same kind (``raise_alert``): ``event`` ``regression_rollback``,
+``regression_hold`` or ``regression_alert``, with ``stream``, ``version`` (the version that
+regressed), ``restore_version``, ``published_version`` (what a rollback published), ``reason``,
+``run_id`` and ``interval_start`` (``guard_alert_fields``).
 """
 
 from __future__ import annotations
@@ -43,10 +49,37 @@ class RunAlert(BaseNotifier):
 
     def notify(self, context: dict) -> None:
         """Log the alert of ``context`` (a task's, or a deadline's) and post it."""
-        alert = alert_fields(self.event, context)
-        line = json.dumps(alert, default=str)
-        log.error("routeplan alert: %s", line)
-        post_alert(line)
+        raise_alert(alert_fields(self.event, context))
+
+
+def raise_alert(alert: dict[str, Any]) -> str:
+    """Log ``alert`` as one ``routeplan alert: {...}`` line and POST it to the webhook (when
+    the alert connection exists); the line."""
+    line = json.dumps(alert, default=str)
+    log.error("routeplan alert: %s", line)
+    post_alert(line)
+    return line
+
+
+GUARD_EVENTS = {
+    "rollback": "regression_rollback",
+    "hold": "regression_hold",
+    "alert": "regression_alert",
+}
+
+
+def guard_alert_fields(entry: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+    """The alert of one guard decision of an outcomes report (``entry["action"]`` set)."""
+    return {
+        "event": GUARD_EVENTS.get(entry["action"], f"regression_{entry['action']}"),
+        "stream": entry.get("stream"),
+        "version": entry.get("version"),
+        "restore_version": entry.get("restore_version"),
+        "published_version": entry.get("published_version"),
+        "reason": entry.get("reason"),
+        "run_id": report.get("run_id"),
+        "interval_start": report.get("interval_start"),
+    }
 
 
 def deadline_alerts(within: timedelta) -> list[DeadlineAlert]:

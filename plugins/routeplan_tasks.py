@@ -17,7 +17,7 @@ from datetime import date, timedelta
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, AssetAlias, task
-from routeplan_alerts import RunAlert
+from routeplan_alerts import RunAlert, guard_alert_fields, raise_alert
 
 from jobs.common import location_arg, spark_defaults, spark_defaults_file, submit_conf
 from routeplan import settings, storage
@@ -42,6 +42,7 @@ TIMEOUT_MINUTES = {
     "validate": 30,
     "publish": 30,
     "announce": 5,
+    "guard_alerts": 5,
     "rollback": 30,
     "maintain": 240,
 }
@@ -179,3 +180,20 @@ def announce(report_path: str, *, outlet_events=None) -> list[dict]:
         announced.append(extra)
     print(f"asset events: {announced or 'none (no stream got a new version)'}")
     return announced
+
+
+@task(execution_timeout=TIMEOUTS["guard_alerts"])
+def guard_alerts(report_path: str) -> list[dict]:
+    """One alert (``routeplan_alerts.raise_alert``: a ``routeplan alert:`` line, POSTed to the
+    webhook) per regression guard decision with an action in the outcomes report (a path or
+    URI): ``regression_rollback``, ``regression_hold`` or ``regression_alert``; the alerts."""
+    report = json.loads(storage.read_bytes(report_path))
+    alerts = [
+        guard_alert_fields(entry, report)
+        for entry in report.get("guard") or []
+        if isinstance(entry, dict) and entry.get("action")
+    ]
+    for alert in alerts:
+        raise_alert(alert)
+    print(f"guard alerts: {len(alerts) or 'none (the guard took no action)'}")
+    return alerts

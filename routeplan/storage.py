@@ -166,6 +166,19 @@ def list_files(location: str | os.PathLike[str]) -> list[str]:
     return [join(text, name[len(base) + 1 :]) for name in found if name.startswith(base + "/")]
 
 
+def list_folders(location: str | os.PathLike[str]) -> list[str]:
+    """The names of the folders directly under ``location``, sorted; empty when there is no
+    such folder."""
+    fs, path = filesystem(location)
+    try:
+        found = fs.ls(path, detail=True, refresh=True)  # fresh: another process writes there
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    base = path.rstrip("/") + "/"
+    names = (e["name"].rstrip("/")[len(base) :] for e in found if e["type"] == "directory")
+    return sorted(name for name in names if name and "/" not in name)
+
+
 def make_bucket(location: str | os.PathLike[str]) -> bool:
     """Create the bucket an object-store ``location`` lives in, if it does not exist yet (a new
     deployment's first step); True when it was created. A local location needs none."""

@@ -204,3 +204,84 @@ def test_a_missed_deadline_runs_through_airflows_callback_runner(
         "/dags/routeplan_nightly/runs/scheduled__2026-11-21T00%3A00%3A00%2B00%3A00"
     )
     assert [r["body"] for r in received] == [alert]
+
+
+def test_the_guards_actions_are_alert_lines_and_posts(
+    nightly, webhook, monkeypatch, caplog, tmp_path
+):
+    """``guard_alerts`` on an outcomes report: one alert per guard decision with an action, in
+    the notifier's format, each posted; a decision without action is no alert."""
+    import routeplan_tasks
+
+    url, received = webhook
+    use_connection(monkeypatch, f"{url}/hooks/routeplan")
+    caplog.set_level(logging.INFO, logger="routeplan.alerts")
+    guard = [
+        {
+            "stream": "clicks",
+            "version": 4,
+            "action": "rollback",
+            "restore_version": 3,
+            "reason": "regression: v4's realized imbalance 0.4 …",
+            "published_version": 5,
+        },
+        {
+            "stream": "orders",
+            "version": 2,
+            "action": "hold",
+            "restore_version": None,
+            "reason": "regression: v2's realized overload 0.2 …",
+            "published_version": None,
+        },
+        {
+            "stream": "views",
+            "version": 7,
+            "action": "alert",
+            "restore_version": None,
+            "reason": "regression: v7 …",
+            "published_version": None,
+        },
+        {
+            "stream": "quiet",
+            "version": 1,
+            "action": None,
+            "restore_version": None,
+            "reason": "v1: as_predicted",
+            "published_version": None,
+        },
+    ]
+    report = tmp_path / "outcomes.json"
+    report.write_text(
+        json.dumps(
+            {
+                "stage": "outcomes",
+                "run_id": RUN_ID,
+                "interval_start": "2026-11-21",
+                "outcomes": [],
+                "guard": guard,
+            }
+        )
+    )
+    alerts = routeplan_tasks.guard_alerts.function(str(report))
+    assert [(a["event"], a["stream"]) for a in alerts] == [
+        ("regression_rollback", "clicks"),
+        ("regression_hold", "orders"),
+        ("regression_alert", "views"),
+    ]
+    assert alerts[0] == {
+        "event": "regression_rollback",
+        "stream": "clicks",
+        "version": 4,
+        "restore_version": 3,
+        "published_version": 5,
+        "reason": "regression: v4's realized imbalance 0.4 …",
+        "run_id": RUN_ID,
+        "interval_start": "2026-11-21",
+    }
+    assert alert_lines(caplog) == alerts
+    assert [r["body"] for r in received] == alerts
+    assert {r["path"] for r in received} == {"/hooks/routeplan"}
+
+    report.write_text(json.dumps({"stage": "outcomes", "outcomes": [], "guard": guard[3:]}))
+    assert routeplan_tasks.guard_alerts.function(str(report)) == []
+    assert len(received) == 3

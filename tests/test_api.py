@@ -23,7 +23,7 @@ from conftest import stream_names
 from hypothesis import HealthCheck, given, settings
 
 from routeplan.api.app import create_app, etag_matches
-from routeplan.contracts.schemas import validate_document
+from routeplan.contracts.schemas import load_schema, validate_document
 from routeplan.model.names import is_valid_name
 from routeplan.model.table import PartitionAssignment, RoutingTable, checksum, table_from_document
 from routeplan.model.workers import Workers
@@ -402,7 +402,16 @@ def test_openapi_documents_every_endpoint_with_its_schema(api):
         "/streams/{stream}/versions/{version}",
         "/streams/{stream}/diff",
         "/streams/{stream}/plot.png",
+        "/streams/{stream}/outcomes",
+        "/streams/{stream}/plan",
     }
+    outcomes = paths["/streams/{stream}/outcomes"]["get"]["responses"]
+    schema = outcomes["200"]["content"]["application/json"]["schema"]
+    assert schema["type"] == "array" and "$ref" not in json.dumps(schema)
+    plan = paths["/streams/{stream}/plan"]["post"]
+    body = plan["requestBody"]["content"]["application/json"]["schema"]
+    assert body["title"] == load_schema("stream_inputs")["title"]
+    assert set(plan["responses"]) >= {"200", "400", "404", "413", "422"}
     plot = paths["/streams/{stream}/plot.png"]["get"]["responses"]
     assert set(plot["200"]["content"]) == {"image/png"}
     latest = paths["/streams/{stream}/latest"]["get"]["responses"]
@@ -494,7 +503,7 @@ def test_any_stream_name_is_served_not_found_or_refused_never_a_500(api, root, n
 
 def test_an_overlong_or_invalid_stream_name_is_404_naming_the_rule(api, root, caplog):
     for name in ("x" * 256, "y" * 1000, "a b", ".hidden", "-x", "é"):
-        for tail in ("latest", "versions", "versions/1", "diff?from_version=1"):
+        for tail in ("latest", "versions", "versions/1", "diff?from_version=1", "outcomes"):
             resp = api.get(f"/streams/{quote(name, safe='')}/{tail}")
             assert resp.status_code == 404, (name, tail, resp.text)
             detail = resp.json()["detail"]
@@ -578,3 +587,142 @@ def test_a_too_deep_or_too_large_stored_document_is_refused_not_a_crash(tmp_path
         assert api.get("/streams/large/latest").status_code == 200
         store.publish(key_table("large", moved=2), reason="x" * 100)
         assert f"more than {size} bytes" in error(api, "/streams/large/latest", 500)
+
+
+# ---- what versions did (the outcomes reports) and dry runs (plan by the policy, publish nothing)
+
+
+def outcome_row(stream: str, day: str, version: int, verdict: str) -> dict:
+    from routeplan.streams.outcomes import Outcome
+
+    return Outcome(
+        stream=stream,
+        version=version,
+        interval_start=day,
+        kind="key_routing",
+        attribution="event_version",
+        measure="imbalance",
+        predicted=0.1,
+        realized=0.4,
+        previous_realized=0.2,
+        error=0.3,
+        verdict=verdict,
+        predicted_imbalance=0.1,
+        realized_imbalance=0.4,
+        previous_realized_imbalance=0.2,
+        realized_imbalance_day=0.35,
+        messages=500.0,
+    ).to_row()
+
+
+def test_outcomes_serve_the_reports_of_one_stream(tmp_path, caplog):
+    routing, reports = tmp_path / "routing", tmp_path / "reports"
+    store = RoutingStore(routing)
+    store.publish(key_table("clicks"))
+    store.publish(key_table("quiet"))
+    for day, verdict in (("2026-11-20", "as_predicted"), ("2026-11-21", "regressed")):
+        (reports / day).mkdir(parents=True)
+        report = {
+            "stage": "outcomes",
+            "run_id": f"scheduled__{day}",
+            "interval_start": day,
+            "outcomes": [
+                outcome_row("clicks", day, 1, verdict),
+                outcome_row("other", day, 2, verdict),
+            ],
+            "guard": [
+                {
+                    "stream": "clicks",
+                    "version": 1,
+                    "action": "hold" if verdict == "regressed" else None,
+                    "restore_version": None,
+                    "reason": f"v1: {verdict}",
+                    "published_version": None,
+                }
+            ],
+        }
+        (reports / day / "outcomes.json").write_text(json.dumps(report))
+    (reports / "2026-11-22").mkdir()
+    (reports / "2026-11-22" / "outcomes.json").write_text("not json")
+    (reports / "notes").mkdir()
+    with running(routing, reports_root=reports) as client:
+        with caplog.at_level(logging.WARNING, logger="routeplan.api.app"):
+            records = get_json(client, "/streams/clicks/outcomes", "plan_outcomes")
+        assert [(r["interval_start"], r["verdict"]) for r in records] == [
+            ("2026-11-20", "as_predicted"),
+            ("2026-11-21", "regressed"),
+        ]
+        assert records[1]["guard"] == {
+            "action": "hold",
+            "restore_version": None,
+            "reason": "v1: regressed",
+            "published_version": None,
+        }
+        assert records[1]["realized"] == 0.4 and records[1]["run_id"] == "scheduled__2026-11-21"
+        assert "2026-11-22/outcomes.json: not JSON" in caplog.text  # logged, not an error
+        one = get_json(client, "/streams/clicks/outcomes?days=1", "plan_outcomes")
+        assert [r["interval_start"] for r in one] == ["2026-11-21"]
+        assert get_json(client, "/streams/quiet/outcomes", "plan_outcomes") == []
+        assert "no routing tables for stream 'nosuch'" in error(
+            client, "/streams/nosuch/outcomes", 404
+        )
+        assert "no such stream" in error(client, "/streams/.hidden/outcomes", 404)
+        assert client.get("/streams/clicks/outcomes?days=0").status_code == 422
+    with running(routing, reports_root=tmp_path / "none") as client:
+        assert get_json(client, "/streams/clicks/outcomes", "plan_outcomes") == []
+
+
+def inputs_body(stream: str, workers: int = 3) -> dict:
+    from conftest import zipf_snapshot
+
+    from routeplan.streams.inputs import StreamInputs, inputs_document
+
+    loads = zipf_snapshot(stream, keys=2_000, messages=50_000, num_key_groups=64)
+    return inputs_document(StreamInputs(stream, loads, Workers.homogeneous(workers)))
+
+
+def test_a_dry_run_plans_by_the_policy_and_publishes_nothing(tmp_path):
+    routing, policies = tmp_path / "routing", tmp_path / "streams.yaml"
+    policies.write_text("defaults: {strategy: cg}\nstreams:\n  clicks: {strategy: kg}\n")
+    store = RoutingStore(routing)
+    store.publish(key_table("clicks"))
+    with running(routing, policies_file=policies, max_bytes=2**20) as client:
+        resp = client.post("/streams/clicks/plan", json=inputs_body("clicks"))
+        assert resp.status_code == 200, resp.text
+        decided = resp.json()
+        assert (decided["stream"], decided["policy"], decided["strategy"]) == ("clicks", "kg", "kg")
+        assert decided["current_version"] == 1 and decided["published"] is False
+        assert decided["baseline"] == "kg"
+        assert sum(c["selected"] for c in decided["candidates"]) == 1
+        assert store.versions("clicks") == [1]  # nothing published
+
+        # a stream the file does not list gets the defaults, as at night; no LATEST is no error
+        fresh = client.post("/streams/fresh/plan", json=inputs_body("fresh"))
+        assert fresh.status_code == 200, fresh.text
+        assert fresh.json()["policy"] == "cg" and fresh.json()["current_version"] is None
+        assert any("not listed in the policies file" in n for n in fresh.json()["notes"])
+        assert store.streams() == ["clicks"]
+
+        def refused(url: str, status: int, **kw) -> str:
+            resp = client.post(url, **kw)
+            assert resp.status_code == status, resp.text
+            return resp.json()["detail"]
+
+        assert "request body: not JSON" in refused("/streams/clicks/plan", 400, content=b"{x")
+        deep = b"[" * 100 + b"]" * 100
+        assert "nested deeper" in refused("/streams/clicks/plan", 400, content=deep)
+        assert "not a stream's planning inputs" in refused(
+            "/streams/clicks/plan", 422, json={"stream": "clicks"}
+        )
+        assert "inputs of stream 'views'" in refused(
+            "/streams/clicks/plan", 422, json=inputs_body("views")
+        )
+        assert "larger than 1048576 bytes" in refused(
+            "/streams/clicks/plan", 413, content=b" " * (2**20 + 1)
+        )
+        assert "no such stream" in refused("/streams/.hidden/plan", 404, json={})
+    policies.write_text("streams:\n  clicks: {strategy: nosuch}\n")
+    with running(routing, policies_file=policies) as client:
+        resp = client.post("/streams/clicks/plan", json=inputs_body("clicks"))
+        assert resp.status_code == 500 and "policies are broken" in resp.json()["detail"]
+        assert str(tmp_path) not in resp.text  # the server's path is not told

@@ -276,6 +276,24 @@ CASES: dict[str, tuple[list[str], int, tuple[str, ...]]] = {
         ("no folder for stream 'nosuch'", "home/routing", "streams: broken"),
     ),
     "doctor --stream ../../x": (["doctor", "--stream", "../../x"], 2, (BAD_NAME,)),
+    "hold of no such stream": (
+        ["hold", "--stream", "nosuch"],
+        1,
+        ("no routing table published for stream 'nosuch'", "home/routing"),
+    ),
+    "hold --clear without a stream": (["hold", "--clear"], 2, ("--clear needs --stream",)),
+    "hold --clear and --list": (
+        ["hold", "--stream", "s", "--clear", "--list"],
+        2,
+        ("--list: not allowed with argument --clear",),
+    ),
+    "hold with a blank reason": (
+        ["hold", "--stream", "noloads", "--reason", " "],
+        2,
+        ("a hold needs a reason",),
+    ),
+    "hold --stream ../../x": (["hold", "--stream", "../../x"], 2, (BAD_NAME,)),
+    "outcomes --days 0": (["outcomes", "--days", "0"], 2, ("--days", "'0'")),
     "versions of a routing store that is a file": (
         ["versions", "--routing", "{tmp}/loads.csv"],
         1,

@@ -321,11 +321,27 @@ def test_validate_then_publish_then_rerun(spark, home):
     assert table(spark, home, "gold.routing_tables").count() == 3
     assert table(spark, home, "gold.publish_log").where("action = 'unchanged'").count() == 3
 
-    # another strategy: a new version whose parent is v1
+    # another strategy: a new version whose parent is v1, but clicks is held: it keeps v1, the
+    # log and the report say why, and the night goes on; once the hold is cleared it publishes
     run(plan, home, "--strategy", "kg")
     run(validate, home)
-    third = run(publish, home)
-    assert {(s["action"], s["version"]) for s in third["streams"]} == {("published", 2)}
+    store = RoutingStore(home / "routing")
+    store.hold("clicks", "v1 regressed")
+    third = {s["stream"]: s for s in run(publish, home)["streams"]}
+    assert (third["clicks"]["action"], third["clicks"]["version"]) == ("held", 1)
+    assert third["clicks"]["reason"] == "held: v1 regressed"
+    assert third["clicks"]["hold"]["version"] == 1
+    assert {(third[s]["action"], third[s]["version"]) for s in ("orders", "views")} == {
+        ("published", 2)
+    }
+    held = table(spark, home, "gold.publish_log").where("action = 'held'").collect()
+    assert [(r["stream"], r["version"], r["reason"]) for r in held] == [
+        ("clicks", 1, "held: v1 regressed")
+    ]
+    assert store.latest_version("clicks") == 1 and store.clear_hold("clicks")
+    fourth = {s["stream"]: s for s in run(publish, home)["streams"]}
+    assert (fourth["clicks"]["action"], fourth["clicks"]["version"]) == ("published", 2)
+    assert {fourth[s]["action"] for s in ("orders", "views")} == {"unchanged"}
     assert json.loads((home / "routing/clicks/v2.json").read_text())["parent_version"] == 1
 
 
@@ -336,12 +352,14 @@ def test_rollback_job_and_the_delta_history(spark, home):
     store.rollback("clicks", 1, "from the terminal")
     # the job restores views' v1 from Delta once its JSON file is pruned
     assert store.prune("views", keep_versions=1) == [1]
+    store.hold("views", "v2 regressed")  # a person runs the rollback: the hold is lifted
     report = home / "reports" / "rollback.json"
     outcome = rollback.main(
         ["--home", str(home), "--stream", "views", "--version", "1", "--reason", "cg was better"]
         + ["--run-id", "manual__r1", "--report", str(report)]
     )["streams"][0]
     assert (outcome["action"], outcome["version"]) == ("rolled_back", 3)
+    assert outcome["hold_cleared"] == "v2 regressed" and store.held("views") is None
     assert json.loads(report.read_text())["streams"] == [outcome]
     views = store.load("views")
     assert (views.restored_version, views.parent_version) == (1, 2)

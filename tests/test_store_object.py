@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,12 @@ from routeplan.cli.main import main
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.producers.client import Router
-from routeplan.publishing.store import BrokenLatestError, RoutingStore, StaleLatestError
+from routeplan.publishing.store import (
+    BrokenLatestError,
+    HeldError,
+    RoutingStore,
+    StaleLatestError,
+)
 
 WORKERS = Workers.homogeneous(4)
 
@@ -403,3 +409,71 @@ def test_other_fsspec_schemes_are_read_but_not_published(tmp_path):
     assert store.streams() == ["s"] and store.load("s").version == 1
     with pytest.raises(NotImplementedError, match="conditional writes"):
         store.publish(table("s", 1))
+
+
+def test_a_hold_refuses_new_routing_until_a_restore_or_clear_on_both_back_ends(root):
+    store = RoutingStore(root)
+    store.publish(table("s"))
+    store.publish(table("s", 1))
+    assert store.held("s") is None and store.holds() == {}
+    hold = store.hold("s", "v2 regressed", now=datetime(2026, 11, 22, 3, tzinfo=UTC))
+    assert hold == {
+        "reason": "v2 regressed",
+        "created_at": "2026-11-22T03:00:00+00:00",
+        "version": 2,
+    }
+    assert store.held("s") == hold and store.holds() == {"s": hold}
+    assert json.loads(storage.read_bytes(storage.join(root, "s", "HOLD"))) == hold
+    with pytest.raises(HeldError, match=r"stream 's' is held at v2 \(v2 regressed\)") as refused:
+        store.publish(table("s", 2))
+    assert refused.value.reason == "v2 regressed"
+    assert store.versions("s") == [1, 2] and store.latest_version("s") == 2  # nothing written
+    assert store.doctor("s").hold == hold and store.doctor("s").clean  # listed, no problem
+    assert store.doctor("s").to_dict()["hold"] == hold
+    restored, published = store.rollback("s", 1, "guard hold: back to v1")
+    assert published and restored.version == 3 and store.held("s") is None  # restore lifts it
+    store.hold("s", "again")
+    assert store.rollback("s", 1, "keep v3") == (store.load("s"), False)
+    assert store.held("s") is None  # a restore that publishes nothing lifts it too
+    store.hold("s", "once more")
+    assert store.clear_hold("s") and not store.clear_hold("s")
+    assert store.publish(table("s", 2)).version == 4
+    with pytest.raises(ValueError, match="a hold needs a reason"):
+        store.hold("s", "  ")
+
+
+def test_a_garbage_hold_still_holds(root):
+    store = RoutingStore(root)
+    store.publish(table("s"))
+    write(root, "s", "HOLD", text="{not json")
+    assert "unreadable" in store.held("s")["reason"]
+    with pytest.raises(HeldError, match="unreadable"):
+        store.publish(table("s", 1))
+    assert store.clear_hold("s") and store.publish(table("s", 1)).version == 2
+
+
+def test_outcomes_reports_are_read_from_object_storage(object_store, capsys):
+    from routeplan.streams.outcome_reports import read_outcomes
+
+    reports = object_store.uri(f"reports-{uuid.uuid4().hex[:8]}")
+    row = {
+        "stream": "s",
+        "version": 2,
+        "interval_start": "2026-11-21",
+        "measure": "imbalance",
+        "verdict": "regressed",
+        "realized": 0.4,
+    }
+    guard = {"stream": "s", "version": 2, "action": "hold", "reason": "worse"}
+    report = {"run_id": "r", "outcomes": [row], "guard": [guard]}
+    write(reports, "2026-11-21", "outcomes.json", text=json.dumps(report))
+    write(reports, "2026-11-22", "outcomes.json", text="{broken")
+    write(reports, "not-a-day", "outcomes.json", text="{broken")
+    found = read_outcomes(reports)
+    assert [(r["stream"], r["verdict"], r["guard"]["action"]) for r in found.records] == [
+        ("s", "regressed", "hold")
+    ]
+    assert len(found.warnings) == 1 and "2026-11-22/outcomes.json" in found.warnings[0]
+    assert main(["outcomes", "--reports", reports, "--stream", "s"]) == 0
+    out = capsys.readouterr().out
+    assert "v2" in out and "guard: hold: worse" in out

@@ -1,4 +1,5 @@
-"""Read-only HTTP API for published routing tables (``routeplan serve``, Airflow plugin).
+"""HTTP API for published routing tables (``routeplan serve``, Airflow plugin); it publishes
+nothing.
 
     GET /healthz                                   is the store readable, how many streams
     GET /streams                                   every stream, its versions and LATEST
@@ -7,6 +8,16 @@
     GET /streams/{stream}/versions/{version}       a pinned version's document (immutable)
     GET /streams/{stream}/diff?from_version=A&to_version=B   what changes from A to B (B: LATEST)
     GET /streams/{stream}/plot.png                 LATEST's worker loads before and after (PNG)
+    GET /streams/{stream}/outcomes?days=N          what its versions did, day by day (the guard)
+    POST /streams/{stream}/plan                    a dry run: plan a stream's inputs by its policy
+
+``/outcomes`` serves the outcomes stage's reports (``<reports>/<day>/outcomes.json``) as
+``routeplan outcomes`` prints them (``schemas/plan_outcomes.schema.json``). ``/plan`` takes a
+stream's planning inputs (``schemas/stream_inputs.schema.json``, at most ``max_bytes``) and
+answers what the nightly run would decide for them — the same ``plan_stream``, the deployment's
+policy (a stream the policies file does not list gets its defaults, as at night; without a file,
+``cg``) and the store's LATEST — as ``StreamPlan.summary()``; ``max_plans`` bound how many run at
+once (429 beyond).
 
 Documents are served as stored (the same JSON, compact; ``schemas/routing_table.schema.json``,
 checksum intact) with the checksum as a strong ETag; ``If-None-Match`` answers 304. Every
@@ -36,30 +47,40 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
-from routeplan import __version__, storage
-from routeplan.contracts.documents import DEFAULT_MAX_BYTES
+from routeplan import __version__, settings, storage
+from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document
 from routeplan.contracts.schemas import load_schema
+from routeplan.errors import InputError, one_line
 from routeplan.model.names import InvalidNameError, check_name
 from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.diff import diff_tables
 from routeplan.publishing.store import BrokenLatestError, RoutingStore, version_runs
 from routeplan.publishing.store_files import LATEST
+from routeplan.streams.inputs import inputs_from_document
+from routeplan.streams.outcome_reports import read_outcomes
+from routeplan.streams.overrides import RunOverrides, policy_for
+from routeplan.streams.policy import PolicyError, load_policies
+from routeplan.streams.service import plan_stream
 
 log = logging.getLogger(__name__)
 
 LATEST_CACHE_CONTROL = "no-cache"
 VERSION_CACHE_CONTROL = "public, max-age=31536000, immutable"
 MAX_VERSION = 2**63 - 1  # larger numbers are no version (and no file name)
+MAX_OUTCOME_DAYS = 3660
 _ENTITY_TAG = re.compile(r'(?:W/)?"([^"]*)"')
 
 DESCRIPTION = """\
-Published routing tables of routeplan, read-only.
+Published routing tables of routeplan; nothing is published through this API.
 
 A producer routes a key with nothing but a routing-table document and Murmur3
 (`schemas/routing_table.schema.json`). Poll `/streams/{stream}/latest` with `If-None-Match`
 set to the last ETag (the document's `checksum`): 304 until a new version is published.
-Pinned versions never change and may be cached forever.
+Pinned versions never change and may be cached forever. `/streams/{stream}/outcomes` says
+what the versions did; `POST /streams/{stream}/plan` answers what a night would plan for a
+stream's inputs (a dry run).
 """
 
 
@@ -315,15 +336,26 @@ def create_app(
     cache_size: int = 64,
     max_bytes: int = DEFAULT_MAX_BYTES,
     dependencies: Sequence[Any] = (),
+    reports_root: str | os.PathLike[str] | None = None,
+    policies_file: str | os.PathLike[str] | None = None,
+    max_plans: int = 2,
 ) -> FastAPI:
     """The API over the routing store at ``root`` (``<root>/<stream>/v<N>.json``, ``LATEST``):
     a directory or an object-store URI (``s3://bucket/routing``, ``s3a://…``).
 
     ``cache_size`` bounds the verified versions kept in memory and ``max_bytes`` the size of a
-    version file it reads; ``dependencies`` (FastAPI ``Depends``) run before every endpoint,
-    e.g. the Airflow plugin's authentication.
+    version file it reads and of a request body; ``dependencies`` (FastAPI ``Depends``) run
+    before every endpoint, e.g. the Airflow plugin's authentication. ``reports_root`` (default
+    ``settings.reports_root()``) holds the outcomes reports, ``policies_file`` (default
+    ``settings.policies_file()``, read at each dry run) the streams' policies; ``max_plans``
+    dry runs plan at once.
     """
     tables = _Tables(RoutingStore(root, max_bytes=max_bytes), cache_size)
+    reports = os.fspath(reports_root) if reports_root is not None else settings.reports_root()
+    policies_path = (
+        os.fspath(policies_file) if policies_file is not None else settings.policies_file()
+    )
+    planning = threading.BoundedSemaphore(max_plans)
     app = FastAPI(
         dependencies=list(dependencies),
         title="routeplan routing tables",
@@ -335,6 +367,8 @@ def create_app(
             {"name": "tables", "description": "routing-table documents (ETag = checksum)"},
             {"name": "diff", "description": "what changes between two versions"},
             {"name": "plots", "description": "pictures of the published tables"},
+            {"name": "outcomes", "description": "what published versions did, the guard"},
+            {"name": "plans", "description": "dry runs: what a night would plan (never published)"},
         ],
     )
     document = _schema_response("routing_table", "the routing-table document, as stored")
@@ -484,7 +518,159 @@ def create_app(
             raise HTTPException(422, f"{stream} v{table.version}: {err}") from err
         return Response(png, media_type="image/png", headers=headers)
 
+    @app.get(
+        "/streams/{stream}/outcomes",
+        tags=["outcomes"],
+        summary="What the stream's versions did, day by day",
+        description="The outcomes stage's records for the stream (oldest day first) from the "
+        "newest `days` nightly reports: each version's headline measure predicted, realized and "
+        "realized by its predecessor, the error, the verdict, and the regression guard's "
+        "decision. An empty list when there is none yet; a report that cannot be read is "
+        "skipped (and logged).",
+        response_model=None,
+        responses={200: _schema_response("plan_outcomes", "the outcome records"), **_ERRORS},
+    )
+    def outcomes(
+        stream: StreamParam,
+        days: Annotated[
+            int,
+            Query(ge=1, le=MAX_OUTCOME_DAYS, description="the newest N days with a report"),
+        ] = 30,
+    ) -> list[dict[str, Any]]:
+        tables.latest(stream)  # 404: no such stream (or a name that breaks the rule)
+        try:
+            found = read_outcomes(reports, stream=stream, days=days)
+        except OSError as err:
+            raise tables._unavailable(
+                f"the reports are unreadable ({type(err).__name__})"
+            ) from None
+        for warning in found.warnings:
+            log.warning("outcomes of %s: %s", stream, warning)
+        return found.records
+
+    inputs_body = {
+        "required": True,
+        "description": "the stream's planning inputs, as the plan job writes them to "
+        "`<home>/reports/<day>/plan-inputs/<stream>.json`",
+        "content": {"application/json": {"schema": _openapi_schema("stream_inputs")}},
+    }
+
+    @app.post(
+        "/streams/{stream}/plan",
+        tags=["plans"],
+        summary="Plan a stream's inputs by its policy (a dry run)",
+        description="What the nightly run would decide for these planning inputs: the "
+        "stream's policy from the deployment's policies file (a stream it does not list gets "
+        "the defaults, as at night), against the store's LATEST. Nothing is published. The "
+        "answer is the decision's summary: every candidate with its moves and predicted "
+        "numbers, the one selected and why, the baseline, the rerun rule.",
+        response_model=None,
+        openapi_extra={"requestBody": inputs_body},
+        responses={
+            200: {
+                "description": "the decision (`StreamPlan.summary()`)",
+                "content": {"application/json": {"schema": {"type": "object"}}},
+            },
+            400: {"description": "the body is not JSON, or too deep", "content": _DETAIL},
+            404: _ERRORS[404],
+            413: {"description": "the body is larger than the API's bound", "content": _DETAIL},
+            422: {
+                "description": "not a stream's planning inputs, inputs of another stream or "
+                "kind than its policy's, or the policy cannot plan them (`detail` says why)",
+                "content": _DETAIL,
+            },
+            429: {"description": "as many dry runs as allowed are running", "content": _DETAIL},
+            500: {
+                "description": "LATEST or the policies file is broken (`detail` says what)",
+                "content": _DETAIL,
+            },
+        },
+    )
+    async def dry_run(stream: StreamParam, request: Request) -> Any:
+        _check_name(stream)
+        raw = await _bounded_body(request, max_bytes)
+        if not planning.acquire(blocking=False):
+            raise HTTPException(429, f"{max_plans} dry runs are running; retry later")
+        try:
+            decided = await run_in_threadpool(_plan_inputs, stream, raw)
+        finally:
+            planning.release()
+        return JSONResponse(_finite(decided))
+
+    def _plan_inputs(stream: str, raw: bytes) -> dict[str, Any]:
+        try:
+            doc = parse_document(raw, "request body", max_bytes)
+        except ValueError as err:
+            raise HTTPException(400, one_line(err, 500)) from None
+        try:
+            inputs = inputs_from_document(doc, "request body")
+        except InputError as err:
+            raise HTTPException(422, one_line(err, 500)) from None
+        if inputs.stream != stream:
+            raise HTTPException(422, f"the body holds the inputs of stream {inputs.stream!r}")
+        notes = []
+        try:
+            if storage.is_file(policies_path):
+                policies = load_policies(policies_path)
+                if not policies.is_listed(stream):
+                    notes.append(
+                        f"stream {stream!r} is not listed in the policies file: planned with its "
+                        "defaults, as the nightly run does"
+                    )
+            else:
+                policies = None
+                notes.append("no policies file: planned with the default strategy")
+            policy = policy_for(RunOverrides(), policies, stream)
+        except (PolicyError, ValueError, OSError) as err:
+            name = os.path.basename(policies_path.rstrip("/"))
+            problem = one_line(str(err).replace(policies_path, name), 500)
+            log.error("policies file %s: %s", policies_path, err)
+            raise HTTPException(500, f"the deployment's policies are broken: {problem}") from None
+        if inputs.kind != policy.kind:
+            raise HTTPException(
+                422,
+                f"{inputs.kind} inputs, but stream {stream!r} is planned as {policy.kind} by "
+                "its policy",
+            )
+        try:
+            latest = tables.store.latest_version(stream)
+        except (OSError, ValueError) as err:
+            raise tables._corrupt(stream, LATEST, err) from err
+        current = tables.get(stream, latest).table if latest is not None else None
+        try:
+            decided = plan_stream(policy, inputs.loads, current, inputs.workers, inputs.logged)
+        except ValueError as err:  # PlanRefusedError, a policy that cannot plan these inputs
+            raise HTTPException(422, f"{stream}: {one_line(err, 500)}") from None
+        summary = decided.summary()
+        summary["notes"] = [*summary["notes"], *notes]
+        summary["published"] = False
+        return summary
+
     return app
+
+
+async def _bounded_body(request: Request, max_bytes: int) -> bytes:
+    """The request's body, 413 once it is larger than ``max_bytes`` (never read whole)."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > max_bytes:
+        raise HTTPException(413, f"the body is larger than {max_bytes} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            raise HTTPException(413, f"the body is larger than {max_bytes} bytes")
+    return bytes(body)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity as None (JSON has neither)."""
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def serve(

@@ -1,7 +1,8 @@
 """``routeplan doctor [--stream S] [--fix] [--json]``: a routing store's state after faults.
 
 Prints ``RoutingStore.doctor``'s report for one stream, or for every stream folder: LATEST's
-state, corrupt version files, temp files and orphan versions left by killed publishers. With
+state, corrupt version files, temp files and orphan versions left by killed publishers, and the
+stream's hold when it is held (``routeplan hold``). With
 ``--fix`` it removes temp files and points a broken LATEST at the newest valid version (the store
 does the work, under the publish lock, or by a conditional write on object storage; this module
 only formats). Exit code 0 when every stream is clean (orphans do no harm and are only listed),
@@ -19,9 +20,10 @@ from routeplan.publishing.store import DoctorReport, version_runs
 
 DESCRIPTION = """\
 Check a routing store after crashes or interrupted publishes: LATEST's state, corrupt version
-files, temp files and orphan versions (written, never published). Exit code 0 when every stream
-is clean, 1 while problems remain. --fix removes temp files and points a broken LATEST at the
-newest valid version; orphans are only listed."""
+files, temp files and orphan versions (written, never published), and held streams (routeplan
+hold). Exit code 0 when every stream is clean (a hold is no problem), 1 while problems remain.
+--fix removes temp files and points a broken LATEST at the newest valid version; orphans are
+only listed."""
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -58,6 +60,14 @@ def format_report(report: DoctorReport, hint: bool = True) -> str:
         lines.append(
             f"  orphan versions {version_runs(list(report.orphan_versions))}: newer than LATEST, "
             "never published (left alone; the next publish numbers above them)"
+        )
+    if report.hold is not None:
+        hold = report.hold
+        at = f" at v{hold['version']}" if hold.get("version") is not None else ""
+        since = f" since {hold['created_at']}" if hold.get("created_at") else ""
+        lines.append(
+            f"  held{at}{since}: {hold['reason']} (nothing new is published; "
+            f"routeplan hold --stream {report.stream} --clear, or a rollback, lifts it)"
         )
     if hint and report.problems:
         lines.append(f"  repair: routeplan doctor --stream {report.stream} --fix")

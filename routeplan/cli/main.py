@@ -7,9 +7,21 @@ import sys
 from typing import Any, NoReturn
 
 from routeplan import settings
-from routeplan.cli import binpack, config, docs, doctor, generate, plan, show, simulate, versions
+from routeplan.cli import (
+    binpack,
+    config,
+    docs,
+    doctor,
+    generate,
+    hold,
+    outcomes,
+    plan,
+    show,
+    simulate,
+    versions,
+)
 from routeplan.errors import InputError, OutputError, UsageError
-from routeplan.publishing.store import BrokenLatestError, StaleLatestError
+from routeplan.publishing.store import BrokenLatestError, HeldError, StaleLatestError
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -64,6 +76,8 @@ Examples:
     binpack.add_parser(sub)  # routeplan binpack: partitions onto consumers over time (paper 002)
     versions.add_parsers(sub)  # routeplan diff / rollback / versions / serve
     doctor.add_parser(sub)  # routeplan doctor: a store's state after faults, --fix
+    hold.add_parser(sub)  # routeplan hold: publish nothing new for a stream; --clear, --list
+    outcomes.add_parser(sub)  # routeplan outcomes: what published versions did, the guard
     simulate.add_parsers(sub)  # routeplan simulate / compare: online strategies replayed
     config.add_parser(sub)  # routeplan config: every setting, its variable and value
     docs.add_parser(sub)  # routeplan docs: serve the validate job's Data Docs
@@ -89,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         OSError,
         StaleLatestError,
         BrokenLatestError,
+        HeldError,
     ) as err:
         return _fail(prog, err, 1)
     except MemoryError as err:  # a size no limit caught: numpy names what it could not allocate

@@ -155,10 +155,11 @@ HELP = {  # subcommand → (one line for the list of subcommands, description, e
         "routeplan versions\nrouteplan versions --stream clicks --json",
     ),
     "serve": (
-        "the read-only HTTP API over the routing tables",
-        "Serve the routing store read-only over HTTP (FastAPI; the same API the Airflow plugin\n"
-        "mounts): streams, versions, LATEST with its ETag, pinned versions, diffs and a plot of\n"
-        "LATEST's worker loads. The OpenAPI page is /docs.",
+        "the HTTP API over the routing tables (it publishes nothing)",
+        "Serve the routing store over HTTP (FastAPI; the same API the Airflow plugin mounts):\n"
+        "streams, versions, LATEST with its ETag, pinned versions, diffs, a plot of LATEST's\n"
+        "worker loads, the outcomes reports and dry runs of a stream's policy (nothing is\n"
+        "published). The OpenAPI page is /docs.",
         "routeplan serve --port 8000\n"
         "curl -s localhost:8000/streams/clicks/latest\n"
         "curl -so clicks.png localhost:8000/streams/clicks/plot.png",

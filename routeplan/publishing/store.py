@@ -26,6 +26,14 @@ back ends (``routeplan.publishing.store_files``), chosen from the root
   a broken LATEST by the same conditional write; ``prune`` deletes objects. Other fsspec schemes
   (``gs://``, ``memory://``) are read the same way, but publishing needs S3's conditional writes.
 
+A stream may be *held* (``hold``): ``<stream>/HOLD`` is a small JSON document (``reason``,
+``created_at``, ``version``: the LATEST it holds), written whole (a rename on disk under the publish
+lock, one PUT on object storage). While it exists a publish of a new routing is refused
+(``HeldError``; the publish job records ``held``); a ``restore`` (rollback) is published and lifts
+it, as does ``clear_hold``. On object storage, where there is no lock, a hold written while a
+publish is in flight may be too late for it (that publish checked HOLD first): the hold's
+``version`` then names the LATEST before it.
+
 A stream name becomes a folder, so every method that takes one refuses a name that breaks the
 name rule (``routeplan.model.names``) with ``InvalidNameError`` before it touches storage.
 Documents are read within ``routeplan.contracts.documents``' bounds (size, nesting). After a fault
@@ -52,12 +60,21 @@ from routeplan.contracts.schemas import validate_document
 from routeplan.errors import one_line
 from routeplan.model.names import check_name, is_valid_name
 from routeplan.model.table import Table, table_from_document
-from routeplan.publishing.store_files import LATEST, TEMP_PREFIX, Files, LocalFiles, ObjectFiles
+from routeplan.publishing.store_files import (
+    HOLD,
+    LATEST,
+    TEMP_PREFIX,
+    Files,
+    LocalFiles,
+    ObjectFiles,
+)
 
 _VERSION_FILE = re.compile(r"^v(\d+)\.json$")
 # on object storage: how often a publish tries when LATEST moved first. A retry starts at once:
 # a pause would only let a publisher that publishes again and again starve the one that waits.
 PUBLISH_ATTEMPTS = 50
+HOLD_MAX_BYTES = 64 * 2**10  # a HOLD document is a few hundred bytes; more is garbage
+MAX_HOLD_REASON = 2000  # characters of a hold's reason
 
 LatestState = Literal["ok", "missing", "garbage", "missing_version", "invalid_version"]
 
@@ -184,6 +201,9 @@ class RoutingStore:
     ) -> Table:
         """Write ``table`` as the next version, move LATEST to it, return the published table.
 
+        A held stream (``hold``) refuses a new routing (``HeldError``); a restore
+        (``restored_version`` set, see ``restore``) is published and lifts the hold.
+
         With ``expected_latest`` the publish is refused (``StaleLatestError``) unless LATEST
         still names that version (``None``: no version yet) — a plan made against an older table
         must not overwrite a newer one. A LATEST that is garbage or names a missing file refuses
@@ -196,6 +216,10 @@ class RoutingStore:
         with self._files.locked(check_name(stream), create=True):
             written: Table | None = None  # the last attempt's version: its move was refused
             for _ in range(PUBLISH_ATTEMPTS):
+                if restored_version is None:  # a restore is how a person lifts a hold
+                    hold = self.held(stream)
+                    if hold is not None:
+                        raise HeldError(stream, hold)
                 parent, tag = self._checked_latest(stream)
                 if written is not None and parent == written.version:
                     return written  # the refused move had landed (a retry after a lost answer)
@@ -242,10 +266,14 @@ class RoutingStore:
     def restore(
         self, target: Table, reason: str, now: datetime | None = None
     ) -> tuple[Table, bool]:
-        """``rollback`` to a table read elsewhere (e.g. from Delta when its JSON was pruned)."""
+        """``rollback`` to a table read elsewhere (e.g. from Delta when its JSON was pruned).
+
+        A restore is how a person decides about a held stream: it is published despite the
+        hold and then clears it (also when LATEST already routes as ``target``)."""
         self.checked_latest(target.stream)  # a broken LATEST: say how to repair it
         latest = self.load(target.stream)
         if latest is not None and latest.same_routing(target):
+            self.clear_hold(target.stream)
             return latest, False
         restored = self.publish(
             target,
@@ -254,7 +282,76 @@ class RoutingStore:
             restored_version=target.version,
             expected_latest=None if latest is None else latest.version,
         )
+        self.clear_hold(target.stream)
         return restored, True
+
+    def hold(self, stream: str, reason: str, now: datetime | None = None) -> dict[str, Any]:
+        """Hold ``stream``: write ``<stream>/HOLD`` (``{"reason", "created_at", "version"}``,
+        ``version`` the LATEST it holds, None before the first publish) and return it.
+
+        Until the hold is cleared (``clear_hold``, or a ``restore``) ``publish`` refuses every
+        new routing of the stream with ``HeldError``; LATEST stays as it is. Holding a held
+        stream replaces its document (the newest reason). The write is atomic on both back ends
+        (a rename under the publish lock on disk, one PUT on object storage)."""
+        check_name(stream)
+        reason = reason.strip()
+        if not reason:
+            raise ValueError("a hold needs a reason")
+        if len(reason) > MAX_HOLD_REASON:
+            raise ValueError(f"a hold's reason has at most {MAX_HOLD_REASON} characters")
+        with self._files.locked(stream, create=True):
+            try:
+                latest = self.latest_version(stream)
+            except ValueError:  # a garbage LATEST: held all the same (doctor --fix repairs it)
+                latest = None
+            doc = {
+                "reason": reason,
+                "created_at": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
+                "version": latest,
+            }
+            self._files.replace(stream, HOLD, json.dumps(doc, indent=1) + "\n")
+        return doc
+
+    def held(self, stream: str) -> dict[str, Any] | None:
+        """``stream``'s HOLD document, or None when it is not held. A HOLD that cannot be read
+        as one still holds: its ``reason`` then says what is wrong with it."""
+        check_name(stream)
+        try:
+            raw = self._files.read(stream, HOLD, HOLD_MAX_BYTES)
+        except FileNotFoundError:
+            return None
+        where = self._files.location(stream, HOLD)
+        try:
+            doc = parse_document(raw, HOLD, HOLD_MAX_BYTES)
+            if not isinstance(doc, dict) or not isinstance(doc.get("reason"), str):
+                raise ValueError(f"{HOLD}: not a hold document (no reason)")
+        except ValueError as err:
+            return {
+                "reason": f"unreadable {where} ({one_line(err)})",
+                "created_at": None,
+                "version": None,
+            }
+        return {
+            "reason": doc["reason"],
+            "created_at": doc.get("created_at"),
+            "version": doc.get("version"),
+        }
+
+    def holds(self) -> dict[str, dict[str, Any]]:
+        """Every held stream folder → its HOLD document, by name."""
+        found = {stream: self.held(stream) for stream in self.stream_folders()}
+        return {stream: doc for stream, doc in found.items() if doc is not None}
+
+    def clear_hold(self, stream: str) -> bool:
+        """Lift ``stream``'s hold; False when it was not held."""
+        check_name(stream)
+        if not self._files.has_folder(stream):
+            return False
+        with self._files.locked(stream):
+            if not self._files.is_file(stream, HOLD):
+                return False
+            self._files.delete(stream, [HOLD])
+        return True
 
     def prune(self, stream: str, keep_versions: int) -> list[int]:
         """Delete all but the newest ``keep_versions`` JSON files (never LATEST's); the deleted."""
@@ -337,6 +434,7 @@ class RoutingStore:
             corrupt_versions=tuple(corrupt),
             orphan_versions=tuple(orphans),
             temp_files=tuple(n for n in names if n.startswith(TEMP_PREFIX)),
+            hold=self.held(stream) if HOLD in names else None,
         )
         return report, tag
 
@@ -363,6 +461,7 @@ class DoctorReport:
     orphan_versions: tuple[int, ...] = ()  # valid, newer than LATEST: never published
     temp_files: tuple[str, ...] = ()  # file names, left by interrupted publishes
     fixed: tuple[str, ...] = field(default=())  # what ``fix`` did
+    hold: Mapping[str, Any] | None = None  # the HOLD document: no problem, listed
 
     @property
     def latest_problem(self) -> str | None:
@@ -412,6 +511,7 @@ class DoctorReport:
             "temp_files": list(self.temp_files),
             "problems": list(self.problems),
             "fixed": list(self.fixed),
+            "hold": None if self.hold is None else dict(self.hold),
         }
 
 
@@ -427,6 +527,20 @@ def parse_latest(text: str, where: str = "LATEST") -> int:
 
 class StaleLatestError(RuntimeError):
     """LATEST moved since the caller read it (another publish or rollback came first)."""
+
+
+class HeldError(RuntimeError):
+    """The stream is held (``RoutingStore.hold``): no new routing is published until a person
+    clears the hold (``routeplan hold --clear``) or restores a version (a rollback)."""
+
+    def __init__(self, stream: str, hold: Mapping[str, Any]) -> None:
+        self.stream, self.hold = stream, dict(hold)
+        self.reason = str(hold.get("reason") or "")
+        held_at = f" at v{hold['version']}" if hold.get("version") is not None else ""
+        super().__init__(
+            f"stream {stream!r} is held{held_at} ({self.reason}); nothing new is published "
+            f"until `routeplan hold --stream {stream} --clear` or a rollback"
+        )
 
 
 class BrokenLatestError(ValueError):

@@ -10,6 +10,9 @@ holds the logic over it: numbering, publishing, rollback, prune, doctor.
   and ``LATEST`` is read with its ETag and moved by a conditional PUT (``If-Match``); no lock.
   Other schemes are read-only.
 
+Both write a small file whole with ``replace`` (a stream's ``HOLD``): a rename on disk, one PUT on
+object storage.
+
 A back end reads at most what it is asked for (``limit + 1`` bytes; ``LATEST_MAX_BYTES + 1`` of
 ``LATEST``), so a huge or garbage file is never read whole.
 """
@@ -30,6 +33,7 @@ from routeplan.contracts.documents import read_limited
 
 TEMP_PREFIX = ".tmp-"
 LATEST = "LATEST"
+HOLD = "HOLD"  # a stream's hold: publish nothing new until it is cleared (``RoutingStore.hold``)
 LATEST_MAX_BYTES = 256  # "v<N>.json\n" needs < 30; more is garbage, never read whole
 
 
@@ -49,6 +53,7 @@ class Files(Protocol):
     def identity(self, stream: str, name: str) -> tuple[Any, ...]: ...
     def create(self, stream: str, name: str, text: str) -> None: ...
     def move_latest(self, stream: str, text: str, tag: str | None) -> bool: ...
+    def replace(self, stream: str, name: str, text: str) -> None: ...
     def delete(self, stream: str, names: list[str]) -> None: ...
     def locked(
         self, stream: str, create: bool = False
@@ -110,6 +115,12 @@ class LocalFiles:
         os.replace(_fsynced_temp(folder, text), folder / LATEST)
         _fsync_dir(folder)
         return True
+
+    def replace(self, stream: str, name: str, text: str) -> None:
+        """Write ``name`` whole, replacing it atomically (a reader sees the old or the new)."""
+        folder = self.base / stream
+        os.replace(_fsynced_temp(folder, text), folder / name)
+        _fsync_dir(folder)
 
     def delete(self, stream: str, names: list[str]) -> None:
         for name in names:
@@ -248,6 +259,10 @@ class ObjectFiles:
         finally:
             self.fs.invalidate_cache(self._path(stream))
         return True
+
+    def replace(self, stream: str, name: str, text: str) -> None:
+        """One unconditional PUT (atomic: a reader sees the old or the new object)."""
+        self._put(stream, name, text)
 
     def delete(self, stream: str, names: list[str]) -> None:
         if names:
