@@ -1,5 +1,5 @@
-"""routeplan_nightly: check_policies → check_landing → ingest → windows → outcomes → plan →
-validate → publish → announce.
+"""routeplan_nightly: check_policies → check_landing → ingest → windows → outcomes →
+guard_alerts → plan → validate → publish → announce.
 
 Nightly for the previous UTC day, or on demand from the UI's Trigger form (Params below, and
 ``DOC_MD``: what the form's fields and its "Unpause on trigger" box do). Every stage is a
@@ -41,6 +41,7 @@ from routeplan_tasks import (
     announce,
     check_landing,
     check_policies,
+    guard_alerts,
     spark_job,
     task_defaults,
 )
@@ -94,8 +95,11 @@ DOC_MD = """
 ### routeplan_nightly
 
 Plans and publishes a new routing table per stream from one day of stream logs:
-**check_policies → check_landing → ingest → windows → outcomes → plan → validate → publish →
-announce**.
+**check_policies → check_landing → ingest → windows → outcomes → guard_alerts → plan → validate
+→ publish → announce**. **outcomes** measures what the version in force did that day
+(`gold.plan_outcomes`, `routeplan outcomes`) and, when it regressed, acts by the stream's
+`on_regression`: rollback (a new version with its predecessor's routing), hold or alert;
+**guard_alerts** sends an alert for each such action.
 It runs every night at 00:00 UTC for the day that just ended, with the defaults below.
 
 #### When it fails or is late
@@ -524,4 +528,6 @@ with DAG(
         task = spark_job(stage, common + stage_args[stage])
         previous >> task
         previous = task
+        if stage == "outcomes":  # an alert per regression the guard acted on, before planning
+            previous = task >> guard_alerts(f"{HOME}/reports/{day}/outcomes.json")
     previous >> announce(f"{HOME}/reports/{day}/publish.json")

@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.airflow
 REPO = Path(__file__).resolve().parents[1]
-PYTHON_TASKS = ("check_policies", "check_landing", "announce")  # the others run spark-submit
+PYTHON_TASKS = ("check_policies", "check_landing", "guard_alerts", "announce")  # not spark-submit
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +55,7 @@ def test_policies_and_landing_checked_then_six_spark_jobs_in_order_then_announce
             "ingest",
             "windows",
             "outcomes",
+            "guard_alerts",
             "plan",
             "validate",
             "publish",
