@@ -99,11 +99,11 @@ def main() -> int:
     days = [args.date - timedelta(days=nights - 1 - i) for i in range(nights)]
     bad_night = days[-2] if regression else None
     for i, day in enumerate(days):
+        if day == bad_night:  # published during the day before: its logs follow it
+            publish_bad_table(home, "clicks")
         if not args.landing:
             last = day == (bad_night or days[-1])
             generate(day, args.events, follow=i > 0, scenarios=generated if last else [])
-        if day == bad_night:
-            publish_bad_table(home, "clicks")
         if run_night(home, day, {**base, "date": day.isoformat()}) != 0:
             return 1
     print_nights(home, days)

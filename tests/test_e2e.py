@@ -21,18 +21,20 @@ TABLES = [
     "silver/key_group_load",
     "silver/key_load",
     "silver/worker_load",
+    "silver/version_load",
     "silver/partition_load",
     "silver/window_summary",
     "gold/plans",
     "gold/validations",
     "gold/routing_tables",
     "gold/publish_log",
+    "gold/plan_outcomes",
 ]
 
 
-def demo(env, *args):
+def demo(env, *args, day: str = "2026-11-20"):
     done = subprocess.run(
-        [sys.executable, str(REPO / "scripts/demo.py"), "--date", "2026-11-20", *args],
+        [sys.executable, str(REPO / "scripts/demo.py"), "--date", day, *args],
         env=env,
         capture_output=True,
         text=True,
@@ -85,7 +87,7 @@ def test_main_job_publishes_then_rerun_changes_nothing(env, spark):
     def bronze_rows() -> int:
         return spark.read.format("delta").load(str(home / "warehouse/bronze/stream_events")).count()
 
-    out = demo(env, "--events", "4000")
+    out = demo(env, "--events", "4000", "--nights", "1")
     for table in TABLES:
         assert (home / "warehouse" / table / "_delta_log").is_dir(), table
     kinds = {}
@@ -119,7 +121,7 @@ def test_main_job_publishes_then_rerun_changes_nothing(env, spark):
     for outcome in published["streams"]:  # each new version's worker-load picture
         assert Path(outcome["plot"]).read_bytes().startswith(b"\x89PNG"), outcome
 
-    out = demo(env, "--events", "4000")
+    out = demo(env, "--events", "4000", "--nights", "1")
     assert bronze_rows() == first
     publish = json.loads((home / "reports/2026-11-20/publish.json").read_text())
     assert {s["action"] for s in publish["streams"]} == {"unchanged"}
@@ -206,3 +208,79 @@ def test_maintenance_dag_compacts_and_names_the_tables(env, spark):
         counted
         == spark.read.format("delta").load(str(home / "warehouse/bronze/stream_events")).count()
     )
+
+
+@pytest.fixture(scope="module")
+def nights_env(tmp_path_factory):
+    """A home of its own for the nights that follow each other."""
+    home = tmp_path_factory.mktemp("nights")
+    env = {
+        **os.environ,
+        "ROUTEPLAN_HOME": str(home),
+        "AIRFLOW_HOME": str(home / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    }
+    subprocess.run(["airflow", "db", "migrate"], env=env, check=True, capture_output=True)
+    return env
+
+
+def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(nights_env, spark):
+    """make demo's nights through the DAG: the first on logs routed by hash, the next on logs
+    following LATEST; a bad table published by hand is rolled back by the night whose logs
+    followed it, and the night after plans again from the restored table; a rerun of a night
+    adds no outcome and no version."""
+    env, home = nights_env, Path(nights_env["ROUTEPLAN_HOME"])
+    days = ["2026-11-21", "2026-11-22", "2026-11-23", "2026-11-24"]
+    out = demo(env, "--events", "4000", "--scenario", "regression", day=days[-1])
+
+    def report(day: str, stage: str) -> dict:
+        return json.loads((home / "reports" / day / f"{stage}.json").read_text())
+
+    assert report(days[0], "outcomes")["outcomes"] == []  # nothing was in force yet
+    second = {o["stream"]: o for o in report(days[1], "outcomes")["outcomes"]}
+    assert set(second) == {"clicks", "orders", "views"}
+    for stream, o in second.items():
+        assert (o["version"], o["attribution"]) == (1, "event_version"), stream
+        assert o["verdict"] != "unknown", o
+    clicks = second["clicks"]
+    assert clicks["realized"] < clicks["previous_realized"]  # the imbalance fell after v1
+    assert re.search(rf"^{days[1]} +clicks +v1 +imbalance +[0-9.]+ +[0-9.]+ ", out, re.M)
+
+    bad = report(days[2], "outcomes")
+    spoiled = next(o for o in bad["outcomes"] if o["stream"] == "clicks")
+    assert spoiled["verdict"] == "regressed"
+    guard = next(g for g in bad["guard"] if g["stream"] == "clicks")
+    assert guard["action"] == "rollback" and guard["reason"].startswith("regression: ")
+    rolled = next(s for s in report(days[2], "publish")["streams"] if s["stream"] == "clicks")
+    assert (rolled["action"], rolled["version"]) == ("rolled_back", guard["published_version"])
+    assert "clicks" not in report(days[2], "plan")["streams"]  # nothing new planned that night
+    restored = json.loads(
+        (home / "routing/clicks" / f"v{guard['published_version']}.json").read_text()
+    )
+    original = json.loads(
+        (home / "routing/clicks" / f"v{guard['restore_version']}.json").read_text()
+    )
+    assert restored["key_group_worker"] == original["key_group_worker"]
+    assert f"regression guard, {days[2]} clicks: rollback: regression" in out
+    # the night after plans clicks again, from the restored table
+    assert report(days[3], "plan")["streams"]["clicks"]["current_version"] == restored["version"]
+    events = [(uri, extra) for uri, extra, _ in asset_events(env)]
+    assert ("x-routeplan://routing/clicks", restored["version"]) in {
+        (uri, extra["version"]) for uri, extra in events
+    }
+
+    versions = sorted((home / "routing/clicks").glob("v*.json"))
+    outcomes_before = spark.read.format("delta").load(str(home / "warehouse/gold/plan_outcomes"))
+    counted = outcomes_before.count()
+    logical = "2026-11-25"  # the last night again, on the same logs
+    conf = json.dumps({"date": days[-1]})
+    subprocess.run(
+        ["airflow", "dags", "test", "routeplan_nightly", logical, "--conf", conf],
+        env=env, check=True, capture_output=True, timeout=1500,
+    )  # fmt: skip
+    assert sorted((home / "routing/clicks").glob("v*.json")) == versions
+    again = spark.read.format("delta").load(str(home / "warehouse/gold/plan_outcomes"))
+    assert again.count() == counted
+    rollbacks = spark.read.format("delta").load(str(home / "warehouse/gold/publish_log"))
+    assert rollbacks.where("stream = 'clicks' AND action = 'rolled_back'").count() == 1

@@ -18,7 +18,7 @@ from routeplan.planning.metrics import observed_imbalance
 from routeplan.publishing.store import RoutingStore
 
 pytestmark = pytest.mark.spark
-D1, D2, D3 = "2026-11-20", "2026-11-21", "2026-11-22"
+D1, D2, D3, D4, D5 = "2026-11-20", "2026-11-21", "2026-11-22", "2026-11-23", "2026-11-24"
 POLICIES = """\
 defaults: {thresholds: {regression_tolerance: 0.10}}
 streams:
@@ -35,7 +35,7 @@ def generate(home: Path, day: str, *extra: str) -> None:
         "--routing",
         str(home / "routing"),
     ]
-    argv += ["--streams", "clicks,orders", "--events", "8000", "--keys", "800", "--seed", "7"]
+    argv += ["--streams", "clicks,orders", "--events", "5000", "--keys", "800", "--seed", "7"]
     assert cli([*argv, "--no-progress", "--json", *extra]) == 0
 
 
@@ -115,9 +115,8 @@ def test_realized_equals_a_direct_computation_from_the_landing_files(loop):
     assert clicks["realized_imbalance"] == pytest.approx(expected, rel=1e-6)
 
 
-def test_a_bad_table_is_rolled_back_by_the_night_itself_once(spark, loop):
-    home, _, _ = loop
-    store = RoutingStore(home / "routing")
+def publish_bad_table(store: RoutingStore) -> tuple[RoutingTable, RoutingTable]:
+    """LATEST of clicks and a bad table (every key group on one worker) published after it."""
     latest = store.load("clicks")
     everything_on_one = RoutingTable(
         stream="clicks",
@@ -128,7 +127,13 @@ def test_a_bad_table_is_rolled_back_by_the_night_itself_once(spark, loop):
         predicted={"imbalance": 0.0},
         reason="a deliberately bad table",
     )
-    bad = store.publish(everything_on_one)
+    return latest, store.publish(everything_on_one)
+
+
+def test_a_bad_table_is_rolled_back_by_the_night_itself_once(spark, loop):
+    home, _, _ = loop
+    store = RoutingStore(home / "routing")
+    latest, bad = publish_bad_table(store)
     generate(home, D3, "--follow")
     report = night(home, D3, publishing=False)
     clicks = next(o for o in report["outcomes"] if o["stream"] == "clicks")
@@ -152,3 +157,34 @@ def test_a_bad_table_is_rolled_back_by_the_night_itself_once(spark, loop):
     assert len(rows(spark, home, "gold.plan_outcomes", f"interval_start = '{D3}'")) == len(
         report["outcomes"]
     )
+
+
+def test_hold_and_alert_leave_latest_alone(spark, loop):
+    """After the rollback night: a stream whose policy says hold keeps its bad LATEST and is
+    held (publish reports it, nothing new is published); one that says alert only alerts."""
+    home, _, _ = loop
+    store = RoutingStore(home / "routing")
+    policies = home / "config" / "streams.yaml"
+    policies.write_text(POLICIES.replace("clicks: {", "clicks: {on_regression: hold, "))
+    _, bad = publish_bad_table(store)
+    generate(home, D4, "--follow")
+    report = night(home, D4)
+    action = next(g for g in report["guard"] if g["stream"] == "clicks")
+    assert action["action"] == "hold" and action["restore_version"] is None
+    assert store.load("clicks").version == bad.version  # LATEST left alone
+    assert store.held("clicks")["reason"] == action["reason"]
+    published = json.loads((home / "reports" / D4 / "publish.json").read_text())
+    clicks = next(s for s in published["streams"] if s["stream"] == "clicks")
+    assert (clicks["action"], clicks["version"]) == ("held", bad.version)
+    assert len(rows(spark, home, "gold.publish_log", "stream = 'clicks' AND action = 'held'")) == 1
+
+    assert store.clear_hold("clicks")
+    policies.write_text(POLICIES.replace("clicks: {", "clicks: {on_regression: alert, "))
+    _, worse = publish_bad_table(store)
+    generate(home, D5, "--follow")
+    report = night(home, D5, publishing=False)
+    action = next(g for g in report["guard"] if g["stream"] == "clicks")
+    assert (action["action"], action["version"]) == ("alert", worse.version)
+    assert store.load("clicks").version == worse.version and store.held("clicks") is None
+    alerted = rows(spark, home, "gold.publish_log", "stream = 'clicks' AND action = 'alerted'")
+    assert len(alerted) == 1 and f"v{worse.version}'s realized" in alerted[0].reason
