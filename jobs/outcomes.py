@@ -70,7 +70,8 @@ from routeplan.streams.policy import StreamPolicy
 OUTCOME_COLUMNS = (
     "interval_start date, stream string, version int, kind string, attribution string, "
     "measure string, predicted double, realized double, previous_realized double, error double, "
-    "verdict string, predicted_imbalance double, realized_imbalance double, "
+    "verdict string, realized_day double, previous_realized_day double, "
+    "predicted_imbalance double, realized_imbalance double, "
     "previous_realized_imbalance double, realized_imbalance_day double, messages double, "
     "consumers int, lower_bound int, overloaded int, note string, run_id string, "
     "created_at timestamp"
@@ -186,7 +187,7 @@ def stream_outcomes(
     for version, rows in sorted(versions.items()):
         table = version_table(spark, args.tables, attribution.store, stream, version, tables_of)
         loads = Loads(rows, metric)
-        realized = realized_day = previous = None
+        realized = realized_day = previous = previous_day = None
         these = list(notes)
         if table is not None and loads.messages > 0:
             window, seconds = loads.planning_window(policy.planning_window)
@@ -196,7 +197,7 @@ def stream_outcomes(
             else:
                 realized = measures(table, window, seconds)
                 realized_day = measures(table, *loads.day())
-            previous = previous_measures(spark, args, stream, table, policy, these)
+            previous, previous_day = previous_measures(spark, args, stream, table, policy, these)
         results.append(
             outcome(
                 stream,
@@ -210,6 +211,7 @@ def stream_outcomes(
                 previous,
                 policy.regression_tolerance,
                 these,
+                previous_day,
             )
         )
     return results
@@ -217,9 +219,10 @@ def stream_outcomes(
 
 def previous_measures(
     spark, args: RunArgs, stream: str, table: Table, policy: StreamPolicy, notes: list[str]
-) -> Measures | None:
-    """The predecessor's realized: ``table``'s measures — its workers and capacities, the same
-    window and metric — on the logs of the day before it came into force (the first day it has
+) -> tuple[Measures | None, Measures | None]:
+    """The predecessor's realized, in the planning window and over the day: ``table``'s
+    measures — its workers and capacities, the same window and metric — on the logs of the day
+    before it came into force (the first day it has
     an outcome, else this one), which were produced under its predecessor (or by hash)."""
     first = args.interval_start
     if table_exists(spark, args.tables, "gold.plan_outcomes"):
@@ -242,13 +245,12 @@ def previous_measures(
     loads = Loads(rows, policy.load_metric)
     if loads.messages <= 0:
         notes.append(f"no logged worker loads on {before}, the day before v{table.version}")
-        return None
+        return None, None
     window, seconds = loads.planning_window(policy.planning_window)
-    strangers = unknown_workers(table, window)
-    if strangers:
+    if unknown_workers(table, loads.day()[0]):
         notes.append(f"the workers logged on {before} are not v{table.version}'s: no predecessor")
-        return None
-    return measures(table, window, seconds)
+        return None, None
+    return measures(table, window, seconds), measures(table, *loads.day())
 
 
 def version_table(spark, tables: Tables, store, stream: str, version: int, cache) -> Table | None:

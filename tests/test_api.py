@@ -607,6 +607,8 @@ def outcome_row(stream: str, day: str, version: int, verdict: str) -> dict:
         previous_realized=0.2,
         error=0.3,
         verdict=verdict,
+        realized_day=0.35,
+        previous_realized_day=0.2,
         predicted_imbalance=0.1,
         realized_imbalance=0.4,
         previous_realized_imbalance=0.2,

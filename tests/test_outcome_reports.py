@@ -27,6 +27,8 @@ def outcome(stream: str, day: str, version: int, verdict: str, realized: float) 
         previous_realized=0.2,
         error=realized - 0.1,
         verdict=verdict,
+        realized_day=realized,
+        previous_realized_day=0.2,
         predicted_imbalance=0.1,
         realized_imbalance=realized,
         previous_realized_imbalance=0.2,

@@ -64,19 +64,22 @@ def test_partitions_are_measured_against_the_bin_capacity():
 
 
 @pytest.mark.parametrize(
-    ("predicted", "realized", "previous", "verdict"),
+    ("predicted", "realized", "day", "day_before", "verdict"),
     [
-        (0.1, 0.5, 0.3, "regressed"),
-        (0.1, 0.15, 0.9, "as_predicted"),
-        (0.1, 0.4, 0.9, "improved"),
-        (0.1, 0.4, 0.45, "off_prediction"),
-        (0.1, 0.15, None, "as_predicted"),
-        (None, 0.4, None, "off_prediction"),
-        (0.1, None, 0.3, "unknown"),
+        (0.1, 0.5, 0.5, 0.3, "regressed"),
+        (0.1, 0.15, 0.15, 0.9, "as_predicted"),
+        (0.1, 0.4, 0.4, 0.9, "improved"),
+        (0.1, 0.4, 0.4, 0.45, "off_prediction"),
+        (0.1, 0.15, 0.15, None, "as_predicted"),
+        (None, 0.4, 0.4, None, "off_prediction"),
+        (0.1, None, None, 0.3, "unknown"),
+        # one bad hour is not a regression: the day as a whole is weighed
+        (0.1, 0.9, 0.32, 0.3, "off_prediction"),
+        (0.1, 0.12, 0.6, 0.3, "regressed"),
     ],
 )
-def test_verdicts(predicted, realized, previous, verdict):
-    assert judge(predicted, realized, previous, 0.10) == verdict
+def test_verdicts(predicted, realized, day, day_before, verdict):
+    assert judge(predicted, realized, day, day_before, 0.10) == verdict
 
 
 def test_an_outcome_without_traffic_or_table_says_so(table):
@@ -86,8 +89,11 @@ def test_an_outcome_without_traffic_or_table_says_so(table):
     assert gone.verdict == "unknown" and "v9 is not in the routing store" in gone.note
     seen = measures(table, {"w0": 10.0, "w1": 10.0, "w2": 10.0, "w3": 10.0})
     before = measures(table, {"w0": 40.0, "w1": 0.0, "w2": 0.0, "w3": 0.0})
-    done = outcome("s", "2026-11-21", 2, table, "event_version", 40, seen, seen, before, 0.1)
-    assert done.realized == 0.0 and done.previous_realized == pytest.approx(3.0)
+    done = outcome(
+        "s", "2026-11-21", 2, table, "event_version", 40, seen, seen, before, 0.1, (), before
+    )
+    assert done.realized == done.realized_day == 0.0
+    assert done.previous_realized == done.previous_realized_day == pytest.approx(3.0)
     assert done.error == pytest.approx(-done.predicted)
     assert done.verdict in ("as_predicted", "improved")
 
@@ -107,7 +113,7 @@ def test_the_guard_acts_once_per_regression_by_the_policy(table):
     history = [regressed(table)]
     decision = decide("rollback", 1, 0.1, history, table, predecessor, acted_before=False)
     assert (decision.action, decision.restore_version) == ("rollback", 1)
-    assert decision.reason.startswith("regression: v2's realized imbalance")
+    assert decision.reason.startswith("regression: v2's realized imbalance over 2026-11-21")
     assert decide("hold", 1, 0.1, history, table, predecessor, False).action == "hold"
     assert decide("alert", 1, 0.1, history, table, predecessor, False).restore_version is None
     assert decide("rollback", 1, 0.1, history, table, predecessor, True).action is None

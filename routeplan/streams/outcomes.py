@@ -22,10 +22,12 @@ Verdicts, in this order (``tolerance`` is the policy's ``regression_tolerance``)
 * ``unknown`` — the version's table is gone from the store, or the logs name workers it never
   had: nothing can be measured against it (``note`` says why);
 * ``no_traffic`` — no message of the day was routed by the version;
-* ``regressed`` — realized worse than the predecessor's realized by more than the tolerance;
-* ``as_predicted`` — realized within the tolerance of the prediction;
-* ``improved`` — realized better than the predecessor's by more than the tolerance, though off
-  its prediction;
+* ``regressed`` — realized over the day worse than the predecessor's over the day before it by
+  more than the tolerance (never called on one window: hourly windows of small streams are
+  noisy);
+* ``as_predicted`` — realized in the planning window within the tolerance of the prediction;
+* ``improved`` — realized over the day better than the predecessor's by more than the
+  tolerance, though off its prediction;
 * ``off_prediction`` — none of the above: no better nor worse than before, and off its prediction.
 
 ``guard`` decides what a night does about a regression (the policy's ``on_regression``):
@@ -152,6 +154,8 @@ class Outcome:
     previous_realized: float | None
     error: float | None
     verdict: str
+    realized_day: float | None  # the headline over the whole day: what the verdict weighs
+    previous_realized_day: float | None
     predicted_imbalance: float | None
     realized_imbalance: float | None
     previous_realized_imbalance: float | None
@@ -178,11 +182,12 @@ def outcome(
     previous: Measures | None,
     tolerance: float,
     notes: Sequence[str] = (),
+    previous_day: Measures | None = None,
 ) -> Outcome:
     """The outcome of ``version`` (``table``; None when it is gone from the store) on day
     ``interval_start``: realized measures in the planning window and over the day, the
-    predecessor's realized on the day the version was planned from (``previous``; None when
-    unknown), and the verdict (see the module docstring)."""
+    predecessor's on the day before the version came into force (``previous``,
+    ``previous_day``; None when unknown), and the verdict (see the module docstring)."""
     notes = list(notes)
     kind = table.kind if table is not None else "key_routing"
     measure = HEADLINES[kind]
@@ -192,12 +197,14 @@ def outcome(
     p = predicted.headline(kind) if predicted is not None else None
     r = realized.headline(kind) if realized is not None and messages > 0 else None
     before = previous.headline(kind) if previous is not None else None
+    r_day = realized_day.headline(kind) if realized_day is not None and messages > 0 else None
+    before_day = previous_day.headline(kind) if previous_day is not None else None
     if table is None or (realized is None and messages > 0):
         verdict = "unknown"
     elif messages <= 0:
         verdict, notes = "no_traffic", [*notes, "no message of the day was routed by it"]
     else:
-        verdict = judge(p, r, before, tolerance)
+        verdict = judge(p, r, r_day, before_day, tolerance)
     return Outcome(
         stream=stream,
         version=version,
@@ -210,6 +217,8 @@ def outcome(
         previous_realized=_finite(before),
         error=_finite(r - p) if r is not None and p is not None else None,
         verdict=verdict,
+        realized_day=_finite(r_day),
+        previous_realized_day=_finite(before_day),
         predicted_imbalance=predicted.imbalance if predicted is not None else None,
         realized_imbalance=realized.imbalance if realized is not None and messages > 0 else None,
         previous_realized_imbalance=previous.imbalance if previous is not None else None,
@@ -225,16 +234,25 @@ def outcome(
 
 
 def judge(
-    predicted: float | None, realized: float | None, previous: float | None, tolerance: float
+    predicted: float | None,
+    realized: float | None,
+    realized_day: float | None,
+    previous_day: float | None,
+    tolerance: float,
 ) -> str:
-    """The verdict of a version with traffic (lower is better for every headline measure)."""
+    """The verdict of a version with traffic (lower is better for every headline measure).
+
+    Better or worse than before is judged on the whole day against the day before (one busy
+    hour of a small stream is noise: a regression is never called on one window); the
+    prediction is checked in the planning window it was made for."""
     if realized is None:
         return "unknown"
-    if previous is not None and realized - previous > tolerance:
+    change = None if previous_day is None or realized_day is None else realized_day - previous_day
+    if change is not None and change > tolerance:
         return "regressed"
     if predicted is not None and abs(realized - predicted) <= tolerance:
         return "as_predicted"
-    if previous is not None and previous - realized > tolerance:
+    if change is not None and -change > tolerance:
         return "improved"
     return "off_prediction"
 
@@ -287,9 +305,10 @@ def guard(
             "not comparable, no action"
         )
     reason = (
-        f"regression: v{version}'s realized {latest.measure} {latest.realized:.4f} on "
-        f"{latest.interval_start} is worse than v{predecessor.version}'s "
-        f"{latest.previous_realized:.4f} by more than {tolerance:.2f} (predicted "
+        f"regression: v{version}'s realized {latest.measure} over {latest.interval_start} "
+        f"{_shown(latest.realized_day)} is worse than v{predecessor.version}'s "
+        f"{_shown(latest.previous_realized_day)} the day before it by more than "
+        f"{tolerance:.2f} (busiest hour: {_shown(latest.realized)}, predicted "
         f"{_shown(latest.predicted)})"
     )
     restore = predecessor.version if on_regression == "rollback" else None
