@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from jobs.backtest import BACKTEST_COLUMNS, selected_backtest
 from jobs.common import (
     RunArgs,
     log,
@@ -76,7 +77,7 @@ PLAN_COLUMNS = (
     "window_start timestamp, window_end timestamp, load_metric string, current_version int, "
     "observed_imbalance double, current_imbalance double, predicted_imbalance double, "
     "moves int, migrated_load_share double, metrics string, params string, "
-    "table_document string, created_at timestamp, choice string"
+    "table_document string, created_at timestamp, choice string, " + BACKTEST_COLUMNS
 )
 
 
@@ -303,10 +304,13 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
     if decided.auto is not None:
         choice = decided.auto
         log("plan", f"{stream}: auto chose {choice.winner} ({choice.decided_by}): {choice.reason}")
+    # the day's windows routed through the selected plan and LATEST (jobs/backtest.py)
+    backtest = selected_backtest(spark, args, stream, options, decided.selected.plan.table, latest)
     rows = []
     now = datetime.now(UTC)
     for candidate in decided.candidates:
         plan = candidate.plan
+        tested = backtest if candidate.selected else None
         rows.append(
             {
                 "interval_start": args.interval_start,
@@ -330,6 +334,9 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
                 "table_document": json.dumps(plan.table.to_document()),
                 "created_at": now,
                 "choice": candidate.choice,
+                "backtest": tested.to_json() if tested else None,
+                "backtest_regression": tested.regression if tested else None,
+                "backtest_seconds": tested.seconds if tested else None,  # the report's, no column
             }
         )
         consumers = (
@@ -535,6 +542,8 @@ def main(argv: list[str] | None = None) -> dict:
                 "predicted_imbalance": r["predicted_imbalance"],
                 "moves": r["moves"],
                 "current_version": r["current_version"],
+                "backtest_regression": r["backtest_regression"],
+                "backtest_seconds": r["backtest_seconds"],
             }
             for r in rows
             if r["selected"]
