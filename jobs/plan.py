@@ -16,7 +16,12 @@ learnt from ``silver.worker_capacity``) and the load each logged worker carried 
 candidate of ``auto`` ranked by its goals, the baseline of its kind, and the rerun rule (a rerun
 on the same loads keeps LATEST). Every candidate is written to ``gold.plans`` with its predicted
 metrics (column ``metrics``), its moves and ``choice``, why it was or was not chosen; the chosen
-one is ``selected``. What the stream was planned from goes to
+one is ``selected``. When the stream has a LATEST of the same kind, the selected plan is
+backtested (``jobs/backtest.py``): every window of the interval routed in Spark through it and
+through LATEST, each window's imbalance by ``routeplan.planning.metrics``; the figures go with
+it (``backtest`` JSON, ``backtest_regression`` = the candidate's mean minus LATEST's, checked by
+the validate job against the policy's ``regression_tolerance``). What the stream was planned
+from goes to
 ``<home>/reports/<day>/plan-inputs/<stream>.json``: ``routeplan plan --policies … --stream S
 --loads`` that file decides exactly what this job decided, without Spark.
 

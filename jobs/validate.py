@@ -8,6 +8,10 @@ A partition-assignment plan (paper 002) runs routeplan.partition_assignment (eve
 seen in ``silver.partition_load`` read by exactly one listed consumer) and
 routeplan.partition_metrics (no consumer over the bin capacity, no fewer consumers than the
 lower bound) instead.
+Every selected plan also runs routeplan.plan_backtest: its ``backtest_regression`` (the mean
+imbalance over the day's windows routed through the plan, minus LATEST's; ``jobs/backtest.py``)
+no more than the policy's ``regression_tolerance``; the failure lists every window's start,
+candidate and LATEST figures. A plan without a backtest (no LATEST of its kind) passes.
 Results go to Delta ``gold.validations``; any failure exits non-zero, naming each failed
 expectation, so the DAG stops before publish.
 
