@@ -12,8 +12,8 @@ the windows is worse than LATEST's by more than the policy's ``regression_tolera
   key groups the table gives it (``silver.key_group_load`` joined to the small group → worker
   map, broadcast), except the table's split keys (``hot_keys``): their own load, from the day's
   ``bronze.stream_events`` (``key IN`` the split keys, grouped by window and key, in the
-  policy's load metric), is taken out of their key group (clipped at 0, as
-  ``LoadSnapshot.residual_key_group_load`` does) and divided among their workers by the table's
+  policy's load metric), is taken out of their key group (never below 0: it is part of the
+  group's load, from the same events) and divided among their workers by the table's
   weights (``routeplan.planning.metrics.hot_key_split``: the planner's intended shares, not
   the producers' least-loaded choice among them).
 * **partition assignment** (``PartitionAssignment``): a window's partition rates
@@ -135,15 +135,17 @@ def run_backtest(
     latest: Table,
     metric: str,
     tolerance: float,
+    minutes: int | None = None,
 ) -> Backtest:
     """Route the interval's windows of ``stream`` through ``candidate`` and ``latest`` (the
-    same kind; check ``unroutable`` first). A candidate that routes as LATEST (the rerun rule
-    kept it) is routed once: its regression is exactly 0."""
+    same kind; check ``unroutable`` first); ``minutes``: the windows' length, if known. A
+    candidate that routes as LATEST (the rerun rule kept it) is routed once: its regression is
+    exactly 0."""
     started = time.perf_counter()
     same = candidate.same_routing(latest)
     tables = {"candidate": candidate} if same else {"candidate": candidate, "latest": latest}
     if isinstance(candidate, RoutingTable):
-        loads = key_routing_loads(spark, args, stream, metric, tables)  # type: ignore[arg-type]
+        loads = key_routing_loads(spark, args, stream, metric, tables, minutes)  # type: ignore[arg-type]
     else:
         loads = partition_loads(spark, args, stream, tables)  # type: ignore[arg-type]
     if same:
@@ -188,17 +190,24 @@ def _metric_sum(metric: str):
 
 
 def key_routing_loads(
-    spark, args: RunArgs, stream: str, metric: str, tables: Mapping[str, RoutingTable]
+    spark,
+    args: RunArgs,
+    stream: str,
+    metric: str,
+    tables: Mapping[str, RoutingTable],
+    minutes: int | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """Routing → window start → worker → load, for each key-routing table of ``tables``."""
+    """Routing → window start → worker → load, for each key-routing table of ``tables``
+    (``minutes``: the windows' length; None: read from ``silver.key_group_load``)."""
     from pyspark.sql import functions as F
 
     where = args.interval_predicate() + f" AND stream = '{stream}'"
     groups = read_delta(spark, args.tables, "silver.key_group_load").where(where)
-    span = groups.select("window_start", "window_end").first()
-    if span is None:
-        return {}
-    minutes = round((span["window_end"] - span["window_start"]).total_seconds() / 60)
+    if minutes is None:  # the windows' length, when the caller does not know it
+        span = groups.select("window_start", "window_end").first()
+        if span is None:
+            return {}
+        minutes = round((span["window_end"] - span["window_start"]).total_seconds() / 60)
     window = F.date_format("window_start", WINDOW_FORMAT).alias("window")
     owners = F.broadcast(
         spark.createDataFrame(
@@ -243,11 +252,10 @@ def key_routing_loads(
                 "key",
             ).select("routing", "window", "worker", (F.col("load") * F.col("share")).alias("load"))
         )
-    residual = (
-        group_load.groupBy("routing", "window", "key_group")
-        .agg(F.greatest(F.sum("load"), F.lit(0.0)).alias("load"))  # residual_key_group_load
-        .join(owners, ["routing", "key_group"])
-        .select("routing", "window", "worker", "load")
+    # one aggregation: a split key's load is part of its group's (both from the same events), so
+    # its group's residual is never below 0 and needs no clipping before the sum per worker
+    residual = group_load.join(owners, ["routing", "key_group"]).select(
+        "routing", "window", "worker", "load"
     )
     return _collected(reduce(lambda a, b: a.unionByName(b), [residual, *spread]))
 
@@ -287,11 +295,12 @@ def _collected(frame) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def selected_backtest(
-    spark, args: RunArgs, stream: str, options, candidate: Table, latest: Table | None
+    spark, args: RunArgs, stream: str, options, candidate: Table, latest: Table | None, window
 ) -> Backtest | None:
     """The backtest of a stream's selected ``candidate`` against ``latest`` (``options``: the
-    plan job's ``StreamOptions``: policy, key groups, hash seed), or None when there is none —
-    the plan job's log says why."""
+    plan job's ``StreamOptions``: policy, key groups, hash seed; ``window``: its planning
+    window, one window's span when it is the peak), or None when there is none — the plan job's
+    log says why."""
     from jobs.common import log
 
     why = unroutable(candidate, latest, options.num_key_groups, options.hash_seed)
@@ -300,8 +309,17 @@ def selected_backtest(
         return None
     assert latest is not None
     policy = options.policy
+    peak = options.planning_window == "peak"
+    minutes = round((window[1] - window[0]).total_seconds() / 60) if peak else None
     found = run_backtest(
-        spark, args, stream, candidate, latest, policy.load_metric, policy.regression_tolerance
+        spark,
+        args,
+        stream,
+        candidate,
+        latest,
+        policy.load_metric,
+        policy.regression_tolerance,
+        minutes,
     )
     log(
         "plan",

@@ -310,7 +310,8 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
         choice = decided.auto
         log("plan", f"{stream}: auto chose {choice.winner} ({choice.decided_by}): {choice.reason}")
     # the day's windows routed through the selected plan and LATEST (jobs/backtest.py)
-    backtest = selected_backtest(spark, args, stream, options, decided.selected.plan.table, latest)
+    chosen = decided.selected.plan.table
+    backtest = selected_backtest(spark, args, stream, options, chosen, latest, window)
     rows = []
     now = datetime.now(UTC)
     for candidate in decided.candidates:
