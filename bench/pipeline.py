@@ -12,6 +12,10 @@ pays before its first row, on this machine.
    validate and publish in one warm local session; seconds and events/s per stage, and from
    the smallest to the largest size the growth of the cost per event (above 1: a stage is slower
    per event on more data).
+3. **The backtest's cost**: once LATEST is published, plan again with another strategy (``kg``)
+   so that the plan job routes the day through the candidate and LATEST (``jobs/backtest.py``);
+   its seconds (the plan job's own measurement, summed over the streams) beside the windows
+   stage's, and the ratio against the target: at most 30 % of the windows stage.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from routeplan.simulation.generate import GeneratorConfig, generate
 DAY = date(2026, 11, 20)
 STREAMS = ("clicks", "orders", "views")
 STAGES = ("ingest", "windows", "plan", "validate", "publish")
+BACKTEST_TARGET = 0.30  # the backtest may add at most this share of the windows stage
 PROBE = """from jobs.common import spark_session
 spark_session("probe").range(1).count()
 """
@@ -72,7 +77,21 @@ def run_size(events: int, root: Path, spark) -> list[tuple[str, int, float]]:
         started = time.perf_counter()
         job.main(args)
         rows.append((name, events, time.perf_counter() - started))
+    # the backtest: a candidate other than the LATEST just published, so both are routed
+    report = plan.main([*args, "--strategy", "kg"])
+    seconds = sum(s["backtest_seconds"] or 0.0 for s in report["streams"].values())
+    rows.append(("backtest", events, seconds))
     return rows
+
+
+def backtest_ratios(results: list[tuple[str, int, float]]) -> dict[int, float]:
+    """Events → the backtest's seconds over the windows stage's."""
+    seconds = {(name, n): sec for name, n, sec in results}
+    return {
+        n: seconds[("backtest", n)] / seconds[("windows", n)]
+        for name, n, _ in results
+        if name == "backtest"
+    }
 
 
 def submit_seconds(application: Path, args: list[str]) -> float:
@@ -139,11 +158,28 @@ def main() -> None:
             growth[stage] = (last[1] / last[0]) / (first[1] / first[0])
             verdict = "met" if growth[stage] <= 1.0 else "MISSED (slower per event)"
             print(f"  {stage:<10} {growth[stage]:6.2f}×  {verdict}")
+    ratios = backtest_ratios(results)
+    print(f"\nbacktest beside windows (target: at most {BACKTEST_TARGET:.0%} of windows):")
+    seconds = {(name, n): sec for name, n, sec in results}
+    for n, ratio in ratios.items():
+        verdict = "met" if ratio <= BACKTEST_TARGET else "MISSED"
+        print(
+            f"  {n:>12,} events  windows {seconds[('windows', n)]:6.1f} s  backtest "
+            f"{seconds[('backtest', n)]:6.1f} s  {ratio:6.1%}  {verdict}"
+        )
     out = Path(ns.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = [dict(zip(("stage", "events", "seconds"), r, strict=True)) for r in results]
     out.write_text(
-        json.dumps({"submit_seconds": costs, "runs": rows, "per_event_growth": growth}, indent=1)
+        json.dumps(
+            {
+                "submit_seconds": costs,
+                "runs": rows,
+                "per_event_growth": growth,
+                "backtest_over_windows": {str(n): r for n, r in ratios.items()},
+            },
+            indent=1,
+        )
         + "\n"
     )
     print(f"\nwritten {out}")

@@ -1,7 +1,7 @@
 """routeplan's Great Expectations suites, run on Spark DataFrames from the GX project in ``gx/``.
 
 The project (``gx/great_expectations.yml``, ``$ROUTEPLAN_GX`` elsewhere) is reviewed like code:
-the five suites are files (``gx/expectations/routeplan/*.json``), each with one validation
+the six suites are files (``gx/expectations/routeplan/*.json``), each with one validation
 definition (its dataframe asset of the Spark data source ``routeplan``, the whole DataFrame) and
 one checkpoint, whose ``UpdateDataDocsAction`` adds the result to the Data Docs site. What
 depends on the data (the number of key groups, the workers, the partitions, the consumers) is an
@@ -40,6 +40,8 @@ __all__ = [
     "PARTITION_METRICS_SUITE",
     "PLAN_ASSIGNMENT_COLUMNS",
     "PLAN_ASSIGNMENT_SUITE",
+    "PLAN_BACKTEST_COLUMNS",
+    "PLAN_BACKTEST_SUITE",
     "PLAN_METRICS_COLUMNS",
     "PLAN_METRICS_SUITE",
     "SUITES",
@@ -50,6 +52,7 @@ __all__ = [
     "validate_partition_assignment",
     "validate_partition_metrics",
     "validate_plan_assignment",
+    "validate_plan_backtest",
     "validate_plan_metrics",
 ]
 
@@ -59,12 +62,14 @@ PLAN_ASSIGNMENT_SUITE = "routeplan.plan_assignment"
 PLAN_METRICS_SUITE = "routeplan.plan_metrics"
 PARTITION_ASSIGNMENT_SUITE = "routeplan.partition_assignment"
 PARTITION_METRICS_SUITE = "routeplan.partition_metrics"
+PLAN_BACKTEST_SUITE = "routeplan.plan_backtest"
 SUITES = (
     KEY_GROUP_LOAD_SUITE,
     PLAN_ASSIGNMENT_SUITE,
     PLAN_METRICS_SUITE,
     PARTITION_ASSIGNMENT_SUITE,
     PARTITION_METRICS_SUITE,
+    PLAN_BACKTEST_SUITE,
 )
 
 KEY_GROUP_LOAD_COLUMNS: tuple[str, ...] = (
@@ -84,6 +89,12 @@ PLAN_METRICS_COLUMNS: tuple[str, ...] = (
     "predicted_imbalance",
     "imbalance_bound",
     "migrated_load_share",
+)
+PLAN_BACKTEST_COLUMNS: tuple[str, ...] = (
+    "stream",
+    "strategy",
+    "backtest_regression",
+    "regression_bound",
 )
 PARTITION_METRICS_COLUMNS: tuple[str, ...] = (
     "stream",
@@ -222,6 +233,17 @@ def validate_plan_metrics(context: FileDataContext, df: DataFrame) -> Validation
     today's observed imbalance plus a tolerance).
     """
     return _run_checkpoint(context, PLAN_METRICS_SUITE, df, {})
+
+
+def validate_plan_backtest(context: FileDataContext, df: DataFrame) -> ValidationOutcome:
+    """Validate per-stream backtests of selected plans against ``routeplan.plan_backtest``.
+
+    Columns: stream, strategy, backtest_regression (the candidate's mean imbalance over the
+    day's windows minus LATEST's), regression_bound (the policy's regression_tolerance).
+    Checks: stream and strategy not null; backtest_regression <= regression_bound on every row
+    that has both (a stream without a backtest — no LATEST of the plan's kind — passes).
+    """
+    return _run_checkpoint(context, PLAN_BACKTEST_SUITE, df, {})
 
 
 def validate_partition_assignment(

@@ -24,7 +24,11 @@ MIGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("routing_version", "int"),  # the routing table version a producer routed an event by
     ),
     "bronze.quarantine": (("raw_bytes", "binary"),),  # 678b058: lines that are not UTF-8
-    "gold.plans": (("choice", "string"),),  # 706eea9: why auto chose a candidate
+    "gold.plans": (
+        ("choice", "string"),  # 706eea9: why auto chose a candidate
+        ("backtest", "string"),  # the day routed through the selected plan and LATEST
+        ("backtest_regression", "double"),
+    ),
     "gold.routing_tables": (
         ("reason", "string"),  # 6c4a1cb: rollback
         ("restored_version", "int"),

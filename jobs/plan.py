@@ -16,7 +16,12 @@ learnt from ``silver.worker_capacity``) and the load each logged worker carried 
 candidate of ``auto`` ranked by its goals, the baseline of its kind, and the rerun rule (a rerun
 on the same loads keeps LATEST). Every candidate is written to ``gold.plans`` with its predicted
 metrics (column ``metrics``), its moves and ``choice``, why it was or was not chosen; the chosen
-one is ``selected``. What the stream was planned from goes to
+one is ``selected``. When the stream has a LATEST of the same kind, the selected plan is
+backtested (``jobs/backtest.py``): every window of the interval routed in Spark through it and
+through LATEST, each window's imbalance by ``routeplan.planning.metrics``; the figures go with
+it (``backtest`` JSON, ``backtest_regression`` = the candidate's mean minus LATEST's, checked by
+the validate job against the policy's ``regression_tolerance``). What the stream was planned
+from goes to
 ``<home>/reports/<day>/plan-inputs/<stream>.json``: ``routeplan plan --policies … --stream S
 --loads`` that file decides exactly what this job decided, without Spark.
 
@@ -44,6 +49,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from jobs.backtest import BACKTEST_COLUMNS, selected_backtest
 from jobs.common import (
     RunArgs,
     log,
@@ -76,7 +82,7 @@ PLAN_COLUMNS = (
     "window_start timestamp, window_end timestamp, load_metric string, current_version int, "
     "observed_imbalance double, current_imbalance double, predicted_imbalance double, "
     "moves int, migrated_load_share double, metrics string, params string, "
-    "table_document string, created_at timestamp, choice string"
+    "table_document string, created_at timestamp, choice string, " + BACKTEST_COLUMNS
 )
 
 
@@ -303,10 +309,14 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
     if decided.auto is not None:
         choice = decided.auto
         log("plan", f"{stream}: auto chose {choice.winner} ({choice.decided_by}): {choice.reason}")
+    # the day's windows routed through the selected plan and LATEST (jobs/backtest.py)
+    chosen = decided.selected.plan.table
+    backtest = selected_backtest(spark, args, stream, options, chosen, latest, window)
     rows = []
     now = datetime.now(UTC)
     for candidate in decided.candidates:
         plan = candidate.plan
+        tested = backtest if candidate.selected else None
         rows.append(
             {
                 "interval_start": args.interval_start,
@@ -330,6 +340,9 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
                 "table_document": json.dumps(plan.table.to_document()),
                 "created_at": now,
                 "choice": candidate.choice,
+                "backtest": tested.to_json() if tested else None,
+                "backtest_regression": tested.regression if tested else None,
+                "backtest_seconds": tested.seconds if tested else None,  # the report's, no column
             }
         )
         consumers = (
@@ -539,6 +552,8 @@ def main(argv: list[str] | None = None) -> dict:
                 "predicted_imbalance": r["predicted_imbalance"],
                 "moves": r["moves"],
                 "current_version": r["current_version"],
+                "backtest_regression": r["backtest_regression"],
+                "backtest_seconds": r["backtest_seconds"],
             }
             for r in rows
             if r["selected"]

@@ -8,6 +8,10 @@ A partition-assignment plan (paper 002) runs routeplan.partition_assignment (eve
 seen in ``silver.partition_load`` read by exactly one listed consumer) and
 routeplan.partition_metrics (no consumer over the bin capacity, no fewer consumers than the
 lower bound) instead.
+Every selected plan also runs routeplan.plan_backtest: its ``backtest_regression`` (the mean
+imbalance over the day's windows routed through the plan, minus LATEST's; ``jobs/backtest.py``)
+no more than the policy's ``regression_tolerance``; the failure lists every window's start,
+candidate and LATEST figures. A plan without a backtest (no LATEST of its kind) passes.
 Results go to Delta ``gold.validations``; any failure exits non-zero, naming each failed
 expectation, so the DAG stops before publish.
 
@@ -24,14 +28,17 @@ import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from great_expectations.data_context import FileDataContext
 
+from jobs.backtest import backtest_of
 from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
 from jobs.expectations import (
     PARTITION_METRICS_COLUMNS,
+    PLAN_BACKTEST_COLUMNS,
     PLAN_METRICS_COLUMNS,
     ValidationOutcome,
     open_context,
@@ -39,6 +46,7 @@ from jobs.expectations import (
     validate_partition_assignment,
     validate_partition_metrics,
     validate_plan_assignment,
+    validate_plan_backtest,
     validate_plan_metrics,
 )
 from routeplan import settings, storage
@@ -68,6 +76,7 @@ def validate(
         raise SystemExit(f"no selected plans for {args.interval_start}: run the plan job first")
     outcomes = []
     for plan in plans:
+        outcomes.append((plan.stream, validate_backtest(spark, plan, context)))
         table = table_from_document(json.loads(plan.table_document))
         if isinstance(table, PartitionAssignment):
             checked = validate_partitions(spark, args, plan, table, context)
@@ -133,6 +142,21 @@ def _metrics_frame(spark, columns: tuple[str, ...], stream: str, strategy: str, 
     )
     values = [None if n is None else float(n) for n in numbers]
     return spark.createDataFrame([(stream, strategy, *values)], schema)
+
+
+def validate_backtest(spark, plan, context: FileDataContext) -> ValidationOutcome:
+    """Suite routeplan.plan_backtest on a selected plan's ``backtest_regression`` against its
+    policy's tolerance (both null without a backtest: it passes). A failure adds one line with
+    the means and every window's figures (``jobs.backtest``): hourly windows are noisy, so the
+    mean decides, and the windows say where."""
+    row = plan.asDict()
+    found = backtest_of(row.get("backtest"))
+    numbers = [row.get("backtest_regression"), found.tolerance if found else None]
+    frame = _metrics_frame(spark, PLAN_BACKTEST_COLUMNS, plan.stream, plan.strategy, numbers)
+    outcome = validate_plan_backtest(context, frame)
+    if outcome.success or found is None:
+        return outcome
+    return replace(outcome, failures=[*outcome.failures, found.describe()])
 
 
 def _previous_table(tables, plan, table: RoutingTable) -> RoutingTable | None:

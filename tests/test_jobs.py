@@ -300,7 +300,8 @@ def test_validate_gate_stops_a_bad_plan(home):
 
 def test_validate_then_publish_then_rerun(spark, home):
     report = run(validate, home)
-    assert all(s["success"] for s in report["suites"]) and len(report["suites"]) == 9
+    # 3 streams × (key_group_load, plan_assignment, plan_metrics, plan_backtest)
+    assert all(s["success"] for s in report["suites"]) and len(report["suites"]) == 12
     published = run(publish, home)
     assert {s["action"] for s in published["streams"]} == {"published"}
     for stream in ("clicks", "orders", "views"):
@@ -321,10 +322,15 @@ def test_validate_then_publish_then_rerun(spark, home):
     assert table(spark, home, "gold.routing_tables").count() == 3
     assert table(spark, home, "gold.publish_log").where("action = 'unchanged'").count() == 3
 
-    # another strategy: a new version whose parent is v1, but clicks is held: it keeps v1, the
-    # log and the report say why, and the night goes on; once the hold is cleared it publishes
+    # another strategy: kg routes the day far worse than the cg LATEST (the workers are
+    # unequal, kg ignores capacities), so the backtest gate refuses it, naming the windows ...
     run(plan, home, "--strategy", "kg")
-    run(validate, home)
+    with pytest.raises(SystemExit, match=r"plan_backtest(.|\n)*backtest against LATEST v1"):
+        run(validate, home)
+    # ... which stops the DAG before publish; the publish job itself does not read
+    # gold.validations, so run alone it makes the new version whose parent is v1 — but clicks
+    # is held: it keeps v1, the log and the report say why, and the night goes on; once the
+    # hold is cleared it publishes
     store = RoutingStore(home / "routing")
     store.hold("clicks", "v1 regressed")
     third = {s["stream"]: s for s in run(publish, home)["streams"]}
@@ -440,7 +446,11 @@ def test_a_partition_strategy_plans_validates_and_publishes(spark, home):
     assert report["streams"]["clicks"]["current_version"] == 3
     checked = run(validate, home)
     suites = {s["suite"] for s in checked["suites"]}
-    assert suites == {"routeplan.partition_assignment", "routeplan.partition_metrics"}
+    assert suites == {  # LATEST routes keys: no backtest, which passes
+        "routeplan.partition_assignment",
+        "routeplan.partition_metrics",
+        "routeplan.plan_backtest",
+    }
     assert all(s["success"] for s in checked["suites"])
     published = run(publish, home)
     assert {s["action"] for s in published["streams"]} == {"published"}
