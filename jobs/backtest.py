@@ -18,9 +18,10 @@ the windows is worse than LATEST's by more than the policy's ``regression_tolera
   the producers' least-loaded choice among them).
 * **partition assignment** (``PartitionAssignment``): a window's partition rates
   (``silver.partition_load``'s ``bytes_per_s``, what the plan plans partitions on, whatever the
-  load metric) summed per consumer; the imbalance over the consumers the assignment uses, at
-  equal capacity (``routeplan.planning.metrics.evaluate_partitions``). Partitions a table does
-  not assign are routed by neither.
+  load metric) summed per consumer, judged by the kind's own headline — ``overload``, the share
+  of the rate above the consumers' capacity C (``routeplan.streams.outcomes.measures``), not the
+  imbalance, which paper 002's packers do not aim at (they fill as few consumers as the load
+  needs). Partitions a table does not assign are routed by neither.
 
 Both tables are routed in one Spark pass; only the per-window × per-worker sums are collected.
 A LATEST of another kind, or a key-routing LATEST whose key groups (count or hash seed) differ
@@ -41,6 +42,7 @@ from jobs.common import RunArgs, read_delta
 from routeplan.model.hashing import key_group
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.planning.metrics import imbalance
+from routeplan.streams.outcomes import HEADLINES, measures
 
 # gold.plans' columns for the backtest (jobs/migrations.py adds them to older tables)
 BACKTEST_COLUMNS = "backtest string, backtest_regression double"
@@ -58,6 +60,7 @@ class Backtest:
     windows: tuple[tuple[str, float, float], ...]
     tolerance: float
     seconds: float = 0.0
+    measure: str = "imbalance"  # the kind's headline: imbalance, or overload for partitions
 
     @property
     def candidate_mean(self) -> float:
@@ -82,6 +85,7 @@ class Backtest:
             "candidate_mean": self.candidate_mean,
             "latest_mean": self.latest_mean,
             "tolerance": self.tolerance,
+            "measure": self.measure,
         }
 
     def to_json(self) -> str:
@@ -91,7 +95,7 @@ class Backtest:
         """One line for an operator: the means, the tolerance and every window's figures."""
         figures = "; ".join(f"{w} {c:.4f} / {x:.4f}" for w, c, x in self.windows)
         return (
-            f"backtest against LATEST v{self.latest_version}: mean imbalance "
+            f"backtest against LATEST v{self.latest_version}: mean {self.measure} "
             f"{self.candidate_mean:.4f} against {self.latest_mean:.4f}, "
             f"{self.regression:+.4f} beyond the tolerance {self.tolerance} over "
             f"{len(self.windows)} windows (window start candidate / LATEST): {figures}"
@@ -107,6 +111,7 @@ def backtest_of(text: str | None) -> Backtest | None:
         doc.get("latest_version"),
         tuple((w["window_start"], w["candidate"], w["latest"]) for w in doc["windows"]),
         float(doc["tolerance"]),
+        measure=doc.get("measure", "imbalance"),
     )
 
 
@@ -151,27 +156,25 @@ def run_backtest(
     if same:
         loads["latest"] = loads["candidate"]
     per_window = {
-        routing: window_imbalances(tables.get(routing, latest), loads.get(routing, {}))
+        routing: window_measures(tables.get(routing, latest), loads.get(routing, {}))
         for routing in ROUTINGS
     }
     starts = sorted(set(per_window["candidate"]) | set(per_window["latest"]))
     windows = tuple(
         (w, per_window["candidate"].get(w, 0.0), per_window["latest"].get(w, 0.0)) for w in starts
     )
-    return Backtest(latest.version, windows, tolerance, time.perf_counter() - started)
+    measure = HEADLINES[candidate.kind]
+    return Backtest(latest.version, windows, tolerance, time.perf_counter() - started, measure)
 
 
-def window_imbalances(table: Table, loads: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-    """Window start → the imbalance of ``table`` on that window's per-worker loads, by
-    ``routeplan.planning.metrics.imbalance`` with the table's workers (or consumers)."""
-    if isinstance(table, RoutingTable):
-        names = table.workers.names
-        capacity, active = table.workers.capacities, table.workers.is_active
-    else:
-        assert isinstance(table, PartitionAssignment)
-        # the consumers the assignment uses, at equal capacity (evaluate_partitions)
-        names = tuple(sorted(set(table.partition_consumer.values())))
-        capacity, active = None, None
+def window_measures(table: Table, loads: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Window start → ``table``'s headline measure on that window's per-worker loads: the
+    imbalance by ``routeplan.planning.metrics.imbalance`` with the table's workers and
+    capacities, or for partitions the overload of the consumers' rates against C."""
+    if isinstance(table, PartitionAssignment):
+        return {w: float(measures(table, rates).overload or 0.0) for w, rates in loads.items()}
+    names = table.workers.names
+    capacity, active = table.workers.capacities, table.workers.is_active
     return {
         window: imbalance(np.array([by_worker.get(n, 0.0) for n in names]), capacity, active)
         for window, by_worker in loads.items()

@@ -238,8 +238,9 @@ def validate_plan_metrics(context: FileDataContext, df: DataFrame) -> Validation
 def validate_plan_backtest(context: FileDataContext, df: DataFrame) -> ValidationOutcome:
     """Validate per-stream backtests of selected plans against ``routeplan.plan_backtest``.
 
-    Columns: stream, strategy, backtest_regression (the candidate's mean imbalance over the
-    day's windows minus LATEST's), regression_bound (the policy's regression_tolerance).
+    Columns: stream, strategy, backtest_regression (the candidate's mean headline measure —
+    imbalance, or overload for partitions — over the day's windows minus LATEST's),
+    regression_bound (the policy's regression_tolerance).
     Checks: stream and strategy not null; backtest_regression <= regression_bound on every row
     that has both (a stream without a backtest — no LATEST of the plan's kind — passes).
     """
