@@ -19,7 +19,7 @@ from routeplan.publishing.store import RoutingStore
 from routeplan.streams.outcomes import judge
 
 pytestmark = pytest.mark.spark
-D1, D2, D3, D4, D5 = "2026-11-20", "2026-11-21", "2026-11-22", "2026-11-23", "2026-11-24"
+D1, D2, D3, D4, D5, D6, D7 = (f"2026-11-{day}" for day in range(20, 27))
 POLICIES = """\
 defaults: {thresholds: {regression_tolerance: 0.10}}
 streams:
@@ -166,31 +166,40 @@ def test_a_bad_table_is_rolled_back_by_the_night_itself_once(spark, loop):
 
 
 def test_hold_and_alert_leave_latest_alone(spark, loop):
-    """After the rollback night: a stream whose policy says hold keeps its bad LATEST and is
-    held (publish reports it, nothing new is published); one that says alert only alerts."""
+    """After the rollback night: a day under the restored table, then a bad table again — a
+    stream whose policy says hold keeps it as LATEST and is held (publish reports it, nothing
+    new is published); after a day under a good table again, one that says alert only alerts."""
     home, _, _ = loop
     store = RoutingStore(home / "routing")
     policies = home / "config" / "streams.yaml"
+    common = ["--home", str(home)]
+    generate(home, D4, "--follow")  # a day under the restored table
+    assert night(home, D4, publishing=False)["outcomes"]
+
     policies.write_text(POLICIES.replace("clicks: {", "clicks: {on_regression: hold, "))
     _, bad = publish_bad_table(store)
-    generate(home, D4, "--follow")
-    report = night(home, D4)
+    generate(home, D5, "--follow")
+    report = night(home, D5, publishing=False)
     action = next(g for g in report["guard"] if g["stream"] == "clicks")
     assert action["action"] == "hold" and action["restore_version"] is None
     assert store.load("clicks").version == bad.version  # LATEST left alone
     assert store.held("clicks")["reason"] == action["reason"]
-    published = json.loads((home / "reports" / D4 / "publish.json").read_text())
+    published = publish.main([*common, "--interval-start", D5])  # nothing planned: the hold
     clicks = next(s for s in published["streams"] if s["stream"] == "clicks")
     assert (clicks["action"], clicks["version"]) == ("held", bad.version)
     assert len(rows(spark, home, "gold.publish_log", "stream = 'clicks' AND action = 'held'")) == 1
 
-    assert store.clear_hold("clicks")
+    good = store.restore(store.load("clicks", bad.version - 1), "a person rolls back")[0]
+    assert store.held("clicks") is None  # a rollback lifts the hold
+    generate(home, D6, "--follow")
+    night(home, D6, publishing=False)
     policies.write_text(POLICIES.replace("clicks: {", "clicks: {on_regression: alert, "))
     _, worse = publish_bad_table(store)
-    generate(home, D5, "--follow")
-    report = night(home, D5, publishing=False)
+    generate(home, D7, "--follow")
+    report = night(home, D7, publishing=False)
     action = next(g for g in report["guard"] if g["stream"] == "clicks")
     assert (action["action"], action["version"]) == ("alert", worse.version)
-    assert store.load("clicks").version == worse.version and store.held("clicks") is None
+    assert store.load("clicks").version == worse.version > good.version
+    assert store.held("clicks") is None
     alerted = rows(spark, home, "gold.publish_log", "stream = 'clicks' AND action = 'alerted'")
     assert len(alerted) == 1 and f"v{worse.version}'s realized" in alerted[0].reason

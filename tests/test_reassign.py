@@ -181,3 +181,30 @@ def test_strategies_are_values_planning_does_not_change():
             assert json.dumps(plan.table.to_document())  # plain data
         with pytest.raises(AttributeError):
             strategy.seed = 1  # frozen
+
+
+@pytest.mark.parametrize("name", ["milp", "flux", "albic"])
+def test_idle_key_groups_are_spread_by_capacity_or_stay_home(name):
+    """A sparse planning window leaves many key groups without load; wherever they go costs the
+    plan nothing, but tomorrow's traffic finds them there: they are dealt over the active
+    workers in proportion to capacity, and a later plan keeps them where they are."""
+    from collections import Counter
+
+    from conftest import zipf_snapshot
+
+    from routeplan.model.workers import Worker
+
+    sparse = zipf_snapshot("v", keys=2000, messages=800, num_key_groups=1024, hot=5)
+    workers = Workers(
+        (Worker("fast0", 4.0), Worker("fast1", 4.0), *(Worker(f"w{i}", 1.0) for i in range(6)))
+    )
+    idle = sparse.key_group_load == 0
+    assert idle.sum() > 500
+    first = get_strategy(name).plan(sparse, None, workers, Budget(time_limit_s=5))
+    on = Counter(np.asarray(first.table.key_group_worker)[idle])
+    share = {w.name: w.capacity / sum(workers.capacities) for w in workers.items}
+    for worker, count in on.items():
+        assert abs(count - share[worker] * idle.sum()) <= 1, (worker, count)
+    assert set(on) == set(workers.names)
+    again = get_strategy(name).plan(sparse, first.table, workers, Budget(time_limit_s=5))
+    assert again.table.key_group_worker == first.table.key_group_worker

@@ -39,6 +39,7 @@ from routeplan.model.plan import Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
+from routeplan.planning.keyrouting.virtual_workers import dealt_owners, proportional_counts
 
 SPEND = ("moves", "migrated_load", "migration_cost")  # the three budget dimensions, in order
 
@@ -174,6 +175,7 @@ class Reassignment:
         extra: Mapping[str, float],
     ) -> Plan:
         """The routing table of ``group_worker`` (group → worker index) and its plan."""
+        group_worker = self.placed_idle(group_worker)
         names = self.workers.names
         table = RoutingTable(
             stream=self.loads.stream,
@@ -192,6 +194,39 @@ class Reassignment:
         return finish_plan(
             table, self.loads, self.current, {**extra, "migration_cost": float(cost)}
         )
+
+
+    def placed_idle(self, group_worker: np.ndarray) -> np.ndarray:
+        """``group_worker`` with the idle key groups — no load, no resource use and no flow in
+        the planning window — placed where tomorrow's traffic does not pile up.
+
+        They cost nothing wherever they go, so a solver leaves them anywhere (HiGHS put every
+        one on a single worker), and a sparse planning window has many: the next day's load of
+        all of them would land on that worker. An idle group keeps its current worker when it is
+        active (no move); the others — new, or on a draining or departed worker, where the
+        solver did not keep them — are dealt over the active workers in proportion to capacity
+        (largest remainder, round by round), in key-group order. Moves never grow: a group the
+        solver kept on its current worker stays there."""
+        idle = self.loads.key_group_load <= 0
+        for usage in self.loads.key_group_resources.values():
+            idle &= usage <= 0
+        flow = self.loads.key_group_flow
+        if flow is not None and flow.size:
+            ends = flow[:, :2].astype(np.int64).ravel()
+            idle[ends[ends < idle.size]] = False
+        if not idle.any():
+            return group_worker
+        placed = np.asarray(group_worker, dtype=np.int64).copy()
+        owner, active = self.group_owner, self.workers.is_active
+        kept = idle & (owner >= 0) & (placed == owner)
+        home = idle & ~kept & (owner >= 0) & active[np.maximum(owner, 0)]
+        placed[home] = owner[home]
+        dealt = np.flatnonzero(idle & ~kept & ~home)
+        if dealt.size:
+            choices = np.flatnonzero(active)
+            counts = proportional_counts(self.workers.capacities[choices], int(dealt.size))
+            placed[dealt] = choices[dealt_owners(counts)]
+        return placed
 
 
 def comparable_table(loads: LoadSnapshot, current: RoutingTable | None) -> RoutingTable | None:
