@@ -75,16 +75,19 @@ def landing_events(home: Path, stream: str) -> pd.DataFrame:
 
 def reference(events: pd.DataFrame, table, metric: str) -> dict[str, float]:
     """Window start → the table's headline measure, every event routed by the table in pandas:
-    the imbalance, or for partitions the share of the consumers' rates above C."""
+    the imbalance, or for partitions the share of the rate above C on consumers that read more
+    than one partition."""
     if isinstance(table, PartitionAssignment):
         rates = events.assign(
             consumer=events["partition"].map(dict(table.partition_consumer))
         ).dropna(subset=["consumer"])
         capacity = float(table.params["bin_capacity"])
+        shared = pd.Series(list(table.partition_consumer.values())).value_counts() > 1
         out = {}
         for window, rows in rates.groupby("window"):
             load = rows.groupby("consumer")["size_bytes"].sum() / 3600.0
-            out[window] = float(np.maximum(load - capacity, 0.0).sum() / load.sum())
+            excess = np.maximum(load - capacity, 0.0) * shared.reindex(load.index, fill_value=False)
+            out[window] = float(excess.sum() / load.sum())
         return out
     column = {"messages": None, "bytes": "size_bytes", "cost_ms": "cost_ms"}[metric]
     load = np.ones(len(events)) if column is None else events[column].fillna(0.0).to_numpy()

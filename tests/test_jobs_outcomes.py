@@ -19,11 +19,13 @@ from routeplan.publishing.store import RoutingStore
 from routeplan.streams.outcomes import judge
 
 pytestmark = pytest.mark.spark
-D1, D2, D3, D4, D5, D6, D7 = (f"2026-11-{day}" for day in range(20, 27))
+D1, D2, D3 = "2026-11-20", "2026-11-21", "2026-11-22"
 POLICIES = """\
 defaults: {thresholds: {regression_tolerance: 0.10}}
 streams:
   clicks: {strategy: cg, params: {epsilon: 0.02}, planning_window: interval}
+  views: {strategy: cg, planning_window: interval, on_regression: hold}
+  likes: {strategy: cg, planning_window: interval, on_regression: alert}
   orders: {kind: partition_assignment, strategy: mwf, load_metric: bytes}
 """
 
@@ -36,7 +38,16 @@ def generate(home: Path, day: str, *extra: str) -> None:
         "--routing",
         str(home / "routing"),
     ]
-    argv += ["--streams", "clicks,orders", "--events", "5000", "--keys", "800", "--seed", "7"]
+    argv += [
+        "--streams",
+        "clicks,orders,views,likes",
+        "--events",
+        "5000",
+        "--keys",
+        "800",
+        "--seed",
+        "7",
+    ]
     argv += ["--drift", "0.01"]  # popularity moves slowly from day to day: yesterday's plan fits
     assert cli([*argv, "--no-progress", "--json", *extra]) == 0
 
@@ -81,7 +92,7 @@ def test_the_first_night_has_nothing_to_measure_and_the_second_measures_v1(spark
     home, first, second = loop
     assert first["outcomes"] == [] and first["guard"] == []
     found = {(o["stream"], o["version"]): o for o in second["outcomes"]}
-    assert set(found) == {("clicks", 1), ("orders", 1)}
+    assert set(found) == {(s, 1) for s in ("clicks", "orders", "views", "likes")}
     for o in found.values():
         assert o["attribution"] == "event_version" and o["messages"] > 0
         expected = judge(
@@ -121,11 +132,11 @@ def test_realized_equals_a_direct_computation_from_the_landing_files(loop):
     assert clicks["realized_imbalance_day"] == pytest.approx(expected, rel=1e-6)
 
 
-def publish_bad_table(store: RoutingStore) -> tuple[RoutingTable, RoutingTable]:
-    """LATEST of clicks and a bad table (every key group on one worker) published after it."""
-    latest = store.load("clicks")
+def publish_bad_table(store: RoutingStore, stream: str) -> tuple[RoutingTable, RoutingTable]:
+    """LATEST of ``stream`` and a bad table (every key group on one worker) published after it."""
+    latest = store.load(stream)
     everything_on_one = RoutingTable(
-        stream="clicks",
+        stream=stream,
         strategy="kg",
         workers=latest.workers,
         key_group_worker=tuple(latest.workers.names[0] for _ in latest.key_group_worker),
@@ -136,70 +147,66 @@ def publish_bad_table(store: RoutingStore) -> tuple[RoutingTable, RoutingTable]:
     return latest, store.publish(everything_on_one)
 
 
-def test_a_bad_table_is_rolled_back_by_the_night_itself_once(spark, loop):
+def test_a_regression_is_rolled_back_held_or_alerted_by_the_night_once(spark, loop):
+    """Bad tables published by hand for three streams whose policies say rollback, hold and
+    alert; the next day's logs follow them; the night acts by each policy, once."""
     home, _, _ = loop
     store = RoutingStore(home / "routing")
-    latest, bad = publish_bad_table(store)
+    good, bad = {}, {}
+    for stream in ("clicks", "views", "likes"):
+        good[stream], bad[stream] = publish_bad_table(store, stream)
     generate(home, D3, "--follow")
     report = night(home, D3, publishing=False)
-    clicks = next(o for o in report["outcomes"] if o["stream"] == "clicks")
-    assert (clicks["version"], clicks["verdict"]) == (bad.version, "regressed")
-    action = next(g for g in report["guard"] if g["stream"] == "clicks")
-    assert (action["action"], action["restore_version"]) == ("rollback", latest.version)
+    seen = {o["stream"]: o for o in report["outcomes"]}
+    guard = {g["stream"]: g for g in report["guard"]}
+    for stream in ("clicks", "views", "likes"):
+        assert (seen[stream]["version"], seen[stream]["verdict"]) == (
+            bad[stream].version,
+            "regressed",
+        )
+        assert guard[stream]["reason"].startswith(f"regression: v{bad[stream].version}'s realized")
+
+    # rollback: the predecessor's routing published again, with the reason
+    assert (guard["clicks"]["action"], guard["clicks"]["restore_version"]) == (
+        "rollback",
+        good["clicks"].version,
+    )
     restored = store.load("clicks")
-    assert restored.version == action["published_version"] == bad.version + 1
-    assert restored.key_group_worker == latest.key_group_worker
-    assert restored.reason and "regression" in restored.reason
-    logged = rows(spark, home, "gold.publish_log", "stream = 'clicks' AND action = 'rolled_back'")
-    assert len(logged) == 1 and f"regression: v{bad.version}'s realized" in logged[0].reason
-    # the night plans nothing new for clicks; orders is planned as usual
+    assert restored.version == guard["clicks"]["published_version"] == bad["clicks"].version + 1
+    assert restored.key_group_worker == good["clicks"].key_group_worker
+    assert "regression" in restored.reason
+    # hold and alert leave LATEST alone; hold stops publishing until a person acts
+    assert guard["views"]["action"] == "hold" and guard["likes"]["action"] == "alert"
+    assert store.load("views").version == bad["views"].version
+    assert store.held("views")["reason"] == guard["views"]["reason"]
+    assert store.load("likes").version == bad["likes"].version and store.held("likes") is None
+    logged = {
+        (r.stream, r.action)
+        for r in rows(spark, home, "gold.publish_log", f"interval_start = '{D3}'")
+    }
+    assert {("clicks", "rolled_back"), ("views", "held"), ("likes", "alerted")} <= logged
+
+    # the night plans nothing new for the streams rolled back or held, the others as usual
     common = ["--home", str(home), "--interval-start", D3]
-    planned = plan.main(common)
-    assert "clicks" not in planned["streams"] and "orders" in planned["streams"]
+    planned = plan.main(common)["streams"]
+    assert {"likes", "orders"} <= set(planned) and not {"clicks", "views"} & set(planned)
+    published = {s["stream"]: s for s in publish.main(common)["streams"]}
+    assert (published["views"]["action"], published["views"]["version"]) == (
+        "held",
+        bad["views"].version,
+    )
+    assert published["clicks"]["action"] == "rolled_back"
     # a rerun of the night acts no second time and adds no outcome row
+    versions = {s: store.latest_version(s) for s in ("clicks", "views", "likes")}
     again = outcomes.main(common)
-    assert next(g for g in again["guard"] if g["stream"] == "clicks")["action"] is None
-    assert store.load("clicks").version == restored.version
+    assert all(g["action"] is None for g in again["guard"])
+    assert {s: store.latest_version(s) for s in versions} == versions
     assert len(rows(spark, home, "gold.plan_outcomes", f"interval_start = '{D3}'")) == len(
         report["outcomes"]
     )
-
-
-def test_hold_and_alert_leave_latest_alone(spark, loop):
-    """After the rollback night: a day under the restored table, then a bad table again — a
-    stream whose policy says hold keeps it as LATEST and is held (publish reports it, nothing
-    new is published); after a day under a good table again, one that says alert only alerts."""
-    home, _, _ = loop
-    store = RoutingStore(home / "routing")
-    policies = home / "config" / "streams.yaml"
-    common = ["--home", str(home)]
-    generate(home, D4, "--follow")  # a day under the restored table
-    assert night(home, D4, publishing=False)["outcomes"]
-
-    policies.write_text(POLICIES.replace("clicks: {", "clicks: {on_regression: hold, "))
-    _, bad = publish_bad_table(store)
-    generate(home, D5, "--follow")
-    report = night(home, D5, publishing=False)
-    action = next(g for g in report["guard"] if g["stream"] == "clicks")
-    assert action["action"] == "hold" and action["restore_version"] is None
-    assert store.load("clicks").version == bad.version  # LATEST left alone
-    assert store.held("clicks")["reason"] == action["reason"]
-    published = publish.main([*common, "--interval-start", D5])  # nothing planned: the hold
-    clicks = next(s for s in published["streams"] if s["stream"] == "clicks")
-    assert (clicks["action"], clicks["version"]) == ("held", bad.version)
-    assert len(rows(spark, home, "gold.publish_log", "stream = 'clicks' AND action = 'held'")) == 1
-
-    good = store.restore(store.load("clicks", bad.version - 1), "a person rolls back")[0]
-    assert store.held("clicks") is None  # a rollback lifts the hold
-    generate(home, D6, "--follow")
-    night(home, D6, publishing=False)
-    policies.write_text(POLICIES.replace("clicks: {", "clicks: {on_regression: alert, "))
-    _, worse = publish_bad_table(store)
-    generate(home, D7, "--follow")
-    report = night(home, D7, publishing=False)
-    action = next(g for g in report["guard"] if g["stream"] == "clicks")
-    assert (action["action"], action["version"]) == ("alert", worse.version)
-    assert store.load("clicks").version == worse.version > good.version
-    assert store.held("clicks") is None
-    alerted = rows(spark, home, "gold.publish_log", "stream = 'clicks' AND action = 'alerted'")
-    assert len(alerted) == 1 and f"v{worse.version}'s realized" in alerted[0].reason
+    actions = rows(spark, home, "gold.publish_log", "action IN ('rolled_back', 'held', 'alerted')")
+    assert sorted(r.stream for r in actions if "regression" in r.reason) == [
+        "clicks",
+        "likes",
+        "views",
+    ]

@@ -3,6 +3,7 @@ verdicts, and the regression guard's decision."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -57,10 +58,18 @@ def test_partitions_are_measured_against_the_bin_capacity():
     assert predicted.overloaded == 0 and predicted.overload == 0.0
     assert predicted.consumers == plan.predicted["consumers"]
     assert predicted.lower_bound == int(np.ceil(rates.sum() / capacity))
-    # one consumer carries twice C for 10 s: half of the rate is above C
-    seen = measures(table, {"w0": 20 * capacity, "w1": 0.0}, seconds=10)
+    # a consumer reading two partitions carries twice C for 10 s: half of the rate is above C
+    counts = Counter(table.partition_consumer.values())
+    shared = next(c for c, n in counts.items() if n > 1)
+    seen = measures(table, {shared: 20 * capacity, "idle": 0.0}, seconds=10)
     assert (seen.consumers, seen.overloaded, seen.overload) == (1, 1, pytest.approx(0.5))
     assert seen.headline("partition_assignment") == pytest.approx(0.5)
+    # a partition above C alone on its consumer is nobody's overload: no plan does better
+    alone = get_strategy("mwf", consumer_capacity=1.0).plan(
+        PartitionLoad("orders", np.array([3.0, 0.2, 0.2])), None, Workers.homogeneous(3), Budget()
+    )
+    single = next(c for c, n in Counter(alone.table.partition_consumer.values()).items() if n == 1)
+    assert measures(alone.table, {single: 3.0}).overload == 0.0
 
 
 @pytest.mark.parametrize(

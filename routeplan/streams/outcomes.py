@@ -13,8 +13,9 @@ day's logs — by the same definitions, in the same planning window — and reco
 
 Each kind has its own headline measure (``HEADLINES``): key routing — the imbalance (the most
 loaded worker's load over its capacity, relative to its fair share, minus 1); partitions onto
-consumers — ``overload``, the share of the load above the consumers' capacity C (paper 002 packs
-partitions into as few consumers as the load needs, ⌈Σ rates / C⌉, without overloading one).
+consumers — ``overload``, the share of the load above the capacity C on consumers that read more
+than one partition (paper 002 packs partitions into as few consumers as the load needs,
+⌈Σ rates / C⌉, without overloading one; a partition above C alone has a consumer of its own).
 Imbalance is kept beside it as a secondary column for partitions.
 
 Verdicts, in this order (``tolerance`` is the policy's ``regression_tolerance``):
@@ -40,6 +41,7 @@ says so), or twice for the same version.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -65,7 +67,7 @@ class Measures:
     consumers: int | None = None  # consumers carrying load (partitions)
     lower_bound: int | None = None  # ⌈Σ rates / C⌉ (partitions)
     overloaded: int | None = None  # consumers above C (partitions)
-    overload: float | None = None  # share of the load above C (partitions)
+    overload: float | None = None  # share of the load above C on shared consumers (partitions)
 
     def headline(self, kind: str) -> float:
         value = getattr(self, HEADLINES[kind])
@@ -107,6 +109,9 @@ def predicted_measures(table: Table) -> Measures:
 
 
 def _consumer_measures(table: PartitionAssignment, rates: Mapping[str, float]) -> Measures:
+    """Paper 002's figures of consumers reading ``rates``: a consumer above C counts as
+    overloaded only when the assignment gives it more than one partition (a partition above C
+    alone can only have a consumer of its own: no assignment does better)."""
     capacity = float(table.params.get("bin_capacity") or table.params.get("capacity") or 0.0)
     values = np.array([max(float(v), 0.0) for v in rates.values()])
     total = float(values.sum())
@@ -115,7 +120,9 @@ def _consumer_measures(table: PartitionAssignment, rates: Mapping[str, float]) -
         limit = np.array([caps.get(w, 1.0) for w in rates])
     else:
         limit = np.full(values.shape, capacity)
-    excess = np.maximum(values - limit * (1 + 1e-9), 0.0)
+    held = Counter(table.partition_consumer.values())
+    shared = np.array([held.get(w, 0) > 1 for w in rates], dtype=bool)
+    excess = np.where(shared, np.maximum(values - limit * (1 + 1e-9), 0.0), 0.0)
     return Measures(
         imbalance=observed_imbalance(rates, table.consumers),
         consumers=int(np.sum(values > 0)),
