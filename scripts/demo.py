@@ -63,6 +63,14 @@ def main() -> int:
     parser.add_argument("--workers", help="your workers file (schemas/worker.schema.json)")
     parser.add_argument("--events", type=int, default=100_000, help="sample events per stream")
     parser.add_argument(
+        "--drift",
+        type=float,
+        default=0.01,
+        help="sample data: share of the top key ranks swapped each hour, one chain across the "
+        "nights (default 0.01: yesterday's popularity mostly holds today; 0.05 and more turns "
+        "the hot keys over within a day, and plans of yesterday's peak hour miss)",
+    )
+    parser.add_argument(
         "--strategy",
         default="",
         help="plan every stream with this strategy (default: each "
@@ -103,18 +111,20 @@ def main() -> int:
             publish_bad_table(home, "clicks")
         if not args.landing:
             last = day == (bad_night or days[-1])
-            generate(day, args.events, follow=i > 0, scenarios=generated if last else [])
+            scenarios = generated if last else []
+            generate(day, args.events, args.drift, follow=i > 0, scenarios=scenarios)
         if run_night(home, day, {**base, "date": day.isoformat()}) != 0:
             return 1
     print_nights(home, days)
     return 0
 
 
-def generate(day: date, events: int, follow: bool, scenarios: list[str]) -> None:
+def generate(day: date, events: int, drift: float, follow: bool, scenarios: list[str]) -> None:
     """The day's sample logs (routed by hash, or following LATEST)."""
     how = "following LATEST" if follow else "routed by hash key grouping"
     print(f"==> sample logs for {day}, {how}", flush=True)
     command = ["routeplan", "generate", "--date", day.isoformat(), "--events", str(events)]
+    command += ["--drift", str(drift)]
     command += ["--malformed", "0.001", "--duplicates", "0.001", "--no-progress"]
     command += ["--follow"] if follow else []
     for scenario in scenarios:
