@@ -466,11 +466,13 @@ with DAG(
                 "maxLD); empty: the strategy's default (albic 0.10, milp no bound)",
             ),
             "imbalance_tolerance": Param(
-                0.0,
+                0.10,
                 type="number",
                 minimum=0,
                 maximum=100,
-                description="Allowed predicted imbalance above the logged one",
+                description="Allowed predicted imbalance above the logged one (once producers "
+                "follow a published table, the logs are near balance: a new plan within this of "
+                "them passes, and the backtest and the next day's outcome judge it)",
             ),
             "keep_versions": Param(
                 None,

@@ -221,8 +221,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--imbalance-tolerance",
         type=float,
-        default=0.0,
-        help="how much above the logged imbalance a plan may be predicted",
+        default=0.10,
+        help="how much above the logged imbalance a plan may be predicted (default 0.10: once "
+        "producers follow a published table the logs are near balance, and a plan within this "
+        "of them is not refused; the backtest and the next day's outcome judge it)",
     )
     ns = parser.parse_args(argv)
     args = run_args(ns)
