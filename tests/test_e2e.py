@@ -233,7 +233,7 @@ def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(night
     adds no outcome and no version."""
     env, home = nights_env, Path(nights_env["ROUTEPLAN_HOME"])
     days = ["2026-11-21", "2026-11-22", "2026-11-23", "2026-11-24"]
-    out = demo(env, "--events", "4000", "--scenario", "regression", day=days[-1])
+    out = demo(env, "--events", "20000", "--scenario", "regression", day=days[-1])
 
     def report(day: str, stage: str) -> dict:
         return json.loads((home / "reports" / day / f"{stage}.json").read_text())

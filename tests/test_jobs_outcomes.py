@@ -26,7 +26,10 @@ streams:
   clicks: {strategy: cg, params: {epsilon: 0.02}, planning_window: interval}
   views: {strategy: cg, planning_window: interval, on_regression: hold}
   likes: {strategy: cg, planning_window: interval, on_regression: alert}
-  orders: {kind: partition_assignment, strategy: mwf, load_metric: bytes}
+  # not what this module tests: mwf's plan of one busy hour of a small day overloads other
+  # hours, and the backtest would refuse it at 0.10 (test_backtest.py tests that gate)
+  orders: {kind: partition_assignment, strategy: mwf, load_metric: bytes,
+           thresholds: {regression_tolerance: 0.5}}
 """
 
 
