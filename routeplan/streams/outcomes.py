@@ -313,11 +313,14 @@ def guard(
         )
     reason = (
         f"regression: v{version}'s realized {latest.measure} over {latest.interval_start} "
-        f"{_shown(latest.realized_day)} is worse than v{predecessor.version}'s "
-        f"{_shown(latest.previous_realized_day)} the day before it by more than "
-        f"{tolerance:.2f} (busiest hour: {_shown(latest.realized)}, predicted "
-        f"{_shown(latest.predicted)})"
+        f"{_shown(latest.realized_day)} is worse than the day before it came into force "
+        f"({_shown(latest.previous_realized_day)}) by more than {tolerance:.2f} (busiest hour "
+        f"{_shown(latest.realized)}, predicted {_shown(latest.predicted)})"
     )
+    reason += {
+        "rollback": f"; back to v{predecessor.version}'s routing",
+        "hold": f"; v{version} held until a person acts",
+    }.get(on_regression, "")
     restore = predecessor.version if on_regression == "rollback" else None
     return GuardDecision(stream, version, on_regression, restore, reason)
 
