@@ -266,6 +266,11 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
                 f"{day!s:<11} {stream:<8} {force:<9} {measure:<10} {_number(predicted):>9} "
                 f"{_number(realized):>9} {_number(before):>9} {verdict:<15} {action:<15} {reason}"
             )
+        details += [
+            f"{day} {name}: {p['choice']}"
+            for name, p in published.items()
+            if p.get("action") == "published" and (p.get("choice") or "").startswith("auto")
+        ]
         guarded += [f"{day} {g['stream']}: {g['action']}: {g['reason']}"
                     for g in outcomes.get("guard", []) if g.get("action")]  # fmt: skip
     for line in details:
