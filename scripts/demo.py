@@ -227,7 +227,7 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
     print(f"\nrouteplan_nightly, {len(days)} night(s): routing tables in {home}/routing")
     head = (
         f"{'night':<11} {'stream':<8} {'in force':<9} {'measure':<10} {'predicted':>9} "
-        f"{'realized':>9} {'before':>9} {'verdict':<15} {'published':<15} reason"
+        f"{'realized':>9} {'day':>7} {'before':>7} {'verdict':<15} {'published':<15} reason"
     )
     print(head)
     details, guarded = [], []
@@ -240,17 +240,13 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
         for stream in sorted(set(published) | set(seen)):
             o, p = seen.get(stream), published.get(stream, {})
             if o is None:  # no version in force yet: the logs' own routing
-                force, measure, predicted, realized, before, verdict = (
-                    "(logs)",
-                    "imbalance",
-                    None,
-                    p.get("observed_imbalance"),
-                    None,
-                    "-",
-                )
+                force, measure, verdict = "(logs)", "imbalance", "-"
+                predicted, realized = None, p.get("observed_imbalance")
+                day_level = before = None
             else:
                 force, measure, verdict = f"v{o['version']}", o["measure"], o["verdict"]
-                predicted, realized, before = o["predicted"], o["realized"], o["previous_realized"]
+                predicted, realized = o["predicted"], o["realized"]
+                day_level, before = o["realized_day"], o["previous_realized_day"]
                 if o["measure"] == "overload" and o["consumers"] is not None:
                     details.append(
                         f"{day} {stream}: v{o['version']} used {o['consumers']} consumers (lower "
@@ -264,7 +260,8 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
                 reason += f" (predicts imbalance {_number(p['predicted_imbalance'])})"
             print(
                 f"{day!s:<11} {stream:<8} {force:<9} {measure:<10} {_number(predicted):>9} "
-                f"{_number(realized):>9} {_number(before):>9} {verdict:<15} {action:<15} {reason}"
+                f"{_number(realized):>9} {_number(day_level, 3):>7} {_number(before, 3):>7} "
+                f"{verdict:<15} {action:<15} {reason}"
             )
         details += [
             f"{day} {name}: {p['choice']}"
@@ -279,8 +276,9 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
         print(f"regression guard, {line}")
     print(
         "\nimbalance = max over workers of load/capacity relative to the fair share, minus 1; "
-        "overload = share of the load above the consumers' capacity; before = the same measure "
-        "on the day before the version came into force"
+        "overload = share of the load above C on consumers reading several partitions. "
+        "predicted / realized: in the planning window (the busiest hour); day / before: over the "
+        "whole day and the day before the version came into force, which the verdict weighs"
     )
     print(f"next: routeplan outcomes   |   {next_steps}")
 
@@ -290,8 +288,8 @@ def _report(home: str, day: date, stage: str) -> dict | None:
     return json.loads(storage.read_bytes(path)) if storage.exists(path) else None
 
 
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+def _number(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 if __name__ == "__main__":
