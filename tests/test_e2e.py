@@ -68,9 +68,8 @@ def asset_events(env) -> list[tuple[str, dict, str]]:
     return [tuple(row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    home = tmp_path_factory.mktemp("e2e")
+def airflow_home(home: Path) -> dict[str, str]:
+    """The environment of a home of its own, with its Airflow database migrated."""
     env = {
         **os.environ,
         "ROUTEPLAN_HOME": str(home),
@@ -80,6 +79,11 @@ def env(tmp_path_factory):
     }
     subprocess.run(["airflow", "db", "migrate"], env=env, check=True, capture_output=True)
     return env
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    return airflow_home(tmp_path_factory.mktemp("e2e"))
 
 
 def test_main_job_publishes_then_rerun_changes_nothing(env, spark):
@@ -214,16 +218,7 @@ def test_maintenance_dag_compacts_and_names_the_tables(env, spark):
 @pytest.fixture(scope="module")
 def nights_env(tmp_path_factory):
     """A home of its own for the nights that follow each other."""
-    home = tmp_path_factory.mktemp("nights")
-    env = {
-        **os.environ,
-        "ROUTEPLAN_HOME": str(home),
-        "AIRFLOW_HOME": str(home / "airflow"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-    }
-    subprocess.run(["airflow", "db", "migrate"], env=env, check=True, capture_output=True)
-    return env
+    return airflow_home(tmp_path_factory.mktemp("nights"))
 
 
 def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(nights_env, spark):
