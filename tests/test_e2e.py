@@ -215,6 +215,36 @@ def test_maintenance_dag_compacts_and_names_the_tables(env, spark):
     )
 
 
+def realized_from_landing(home: Path, day: str, stream: str, version: int) -> float:
+    """The busiest hour's imbalance of ``version``'s traffic, counted from the raw landing
+    files as ingest keeps them (valid JSON objects with a key and a timestamp of the day, each
+    event_id once)."""
+    from collections import Counter
+
+    from routeplan.planning.metrics import observed_imbalance
+    from routeplan.publishing.store import RoutingStore
+
+    table = RoutingStore(home / "routing").load(stream, version)
+    seen, hours = set(), {}
+    for path in sorted((home / "landing" / day).glob(f"{stream}*")):
+        for line in path.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # the dirt ingest quarantines
+            valid = isinstance(event, dict) and isinstance(event.get("key"), str)
+            valid = valid and str(event.get("ts", "")).startswith(day)
+            valid = valid and isinstance(event.get("partition", 0), int)
+            valid = valid and (event.get("size_bytes") or 0) >= 0
+            if not valid or event.get("event_id") in seen:
+                continue
+            seen.add(event.get("event_id"))
+            if event.get("routing_version") == version:
+                hours.setdefault(event["ts"][:13], Counter())[event["worker"]] += 1
+    peak = max(sorted(hours), key=lambda h: sum(hours[h].values()))
+    return observed_imbalance(dict(hours[peak]), table.workers)
+
+
 @pytest.fixture(scope="module")
 def nights_env(tmp_path_factory):
     """A home of its own for the nights that follow each other."""
@@ -239,6 +269,9 @@ def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(night
     for stream, o in second.items():
         assert (o["version"], o["attribution"]) == (1, "event_version"), stream
         assert o["verdict"] != "unknown", o
+    for stream in ("clicks", "views"):  # the sample policies plan them on the busiest hour
+        direct = realized_from_landing(home, days[1], stream, 1)
+        assert second[stream]["realized_imbalance"] == pytest.approx(direct, rel=1e-9)
     for o in second.values():  # each verdict is what its numbers say
         figures = (o["predicted"], o["realized"], o["realized_day"], o["previous_realized_day"])
         assert o["verdict"] == judge(*figures, 0.10), o
