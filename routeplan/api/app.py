@@ -50,19 +50,21 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from routeplan import __version__, settings, storage
-from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document
-from routeplan.contracts.schemas import load_schema
-from routeplan.errors import InputError, one_line
+from routeplan.api.dry_run import bounded_body, finite, plan_request
+from routeplan.api.openapi import (
+    DETAIL,
+    DOCUMENT_ERRORS,
+    ERRORS,
+    openapi_schema,
+    schema_response,
+)
+from routeplan.contracts.documents import DEFAULT_MAX_BYTES
 from routeplan.model.names import InvalidNameError, check_name
 from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.diff import diff_tables
 from routeplan.publishing.store import BrokenLatestError, RoutingStore, version_runs
 from routeplan.publishing.store_files import LATEST
-from routeplan.streams.inputs import inputs_from_document
 from routeplan.streams.outcome_reports import read_outcomes
-from routeplan.streams.overrides import RunOverrides, policy_for
-from routeplan.streams.policy import PolicyError, load_policies
-from routeplan.streams.service import plan_stream
 
 log = logging.getLogger(__name__)
 
@@ -267,59 +269,6 @@ def _document_response(request: Request, published: _Published, cache_control: s
     return Response(published.body, media_type="application/json", headers=headers)
 
 
-def _openapi_schema(name: str) -> dict[str, Any]:
-    """``schemas/<name>.schema.json`` for the OpenAPI document, references inlined."""
-
-    def inline(node: Any, base: dict[str, Any]) -> Any:
-        if isinstance(node, list):
-            return [inline(item, base) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if "$ref" in node:
-            file, _, pointer = node["$ref"].partition("#")
-            doc = load_schema(file.removesuffix(".schema.json")) if file else base
-            target: Any = doc
-            for part in filter(None, pointer.split("/")):
-                target = target[part]
-            return inline(target, doc)
-        return {k: inline(v, base) for k, v in node.items() if k not in ("$schema", "$id", "$defs")}
-
-    return inline(load_schema(name), load_schema(name))
-
-
-def _schema_response(name: str, description: str) -> dict[str, Any]:
-    """An OpenAPI response whose body is ``schemas/<name>.schema.json``."""
-    return {
-        "description": description,
-        "content": {"application/json": {"schema": _openapi_schema(name)}},
-    }
-
-
-_DETAIL = {
-    "application/json": {
-        "schema": {
-            "type": "object",
-            "required": ["detail"],
-            "properties": {"detail": {"type": "string"}},
-        }
-    }
-}
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {
-        "description": "unknown stream or version (`detail` lists what exists), or a stream "
-        "name that breaks the name rule (`detail` says the rule)",
-        "content": _DETAIL,
-    },
-    500: {
-        "description": "a stored file fails its schema or checksum (`detail` names it)",
-        "content": _DETAIL,
-    },
-}
-_DOCUMENT_ERRORS: dict[int | str, dict[str, Any]] = {
-    304: {"description": "`If-None-Match` matches the ETag: the client's copy is current"},
-    **_ERRORS,
-}
-
 StreamParam = Annotated[
     str,
     PathParam(
@@ -371,7 +320,7 @@ def create_app(
             {"name": "plans", "description": "dry runs: what a night would plan (never published)"},
         ],
     )
-    document = _schema_response("routing_table", "the routing-table document, as stored")
+    document = schema_response("routing_table", "the routing-table document, as stored")
     document["headers"] = {
         "ETag": {
             "description": 'the document\'s checksum, quoted: `"sha256:…"`',
@@ -389,8 +338,8 @@ def create_app(
         summary="Whether the routing store can be read",
         response_model=None,
         responses={
-            200: _schema_response("routing_health", "ok, or degraded: some streams are broken"),
-            503: _schema_response("routing_health", "unavailable: the store cannot be read"),
+            200: schema_response("routing_health", "ok, or degraded: some streams are broken"),
+            503: schema_response("routing_health", "unavailable: the store cannot be read"),
         },
     )
     def healthz() -> Any:
@@ -414,8 +363,8 @@ def create_app(
         summary="Every published stream",
         response_model=None,
         responses={
-            200: _schema_response("routing_streams", "streams and versions (or what is wrong)"),
-            503: {"description": "the routing store cannot be read", "content": _DETAIL},
+            200: schema_response("routing_streams", "streams and versions (or what is wrong)"),
+            503: {"description": "the routing store cannot be read", "content": DETAIL},
         },
     )
     def list_streams() -> dict[str, Any]:
@@ -426,7 +375,7 @@ def create_app(
         tags=["streams"],
         summary="One stream's versions",
         response_model=None,
-        responses={200: _schema_response("routing_versions", "the stream's versions"), **_ERRORS},
+        responses={200: schema_response("routing_versions", "the stream's versions"), **ERRORS},
     )
     def list_versions(stream: StreamParam) -> dict[str, Any]:
         return tables.versions(stream)
@@ -436,7 +385,7 @@ def create_app(
         tags=["tables"],
         summary="LATEST's routing table",
         response_class=Response,
-        responses={200: document, **_DOCUMENT_ERRORS},
+        responses={200: document, **DOCUMENT_ERRORS},
     )
     def latest(stream: StreamParam, request: Request) -> Response:
         published = tables.get(stream, tables.latest(stream))
@@ -447,7 +396,7 @@ def create_app(
         tags=["tables"],
         summary="A pinned routing-table version",
         response_class=Response,
-        responses={200: document, **_DOCUMENT_ERRORS},
+        responses={200: document, **DOCUMENT_ERRORS},
     )
     def version(stream: StreamParam, version: VersionParam, request: Request) -> Response:
         published = tables.get(stream, version)
@@ -459,8 +408,8 @@ def create_app(
         summary="Moves from one version to another",
         response_model=None,
         responses={
-            200: _schema_response("routing_diff", "the moves and the load they carry"),
-            **_ERRORS,
+            200: schema_response("routing_diff", "the moves and the load they carry"),
+            **ERRORS,
         },
     )
     def diff(
@@ -492,8 +441,8 @@ def create_app(
         response_class=Response,
         responses={
             200: {"description": "a PNG picture", "content": {"image/png": {}}},
-            **_DOCUMENT_ERRORS,
-            422: {"description": "LATEST records no planning load", "content": _DETAIL},
+            **DOCUMENT_ERRORS,
+            422: {"description": "LATEST records no planning load", "content": DETAIL},
         },
     )
     def plot(stream: StreamParam, request: Request) -> Response:
@@ -528,7 +477,7 @@ def create_app(
         "decision. An empty list when there is none yet; a report that cannot be read is "
         "skipped (and logged).",
         response_model=None,
-        responses={200: _schema_response("plan_outcomes", "the outcome records"), **_ERRORS},
+        responses={200: schema_response("plan_outcomes", "the outcome records"), **ERRORS},
     )
     def outcomes(
         stream: StreamParam,
@@ -552,7 +501,7 @@ def create_app(
         "required": True,
         "description": "the stream's planning inputs, as the plan job writes them to "
         "`<home>/reports/<day>/plan-inputs/<stream>.json`",
-        "content": {"application/json": {"schema": _openapi_schema("stream_inputs")}},
+        "content": {"application/json": {"schema": openapi_schema("stream_inputs")}},
     }
 
     @app.post(
@@ -571,106 +520,43 @@ def create_app(
                 "description": "the decision (`StreamPlan.summary()`)",
                 "content": {"application/json": {"schema": {"type": "object"}}},
             },
-            400: {"description": "the body is not JSON, or too deep", "content": _DETAIL},
-            404: _ERRORS[404],
-            413: {"description": "the body is larger than the API's bound", "content": _DETAIL},
+            400: {"description": "the body is not JSON, or too deep", "content": DETAIL},
+            404: ERRORS[404],
+            413: {"description": "the body is larger than the API's bound", "content": DETAIL},
             422: {
                 "description": "not a stream's planning inputs, inputs of another stream or "
                 "kind than its policy's, or the policy cannot plan them (`detail` says why)",
-                "content": _DETAIL,
+                "content": DETAIL,
             },
-            429: {"description": "as many dry runs as allowed are running", "content": _DETAIL},
+            429: {"description": "as many dry runs as allowed are running", "content": DETAIL},
             500: {
                 "description": "LATEST or the policies file is broken (`detail` says what)",
-                "content": _DETAIL,
+                "content": DETAIL,
             },
         },
     )
     async def dry_run(stream: StreamParam, request: Request) -> Any:
         _check_name(stream)
-        raw = await _bounded_body(request, max_bytes)
+        raw = await bounded_body(request, max_bytes)
         if not planning.acquire(blocking=False):
             raise HTTPException(429, f"{max_plans} dry runs are running; retry later")
         try:
             decided = await run_in_threadpool(_plan_inputs, stream, raw)
         finally:
             planning.release()
-        return JSONResponse(_finite(decided))
+        return JSONResponse(finite(decided))
 
     def _plan_inputs(stream: str, raw: bytes) -> dict[str, Any]:
-        try:
-            doc = parse_document(raw, "request body", max_bytes)
-        except ValueError as err:
-            raise HTTPException(400, one_line(err, 500)) from None
-        try:
-            inputs = inputs_from_document(doc, "request body")
-        except InputError as err:
-            raise HTTPException(422, one_line(err, 500)) from None
-        if inputs.stream != stream:
-            raise HTTPException(422, f"the body holds the inputs of stream {inputs.stream!r}")
-        notes = []
-        try:
-            if storage.is_file(policies_path):
-                policies = load_policies(policies_path)
-                if not policies.is_listed(stream):
-                    notes.append(
-                        f"stream {stream!r} is not listed in the policies file: planned with its "
-                        "defaults, as the nightly run does"
-                    )
-            else:
-                policies = None
-                notes.append("no policies file: planned with the default strategy")
-            policy = policy_for(RunOverrides(), policies, stream)
-        except (PolicyError, ValueError, OSError) as err:
-            name = os.path.basename(policies_path.rstrip("/"))
-            problem = one_line(str(err).replace(policies_path, name), 500)
-            log.error("policies file %s: %s", policies_path, err)
-            raise HTTPException(500, f"the deployment's policies are broken: {problem}") from None
-        if inputs.kind != policy.kind:
-            raise HTTPException(
-                422,
-                f"{inputs.kind} inputs, but stream {stream!r} is planned as {policy.kind} by "
-                "its policy",
-            )
-        try:
-            latest = tables.store.latest_version(stream)
-        except (OSError, ValueError) as err:
-            raise tables._corrupt(stream, LATEST, err) from err
-        current = tables.get(stream, latest).table if latest is not None else None
-        try:
-            decided = plan_stream(policy, inputs.loads, current, inputs.workers, inputs.logged)
-        except ValueError as err:  # PlanRefusedError, a policy that cannot plan these inputs
-            raise HTTPException(422, f"{stream}: {one_line(err, 500)}") from None
-        summary = decided.summary()
-        summary["notes"] = [*summary["notes"], *notes]
-        summary["published"] = False
-        return summary
+        def current() -> Any:
+            try:
+                latest = tables.store.latest_version(stream)
+            except (OSError, ValueError) as err:
+                raise tables._corrupt(stream, LATEST, err) from err
+            return tables.get(stream, latest).table if latest is not None else None
+
+        return plan_request(stream, raw, max_bytes, policies_path, current)
 
     return app
-
-
-async def _bounded_body(request: Request, max_bytes: int) -> bytes:
-    """The request's body, 413 once it is larger than ``max_bytes`` (never read whole)."""
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > max_bytes:
-        raise HTTPException(413, f"the body is larger than {max_bytes} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise HTTPException(413, f"the body is larger than {max_bytes} bytes")
-    return bytes(body)
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinity as None (JSON has neither)."""
-    if isinstance(value, float):
-        return value if value == value and abs(value) != float("inf") else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
 
 
 def serve(
