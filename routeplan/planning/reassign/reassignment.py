@@ -195,7 +195,6 @@ class Reassignment:
             table, self.loads, self.current, {**extra, "migration_cost": float(cost)}
         )
 
-
     def placed_idle(self, group_worker: np.ndarray) -> np.ndarray:
         """``group_worker`` with the idle key groups — no load, no resource use and no flow in
         the planning window — placed where tomorrow's traffic does not pile up.
