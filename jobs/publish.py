@@ -56,7 +56,13 @@ def publish(spark, args: RunArgs, keep_versions: int | None = None) -> list[dict
     if not plans and not guarded:
         raise SystemExit(f"no selected plans for {args.interval_start}: run plan and validate")
     store = RoutingStore(tables.routing)
-    outcomes = [publish_plan(store, plan) for plan in plans]
+    refused = (tables.read_report(args.interval_start, "validate") or {}).get("refused") or {}
+    outcomes = [
+        kept_by_backtest(store, plan, refused[plan["stream"]])
+        if plan["stream"] in refused
+        else publish_plan(store, plan)
+        for plan in plans
+    ]
     streams = [o["stream"] for o in outcomes]
     ours = {(o["stream"], o["version"]) for o in outcomes if o["action"] == "published"}
     record_versions(spark, tables, store, ours, args.run_id, args.interval_start)
@@ -82,6 +88,24 @@ def publish(spark, args: RunArgs, keep_versions: int | None = None) -> list[dict
             if pruned:
                 log("publish", f"{stream}: pruned JSON of v{pruned[0]}–v{pruned[-1]} (Delta keeps)")
     return outcomes
+
+
+def kept_by_backtest(store: RoutingStore, plan, why: str) -> dict:
+    """The outcome of a stream whose candidate validate refused on its backtest: LATEST stays
+    (action ``kept``, the backtest's figures as the reason); the night goes on."""
+    outcome = {
+        "stream": plan["stream"],
+        "observed_imbalance": plan["observed_imbalance"],
+        "predicted_imbalance": plan["predicted_imbalance"],
+        "strategy": plan["strategy"],
+        "kind": None,
+        "choice": plan.asDict().get("choice"),
+        "action": "kept",
+        "version": store.latest_version(plan["stream"]),
+        "reason": f"the candidate's backtest was refused: {why}",
+    }
+    log("publish", f"{plan['stream']}: kept v{outcome['version']} ({outcome['reason'][:300]})")
+    return outcome
 
 
 def publish_plan(store: RoutingStore, plan) -> dict:

@@ -39,6 +39,7 @@ from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_se
 from jobs.expectations import (
     PARTITION_METRICS_COLUMNS,
     PLAN_BACKTEST_COLUMNS,
+    PLAN_BACKTEST_SUITE,
     PLAN_METRICS_COLUMNS,
     ValidationOutcome,
     open_context,
@@ -232,6 +233,10 @@ def main(argv: list[str] | None = None) -> dict:
     with gx_output(args.home) as output:
         outcomes = validate(spark, args, ns.imbalance_tolerance, open_context(output))
     failed = [(stream, o) for stream, o in outcomes if not o.success]
+    # a backtest failure refuses that stream's candidate (LATEST stays, publish says why); any
+    # other failure is a broken plan or bad loads: the night stops before publish
+    refused = {s: "; ".join(o.failures) for s, o in failed if o.suite == PLAN_BACKTEST_SUITE}
+    failed = [(s, o) for s, o in failed if o.suite != PLAN_BACKTEST_SUITE]
     index = data_docs_url(args.home)
     report = {
         "stage": "validate",
@@ -248,6 +253,7 @@ def main(argv: list[str] | None = None) -> dict:
             }
             for s, o in outcomes
         ],
+        "refused": refused,
     }
     args.tables.write_report(args.interval_start, "validate", report)
     for entry in report["suites"]:
@@ -256,6 +262,8 @@ def main(argv: list[str] | None = None) -> dict:
             "validate", f"{entry['stream']}: {entry['suite']}: {verdict}: {entry['data_docs_page']}"
         )
     log("validate", f"Data Docs: {index}")
+    for stream, why in refused.items():
+        log("validate", f"{stream}: candidate refused, LATEST stays: {why}")
     if failed:
         lines = [f"{stream}: {o.suite}: {f}" for stream, o in failed for f in o.failures]
         raise SystemExit(
