@@ -165,8 +165,9 @@ def test_the_nightly_stages_run_with_home_in_the_object_store(
     reports = storage.join(home, "reports", DAY)
     stages = ("ingest", "plan", "publish", "validate", "windows")
     plots = [f"{stream}-v1.png" for stream in ("clicks", "orders", "views")]  # each new version's
+    inputs = [f"plan-inputs/{stream}.json" for stream in ("clicks", "orders", "views")]
     assert storage.list_files(reports) == sorted(
-        storage.join(reports, name) for name in [*(f"{s}.json" for s in stages), *plots]
+        storage.join(reports, name) for name in [*(f"{s}.json" for s in stages), *plots, *inputs]
     )
     # validate built the Data Docs locally and uploaded them into the home
     assert storage.is_file(storage.join(home, "data_docs", "index.html"))
