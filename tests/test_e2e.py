@@ -33,13 +33,13 @@ TABLES = [
 ]
 
 
-def demo(env, *args, day: str = "2026-11-20"):
+def demo(env, *args, day: str = "2026-11-20", timeout: int = 1500):
     done = subprocess.run(
         [sys.executable, str(REPO / "scripts/demo.py"), "--date", day, *args],
         env=env,
         capture_output=True,
         text=True,
-        timeout=1500,
+        timeout=timeout,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
@@ -258,7 +258,8 @@ def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(night
     adds no outcome and no version."""
     env, home = nights_env, Path(nights_env["ROUTEPLAN_HOME"])
     days = ["2026-11-21", "2026-11-22", "2026-11-23", "2026-11-24"]
-    out = demo(env, "--events", "20000", "--scenario", "regression", day=days[-1])
+    nights = ("--events", "4000", "--scenario", "regression")  # four DAG runs
+    out = demo(env, *nights, day=days[-1], timeout=3600)
 
     def report(day: str, stage: str) -> dict:
         return json.loads((home / "reports" / day / f"{stage}.json").read_text())
