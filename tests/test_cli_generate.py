@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 import json
-from datetime import date
 
 import pytest
+from test_simulation_generate import config
 
 from routeplan.cli.main import main
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget
 from routeplan.planning.registry import get_strategy
-from routeplan.simulation.generate import GeneratorConfig, stream_workers
-
-DAY = date(2026, 11, 20)
-
-
-def config(tmp_path, **overrides):
-    base = dict(
-        landing=tmp_path / "landing",
-        workers_out=tmp_path / "workers.json",
-        day=DAY,
-        streams=("a", "b"),
-        events=4_000,
-        keys=500,
-        files_per_stream=2,
-    )
-    return GeneratorConfig(**{**base, **overrides})
+from routeplan.simulation.generate import stream_workers
 
 
 def test_cli_generate_then_show(tmp_path, capsys, monkeypatch):

@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import zipf_snapshot
+from test_versions import SNAPSHOT, WORKERS, plan  # the same loads, workers and tables
 
 from routeplan.contracts.schemas import validate_document
 from routeplan.model.loads import PartitionLoad
-from routeplan.model.plan import Budget
 from routeplan.model.table import PartitionAssignment, RoutingTable, planning_load
 from routeplan.model.workers import Workers
-from routeplan.planning.registry import get_strategy
 from routeplan.publishing.diff import diff_tables
-
-SNAPSHOT = zipf_snapshot(keys=5_000, messages=200_000, num_key_groups=256)
-WORKERS = Workers.homogeneous(8)
-
-
-def plan(name: str, current: RoutingTable | None = None, **params) -> RoutingTable:
-    return get_strategy(name, **params).plan(SNAPSHOT, current, WORKERS, Budget()).table
 
 
 @pytest.fixture(scope="module")
