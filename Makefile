@@ -27,9 +27,9 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(CURDIR)/$(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test lint airflow bench lock clean chromium postgresql cluster-demo
+.PHONY: setup demo test lint airflow bench lock clean chromium postgresql cluster-demo clients
 setup: $(VENV)/.installed $(JARS)/.resolved $(AIRFLOW_HOME)/.migrated chromium \
-       $(TOOLS)/minio $(DIST)/routeplan.zip postgresql
+       $(TOOLS)/minio $(DIST)/routeplan.zip postgresql clients
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (install OpenJDK 17)"; exit 1; }
@@ -67,6 +67,16 @@ $(TOOLS)/minio:
 	GOBIN=$(CURDIR)/$(TOOLS) go install github.com/minio/minio@$(MINIO_VERSION)
 	$@ --version | head -1
 
+# The Go client (clients/go): its module's dependencies from the Go module proxy, the route tool
+# and the broker test's producer, built once here (tests/test_kafka.py runs them).
+GO_CLIENT := clients/go
+GO_SOURCES := $(shell find $(GO_CLIENT) -name '*.go' 2>/dev/null) $(GO_CLIENT)/go.mod $(GO_CLIENT)/go.sum
+$(GO_CLIENT)/bin/route: $(GO_SOURCES)
+	@command -v go >/dev/null || { echo "Go is required to build the Go client"; exit 1; }
+	cd $(GO_CLIENT) && go mod download && go build -o bin/ ./cmd/...
+
+clients: $(GO_CLIENT)/bin/route
+
 # routeplan as a zip for Spark executors (spark-submit --py-files): the key-group UDF runs there.
 $(DIST)/routeplan.zip: scripts/build_zip.py $(shell find routeplan jobs -name '*.py' 2>/dev/null)
 	python3 scripts/build_zip.py $@
@@ -90,6 +100,7 @@ demo: setup
 
 test: setup
 	ruff check .
+	cd $(GO_CLIENT) && go vet ./... && go test ./...
 	python -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
