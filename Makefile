@@ -75,7 +75,16 @@ $(GO_CLIENT)/bin/route: $(GO_SOURCES)
 	@command -v go >/dev/null || { echo "Go is required to build the Go client"; exit 1; }
 	cd $(GO_CLIENT) && go mod download && go build -o bin/ ./cmd/...
 
-clients: $(GO_CLIENT)/bin/route
+# The Java client (clients/java): its jar (the route tool's main) and target/lib (jackson-core,
+# kafka-clients and their dependencies), built once here; one small test runs so that Surefire's
+# JUnit provider is fetched too and `make test` can run Maven offline.
+JAVA_CLIENT := clients/java
+$(JAVA_CLIENT)/target/routeplan-client.jar: $(JAVA_CLIENT)/pom.xml $(shell find $(JAVA_CLIENT)/src -name '*.java' 2>/dev/null)
+	@command -v mvn >/dev/null || { echo "Maven (mvn) is required to build the Java client"; exit 1; }
+	mvn --batch-mode --quiet -f $(JAVA_CLIENT)/pom.xml package \
+	    -Dtest='VectorsTest#canonicalFormsAreRfc8785' -Dsurefire.failIfNoSpecifiedTests=false
+
+clients: $(GO_CLIENT)/bin/route $(JAVA_CLIENT)/target/routeplan-client.jar
 
 # routeplan as a zip for Spark executors (spark-submit --py-files): the key-group UDF runs there.
 $(DIST)/routeplan.zip: scripts/build_zip.py $(shell find routeplan jobs -name '*.py' 2>/dev/null)
@@ -101,6 +110,7 @@ demo: setup
 test: setup
 	ruff check .
 	cd $(GO_CLIENT) && go vet ./... && go test ./...
+	mvn --batch-mode --quiet --offline -f $(JAVA_CLIENT)/pom.xml test
 	python -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
