@@ -84,7 +84,18 @@ $(JAVA_CLIENT)/target/routeplan-client.jar: $(JAVA_CLIENT)/pom.xml $(shell find 
 	mvn --batch-mode --quiet -f $(JAVA_CLIENT)/pom.xml package \
 	    -Dtest='VectorsTest#canonicalFormsAreRfc8785' -Dsurefire.failIfNoSpecifiedTests=false
 
-clients: $(GO_CLIENT)/bin/route $(JAVA_CLIENT)/target/routeplan-client.jar
+# A Kafka 4.x broker (KRaft) for tests/test_kafka.py, from its Maven artefacts into .kafka/libs.
+KAFKA := .kafka
+export ROUTEPLAN_KAFKA_LIBS := $(CURDIR)/$(KAFKA)/libs
+$(KAFKA)/.resolved: jars/kafka/pom.xml
+	@command -v mvn >/dev/null || { echo "Maven (mvn) is required to fetch Kafka"; exit 1; }
+	rm -rf $(KAFKA)
+	mvn --batch-mode --quiet -f jars/kafka/pom.xml dependency:copy-dependencies \
+	    -DoutputDirectory=$(CURDIR)/$(KAFKA)/libs
+	ls $(KAFKA)/libs/kafka_2.13-*.jar
+	touch $@
+
+clients: $(GO_CLIENT)/bin/route $(JAVA_CLIENT)/target/routeplan-client.jar $(KAFKA)/.resolved
 
 # routeplan as a zip for Spark executors (spark-submit --py-files): the key-group UDF runs there.
 $(DIST)/routeplan.zip: scripts/build_zip.py $(shell find routeplan jobs -name '*.py' 2>/dev/null)

@@ -42,6 +42,9 @@ public class RoutingPartitioner implements Partitioner {
     }
   }
 
+  /** The instance a producer configured last (ProduceKeys reloads its table by hand). */
+  static volatile RoutingPartitioner lastConfigured;
+
   private Router router;
 
   @Override
@@ -81,6 +84,7 @@ public class RoutingPartitioner implements Partitioner {
     } catch (IllegalArgumentException | UncheckedIOException e) {
       throw new RoutingException("routeplan: " + e.getMessage());
     }
+    lastConfigured = this;
   }
 
   /** The router this partitioner follows. */
