@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"regexp"
 	"strconv"
 	"sync"
@@ -72,6 +73,7 @@ type snapshot struct {
 	table     *Table
 	seed      uint32
 	n         uint32
+	m         uint64  // Lemire's fastmod multiplier for n: ceil(2^64 / n)
 	groupSlot []int32 // key group -> slot; ^slot when a split key hashes to this group
 	hot       map[string]split
 	names     []string // slot -> worker
@@ -128,6 +130,7 @@ func (r *Router) install(t *Table) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := &snapshot{table: t, seed: t.Seed, n: uint32(len(t.KeyGroupWorker)), hot: map[string]split{}}
+	s.m = ^uint64(0)/uint64(s.n) + 1
 	names, counts := r.names, r.counts
 	for _, w := range t.Workers {
 		if _, ok := r.slots[w.Name]; !ok {
@@ -197,16 +200,25 @@ func (r *Router) Route(key string) (string, error) {
 	return s.names[s.route(key)], nil
 }
 
-func (s *snapshot) route(key string) int32 {
-	slot := s.groupSlot[Murmur3(key, s.seed)%s.n]
+func (s *snapshot) route(key string) int32 { return routeKey(s, key) }
+
+func routeKey[T ~string | ~[]byte](s *snapshot, key T) int32 {
+	slot := s.groupSlot[group(Murmur3(key, s.seed), s.m, s.n)]
 	if slot < 0 { // a split key hashes to this group: is it one?
-		if sp, ok := s.hot[key]; ok {
+		if sp, ok := s.hot[string(key)]; ok { // no allocation for a map lookup
 			return s.splitTo(sp)
 		}
 		slot = ^slot
 	}
 	s.counts[slot]++
 	return slot
+}
+
+// group is hash mod n as Lemire's fastmod computes it (a multiplication instead of a division;
+// exact for every 32-bit hash, m = ceil(2^64 / n)).
+func group(hash uint32, m uint64, n uint32) uint32 {
+	hi, _ := bits.Mul64(m*uint64(hash), uint64(n))
+	return uint32(hi)
 }
 
 func (s *snapshot) splitTo(sp split) int32 {
@@ -231,7 +243,7 @@ func (r *Router) Partition(key []byte) (int32, error) {
 	if s.noPart != "" {
 		return -1, errors.New("routeplan: " + s.noPart)
 	}
-	return s.partition[s.route(string(key))], nil // string(key) does not escape: no allocation
+	return s.partition[routeKey(s, key)], nil
 }
 
 // RoutePartition routes the next message of key: its worker and its Kafka partition.

@@ -41,7 +41,36 @@ public final class Murmur3 {
 
   /** The hash of the UTF-8 bytes of {@code s} (a lone surrogate is encoded as '?', as Java's
    * encoder does). */
-  public static int hashUtf8(CharSequence s, int seed) {
+  public static int hashUtf8(String s, int seed) {
+    int n = s.length();
+    int h = seed;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) { // ASCII (most keys): a character is a byte
+      int c0 = s.charAt(i);
+      int c1 = s.charAt(i + 1);
+      int c2 = s.charAt(i + 2);
+      int c3 = s.charAt(i + 3);
+      if ((c0 | c1 | c2 | c3) >= 0x80) {
+        return hashUtf8Any(s, seed);
+      }
+      h = mixH(h, c0 | c1 << 8 | c2 << 16 | c3 << 24);
+    }
+    int k = 0;
+    for (int j = n - 1; j >= i; j--) {
+      int c = s.charAt(j);
+      if (c >= 0x80) {
+        return hashUtf8Any(s, seed);
+      }
+      k = k << 8 | c;
+    }
+    if (i < n) {
+      h ^= mixK(k);
+    }
+    return fmix(h, n);
+  }
+
+  /** {@link #hashUtf8(String, int)} of any text, one UTF-8 byte at a time. */
+  static int hashUtf8Any(CharSequence s, int seed) {
     int h = seed;
     int k = 0; // bytes not yet mixed, little-endian
     int shift = 0; // 8 × their count

@@ -2,8 +2,6 @@ package dev.routeplan.client;
 
 import java.io.IOException;
 import java.lang.System.Logger.Level;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -87,6 +85,7 @@ public final class Router implements AutoCloseable {
     Table table;
     int seed;
     int n;
+    long m; // Lemire's fastmod multiplier for n: ceil(2^64 / n)
     int[] groupSlot; // key group -> slot; ~slot when a split key hashes to this group
     Map<String, int[]> splitSlots;
     Map<String, double[]> splitCapacities;
@@ -94,6 +93,9 @@ public final class Router implements AutoCloseable {
     long[] counts; // slot -> messages routed (the local load)
     int[] partition; // slot -> Kafka partition, -1: none
     String noPartition; // why the table's workers have no partition each, or null
+    int[] splitHashes; // the split keys' hashes, ascending (duplicates next to each other)
+    byte[][] splitBytes; // their UTF-8 bytes, in the same order
+    String[] splitKeys;
   }
 
   private volatile Snapshot snap;
@@ -148,6 +150,7 @@ public final class Router implements AutoCloseable {
       s.table = table;
       s.seed = table.seed;
       s.n = table.numKeyGroups();
+      s.m = Long.divideUnsigned(-1L, s.n) + 1;
       Map<String, Integer> newSlots = new HashMap<>(slots);
       List<String> newNames = new ArrayList<>(names);
       for (String w : table.workers) {
@@ -178,6 +181,12 @@ public final class Router implements AutoCloseable {
           s.groupSlot[g] = ~s.groupSlot[g];
         }
       }
+      List<String> split = new ArrayList<>(table.hotKeys.keySet());
+      split.sort(java.util.Comparator.comparingInt(k -> Murmur3.hashUtf8(k, s.seed)));
+      s.splitKeys = split.toArray(new String[0]);
+      s.splitHashes = split.stream().mapToInt(k -> Murmur3.hashUtf8(k, s.seed)).toArray();
+      s.splitBytes = split.stream().map(k -> k.getBytes(StandardCharsets.UTF_8))
+          .toArray(byte[][]::new);
       s.names = newNames.toArray(new String[0]);
       s.partition = new int[s.names.length];
       Map<Integer, String> owner = new HashMap<>();
@@ -225,7 +234,7 @@ public final class Router implements AutoCloseable {
   }
 
   private static int slot(Snapshot s, String key) {
-    int slot = s.groupSlot[Integer.remainderUnsigned(Murmur3.hashUtf8(key, s.seed), s.n)];
+    int slot = s.groupSlot[group(Murmur3.hashUtf8(key, s.seed), s.m, s.n)];
     if (slot < 0) { // a split key hashes to this group: is it one?
       int[] split = s.splitSlots.get(key);
       if (split != null) {
@@ -235,6 +244,16 @@ public final class Router implements AutoCloseable {
     }
     s.counts[slot]++;
     return slot;
+  }
+
+  /**
+   * The key group of an unsigned 32-bit hash: {@code hash mod n}, as Lemire's fastmod computes
+   * it (a multiplication instead of a division; exact for every 32-bit hash, {@code m =
+   * ceil(2^64 / n)}).
+   */
+  static int group(int hash, long m, int n) {
+    long low = m * (hash & 0xFFFFFFFFL);
+    return (int) (Math.multiplyHigh(low, n) + ((low >> 63) & n)); // unsigned high 64 bits
   }
 
   private static int splitTo(Snapshot s, int[] split, double[] capacities) {
@@ -258,30 +277,23 @@ public final class Router implements AutoCloseable {
   }
 
   private static int slot(Snapshot s, byte[] key) {
-    int slot = s.groupSlot[Integer.remainderUnsigned(Murmur3.hash(key, 0, key.length, s.seed),
-        s.n)];
-    if (slot < 0) {
-      String text = utf8(key);
-      int[] split = s.splitSlots.get(text);
-      if (split != null) {
-        return splitTo(s, split, s.splitCapacities.get(text));
+    int hash = Murmur3.hash(key, 0, key.length, s.seed);
+    int slot = s.groupSlot[group(hash, s.m, s.n)];
+    if (slot < 0) { // a split key hashes to this group: compare bytes, allocate nothing
+      int i = java.util.Arrays.binarySearch(s.splitHashes, hash);
+      while (i > 0 && s.splitHashes[i - 1] == hash) {
+        i--;
+      }
+      for (; i >= 0 && i < s.splitHashes.length && s.splitHashes[i] == hash; i++) {
+        if (java.util.Arrays.equals(s.splitBytes[i], key)) {
+          String text = s.splitKeys[i];
+          return splitTo(s, s.splitSlots.get(text), s.splitCapacities.get(text));
+        }
       }
       slot = ~slot;
     }
     s.counts[slot]++;
     return slot;
-  }
-
-  private static String utf8(byte[] key) {
-    try {
-      return StandardCharsets.UTF_8.newDecoder()
-          .onMalformedInput(CodingErrorAction.REPORT)
-          .onUnmappableCharacter(CodingErrorAction.REPORT)
-          .decode(java.nio.ByteBuffer.wrap(key))
-          .toString();
-    } catch (CharacterCodingException e) {
-      return null; // not UTF-8: no split key (they are text)
-    }
   }
 
   /** The Kafka partition of the next message whose key is the UTF-8 {@code key}. */

@@ -159,4 +159,37 @@ class RouterTest {
     assertEquals(0x2e4ff723, Murmur3.hash("The quick brown fox jumps over the lazy dog"
         .getBytes(StandardCharsets.UTF_8), 0, 43, 0));
   }
+
+  @Test
+  void routeAllocatesNothingForAPlainKey() throws IOException {
+    Router router = RouteBench.router();
+    String[] keys = RouteBench.keys();
+    byte[] raw = "user-12345".getBytes(StandardCharsets.UTF_8);
+    for (int i = 0; i < 20_000; i++) { // load the classes first
+      router.route(keys[i % keys.length]);
+      router.partition(raw);
+    }
+    long before = RouteBench.allocated();
+    for (int i = 0; i < 100_000; i++) {
+      router.route(keys[i % keys.length]);
+      router.partition(raw);
+    }
+    long bytes = RouteBench.allocated() - before;
+    assertTrue(bytes < 10_000, bytes + " bytes for 200 000 calls");
+  }
+
+  @Test
+  void theKeyGroupIsTheUnsignedHashModuloTheGroupCount() {
+    java.util.Random random = new java.util.Random(7);
+    for (int n : new int[] {1, 2, 3, 7, 1000, 1024, 4096, 65537, 1 << 23, (1 << 24) - 1, 1 << 24}) {
+      long m = Long.divideUnsigned(-1L, n) + 1;
+      for (int hash : new int[] {0, 1, -1, Integer.MIN_VALUE, Integer.MAX_VALUE, n, -n}) {
+        assertEquals(Integer.remainderUnsigned(hash, n), Router.group(hash, m, n));
+      }
+      for (int i = 0; i < 20_000; i++) {
+        int hash = random.nextInt();
+        assertEquals(Integer.remainderUnsigned(hash, n), Router.group(hash, m, n));
+      }
+    }
+  }
 }
