@@ -323,7 +323,8 @@ def create_app(
     document = schema_response("routing_table", "the routing-table document, as stored")
     document["headers"] = {
         "ETag": {
-            "description": 'the document\'s checksum, quoted: `"sha256:…"`',
+            "description": 'the document\'s checksum, quoted: `"jcs-sha256:…"` '
+            '(`"sha256:…"` for documents published before)',
             "schema": {"type": "string"},
         },
         "Cache-Control": {
