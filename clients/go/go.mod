@@ -2,7 +2,10 @@ module routeplan.dev/client
 
 go 1.26.0
 
-require github.com/twmb/franz-go v1.22.3
+require (
+	github.com/segmentio/kafka-go v0.4.51
+	github.com/twmb/franz-go v1.22.3
+)
 
 require (
 	github.com/klauspost/compress v1.20.3 // indirect
