@@ -48,6 +48,10 @@ func newSource(location, stream string, opts Options) (source, error) {
 		u := strings.TrimRight(location, "/") + "/streams/" + url.PathEscape(stream) + "/latest"
 		return &httpSource{url: u, token: opts.Token, client: &http.Client{Timeout: timeout}}, nil
 	}
+	if strings.Contains(location, "://") && !strings.HasPrefix(location, "file://") {
+		return nil, fmt.Errorf("%s: the Go client reads a table file, a routing store directory or "+
+			"the HTTP API (http(s)://); serve an object store's tables with `routeplan serve`", location)
+	}
 	location = strings.TrimPrefix(location, "file://")
 	info, err := os.Stat(location)
 	if err != nil {

@@ -58,6 +58,11 @@ abstract class Source {
       return new Http(URI.create(base + "/streams/"
           + URLEncoder.encode(stream, StandardCharsets.UTF_8) + "/latest"), opts);
     }
+    if (location.contains("://") && !location.startsWith("file://")) {
+      throw new IllegalArgumentException(location + ": the Java client reads a table file, a "
+          + "routing store directory or the HTTP API (http(s)://); serve an object store's "
+          + "tables with `routeplan serve`");
+    }
     Path path = Path.of(location.startsWith("file://") ? URI.create(location).getPath() : location);
     if (Files.isDirectory(path)) {
       return new Store(path.resolve(stream));
