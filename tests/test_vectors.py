@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 from functools import cache
 from pathlib import Path
@@ -114,3 +115,23 @@ def test_routeplan_route_refuses_a_bad_table_too_few_partitions_and_bad_input(mo
     assert code == 1 and "stdin: not UTF-8" in err
     code, out, err = run_route(monkeypatch, capsys, ["--table", seed42], b"a\n\nb")  # no last \n
     assert code == 0 and len(out.splitlines()) == 3
+
+
+@pytest.mark.parametrize("tool", ["java", "go"])
+def test_the_java_and_go_route_tools_print_the_vectors_lines(tool):
+    """The tools as built by ``make setup`` (the jar's own class path; the Go binary), run as a
+    user runs them; their full vectors tests are ``make test``'s ``mvn test`` and ``go test``."""
+    root = VECTORS.parents[1]
+    command = {
+        "java": ["java", "-jar", str(root / "clients/java/target/routeplan-client.jar")],
+        "go": [str(root / "clients/go/bin/route")],
+    }[tool]
+    case = next(c for c in CASES if c["name"] == "kr-seedmax-partitions")
+    args = ["--table", str(VECTORS / case["table"]), "--partitions", str(case["partitions"])]
+    stdin = "".join(k + "\n" for k in case["keys"]).encode()
+    done = subprocess.run([*command, *args], input=stdin, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "".join(line + "\n" for line in case["expected"])
+    bad = [*command, "--table", str(VECTORS / "refused" / "tampered.json")]
+    refused = subprocess.run(bad, input=b"k\n", capture_output=True, timeout=60)
+    assert refused.returncode == 1 and b"checksum mismatch" in refused.stderr
