@@ -193,8 +193,9 @@ func (r *Router) Table() *Table { return r.snap.Load().table }
 
 // Route is the worker of the next message of key (docs/routing-spec.md §3): its key group's,
 // or for a split key the candidate this router has sent least to relative to its capacity.
-// It never blocks and allocates nothing; concurrent calls are safe (a local load may then miss
-// an increment, an estimate either way).
+// It never blocks and allocates nothing. Concurrent calls are safe; a local load is a plain
+// counter (counts.go), so under concurrent calls it may miss an increment — an estimate either
+// way, as in Python and Java — and atomic under the race detector.
 func (r *Router) Route(key string) (string, error) {
 	s := r.snap.Load()
 	return s.names[s.route(key)], nil
@@ -210,7 +211,7 @@ func routeKey[T ~string | ~[]byte](s *snapshot, key T) int32 {
 		}
 		slot = ^slot
 	}
-	s.counts[slot]++
+	increment(&s.counts[slot])
 	return slot
 }
 
@@ -223,13 +224,14 @@ func group(hash uint32, m uint64, n uint32) uint32 {
 
 func (s *snapshot) splitTo(sp split) int32 {
 	best := sp.slots[0]
-	bestLoad := float64(s.counts[best]) / sp.capacities[0]
+	bestLoad := float64(load(&s.counts[best])) / sp.capacities[0]
 	for i := 1; i < len(sp.slots); i++ {
-		if load := float64(s.counts[sp.slots[i]]) / sp.capacities[i]; load < bestLoad {
+		load := float64(load(&s.counts[sp.slots[i]])) / sp.capacities[i]
+		if load < bestLoad {
 			best, bestLoad = sp.slots[i], load
 		}
 	}
-	s.counts[best]++
+	increment(&s.counts[best])
 	return best
 }
 
@@ -283,7 +285,7 @@ func (r *Router) LocalLoads() map[string]int64 {
 	s := r.snap.Load()
 	loads := make(map[string]int64, len(s.names))
 	for i, name := range s.names {
-		loads[name] = s.counts[i]
+		loads[name] = load(&s.counts[i])
 	}
 	return loads
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -145,5 +146,30 @@ func TestSplitKeysGoToTheLeastLoadedCandidateByCapacity(t *testing.T) {
 	}
 	if loads := router.LocalLoads(); loads["w0"] != 2 || loads["w1"] != 4 {
 		t.Fatalf("%v", loads)
+	}
+}
+
+func TestConcurrentRoutesAreSafe(t *testing.T) {
+	router, _ := NewRouter(vectorTable(t, "tables/kr-seed42.json"), Options{})
+	keys := []string{"hot-a", "user-1", "", "ключ", "user-2", "hot-b"}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10000; i++ {
+				if w, err := router.Route(keys[i%len(keys)]); err != nil || w == "" {
+					t.Errorf("%q %v", w, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var total int64
+	for _, n := range router.LocalLoads() {
+		total += n
+	}
+	if total < 10000 || total > 40000 { // exact under -race; plain counters may lose some
+		t.Fatalf("%d messages counted, 40000 routed", total)
 	}
 }
