@@ -1,7 +1,7 @@
 """HTTP API for published routing tables (``routeplan serve``, Airflow plugin); it publishes
 nothing.
 
-    GET /healthz                                   is the store readable, how many streams
+    GET /healthz                                   the store's root there, streams LATEST serves
     GET /streams                                   every stream, its versions and LATEST
     GET /streams/{stream}/versions                 one stream's versions and LATEST
     GET /streams/{stream}/latest                   LATEST's document (ETag, Cache-Control: no-cache)
@@ -27,8 +27,12 @@ the bounds of ``routeplan.contracts.documents`` (size, nesting). A stored docume
 those checks is never served: the answer is 500 naming the file and the failure.
 
 Bad input is a 4xx with a short message and never a server path: a stream name that breaks the
-name rule (``routeplan.model.names``) is 404, as a stream that does not exist. ``/streams`` lists a
-stream whose LATEST is broken with an ``error`` instead of failing for every stream.
+name rule (``routeplan.model.names``) is 404, as a stream that does not exist; a version that is
+not plain digits (``03``, ``+3``, ``3.0``, ``3e0``) is 422 in every route, so a version cached as
+immutable has one address. ``/streams`` lists a stream whose LATEST ``/latest`` cannot serve
+with an ``error`` instead of failing for every stream, and ``/healthz`` counts those streams
+(``routeplan.api.tables``: one check for the three); it is 503 ``unavailable`` when the store's
+local root does not exist or cannot be read.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ back ends (``routeplan.publishing.store_files``), chosen from the root
 * a local path: a version is a temp file, fsynced, then hard-linked to its name (the link fails
   if the name exists); ``LATEST`` moves by an atomic rename. Publishers of one stream take an
   exclusive lock (``<stream>/.lock``), so two publishes never race for a number or for LATEST.
+  Every file written (versions, LATEST, HOLD) has the mode ``ROUTEPLAN_ROUTING_FILE_MODE`` says
+  (0644: any user, e.g. a producer's, reads it), whatever the umask; a folder's mode is never
+  changed.
 * object storage (fsspec; conditional writes on S3): a PUT is atomic, so there are no temp files.
   A version is a conditional create (``If-None-Match: *``, refused when the object exists).
   ``LATEST`` is read with its ETag and moved by a conditional PUT (``If-Match`` on that ETag, or
@@ -21,7 +24,7 @@ back ends (``routeplan.publishing.store_files``), chosen from the root
   against an older table); one without retries from the top, up to ``PUBLISH_ATTEMPTS`` times
   (each refusal is another publish's success: progress, never a livelock). The version written
   by a refused attempt stays, never deleted: LATEST never names it, and ``doctor`` lists it as a
-  harmless orphan while it is newer than LATEST. LATEST therefore only moves forward, two
+  harmless orphan. LATEST therefore only moves forward, two
   publishers never lose an update, and a reader never sees a torn table. ``doctor --fix`` moves
   a broken LATEST by the same conditional write; ``prune`` deletes objects. Other fsspec schemes
   (``gs://``, ``memory://``) are read the same way, but publishing needs S3's conditional writes.
@@ -38,7 +41,10 @@ A stream name becomes a folder, so every method that takes one refuses a name th
 name rule (``routeplan.model.names``) with ``InvalidNameError`` before it touches storage.
 Documents are read within ``routeplan.contracts.documents``' bounds (size, nesting). After a fault
 — a garbage ``LATEST``, a publisher killed mid-way — ``doctor`` says what is wrong and repairs what
-it safely can; a publish refuses to build on a broken ``LATEST`` and says to run it.
+it safely can; a publish refuses to build on a broken ``LATEST`` and says to run it. A version
+LATEST's history never named (``routeplan.publishing.store_doctor``: an orphan, never published)
+is moved by ``doctor --fix`` to ``<stream>/unpublished/``; a publish numbers above those too, so
+no number is given twice.
 """
 
 from __future__ import annotations
