@@ -136,10 +136,12 @@ bench: $(SPARK_CLUSTER)
 	python bench/peer_duckdb.py --cluster $(BENCH_ARGS)
 	python bench/pipeline.py $(BENCH_ARGS)
 
-# The documentation site from docs/ (mkdocs.yml's nav); --strict: a broken link or a page missing
-# from the nav fails the build. Offline: no fonts or scripts from a CDN.
+# The documentation site from docs/ (mkdocs.yml's nav), its home the README; --strict: a broken
+# link or anchor, a missing page or one left out of the nav fails the build. Offline: no fonts or
+# scripts from a CDN. NO_MKDOCS_2_WARNING silences Material's notice of its end of life (May
+# 2027; Zensical, by the same team, reads the same mkdocs.yml).
 docs: $(VENV)/.installed
-	mkdocs build --strict --site-dir $(CURDIR)/$(SITE)
+	NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir $(CURDIR)/$(SITE)
 
 lock: $(VENV)/.installed
 	( echo '# Tested pins: `make setup` installs with `pip install -c constraints.txt`. Regenerate with `make lock`.'; \
