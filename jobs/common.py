@@ -47,18 +47,19 @@ JOBS_DIR = Path(__file__).resolve().parent
 
 
 def jars_dir() -> Path:
-    """Where ``make setup`` puts the Delta Lake and S3A jars: ``$ROUTEPLAN_JARS``, default
-    ./.jars. On a cluster every node holds them at this path (the images in docker/ do)."""
+    """Where ``make jars`` puts Delta Lake's jars (and ``make jars-s3a`` S3A's, for s3a://
+    homes): ``$ROUTEPLAN_JARS``, default ./.jars. On a cluster every node holds them at this path
+    (the images in docker/ do)."""
     return settings.current().jars
 
 
 def delta_jars() -> list[str]:
-    """The jars in ``jars_dir()``; an error saying to run ``make setup`` when there are none."""
+    """The jars in ``jars_dir()``; an error saying to run ``make jars`` when there are none."""
     jars = sorted(str(p) for p in jars_dir().glob("*.jar"))
     if not jars:
         raise RuntimeError(
-            f"no jars in {jars_dir()}: run `make setup` (it fetches Delta Lake's and S3A's with "
-            "Maven)"
+            f"no jars in {jars_dir()}: run `make jars` (it fetches Delta Lake's with Maven; "
+            "`make jars-s3a` adds S3A's for s3a:// homes)"
         )
     return jars
 
@@ -405,7 +406,9 @@ def register_tables(spark, tables: Tables, names: Iterable[str] = TABLE_NAMES) -
     publish and maintain jobs, not by every job: the names live only as long as the session's
     catalog (in memory unless the session has a metastore), the file outlives it."""
     actions: dict[str, str] = {}
-    lines = ["-- routeplan's Delta tables by name: spark-sql -i <this file> (see README)"]
+    lines = [
+        "-- routeplan's Delta tables by name: spark-sql -i <this file> (see docs/operating.md)"
+    ]
     for layer in dict.fromkeys(name.split(".")[0] for name in names):
         where = storage.spark_uri(storage.join(tables.home, "warehouse", layer))
         statement = f"CREATE SCHEMA IF NOT EXISTS {layer} LOCATION '{where}'"

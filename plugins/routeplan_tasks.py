@@ -30,7 +30,7 @@ ANNOUNCED = ("published", "rolled_back")
 
 # How long each task may run before Airflow stops it (its execution_timeout), in minutes, by
 # task id. ingest and windows read the whole day (10M events: ~5 min of ingest on 2 cores, see
-# the README's Performance), the others a day's aggregates or one file. $ROUTEPLAN_TASK_TIMEOUTS
+# docs/performance.md), the others a day's aggregates or one file. $ROUTEPLAN_TASK_TIMEOUTS
 # overrides some: "ingest=240,windows=180".
 TIMEOUT_MINUTES = {
     "check_policies": 5,
