@@ -24,7 +24,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -296,6 +296,23 @@ def add_home_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def manual_run_id() -> str:
+    """The run id of a job run by hand: ``manual__<UTC time>``, one per attempt (as Airflow names
+    a manual run), so that two attempts at the same night never share one."""
+    return f"manual__{datetime.now(UTC).isoformat()}"
+
+
+def add_run_id_argument(parser: argparse.ArgumentParser) -> None:
+    """Every job's ``--run-id``: the attempt whose rows these are. A DAG task passes its run's id
+    (``__try<N>`` added from its second try on: ``routeplan_tasks.ATTEMPT_RUN_ID``); by hand,
+    ``manual_run_id()``. ``gold.publish_log`` appends one row per stream and attempt with it."""
+    parser.add_argument(
+        "--run-id",
+        default=manual_run_id(),
+        help="the attempt's id (default: manual__<UTC time>, a new one per attempt)",
+    )
+
+
 def run_parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     add_home_argument(parser)
@@ -304,7 +321,7 @@ def run_parser(description: str) -> argparse.ArgumentParser:
         "--interval-end", type=date.fromisoformat, help="exclusive (default: start + 1 day)"
     )
     parser.add_argument("--streams", default="", help="comma-separated; empty = all found")
-    parser.add_argument("--run-id", default="manual")
+    add_run_id_argument(parser)
     return parser
 
 
