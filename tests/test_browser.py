@@ -14,8 +14,8 @@ table published per stream with LATEST on it; the fixture then checks nothing ou
 The form is kept as a screenshot: ``var/test-artifacts/trigger-form.png`` (or
 ``$ROUTEPLAN_TEST_ARTIFACTS/trigger-form.png``); its path is printed.
 
-Needs ``/usr/bin/chromium`` (``make setup`` installs it) and the ``playwright`` package (the
-``dev`` extra); never ``playwright install``: the browser is Debian's.
+Needs ``/usr/bin/chromium`` (``make chromium`` installs it, as ``make test`` does) and the
+``playwright`` package (the ``dev`` extra); never ``playwright install``: the browser is Debian's.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def artifacts_dir() -> Path:
 
 def launch_chromium(playwright):
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} not found: `make setup` installs Debian's chromium package")
+        pytest.fail(f"{CHROMIUM} not found: `make chromium` installs Debian's chromium package")
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
