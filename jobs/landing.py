@@ -40,9 +40,11 @@ SUFFIXES = {
     ".parquet": "parquet",
 }
 GLOB_CHARACTERS = re.compile(r"([{}\[\]*?\\])")  # what Hadoop's GlobPattern reads as a pattern
-# the options of every read of landing files: local files through the raw local file system
-# (its own instance: the cached one is the checksum file system the rest of the job uses)
-READ_OPTIONS = {
+# the options of a read of local landing files: the raw local file system, an instance of its
+# own (never cached: the cached one is the checksum file system the rest of the job uses). Never
+# given to a read of another file system: a read's options are the configuration a file system
+# it creates is cached with (S3A then fails to make its local buffers).
+LOCAL_READ_OPTIONS = {
     "fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
     "fs.file.impl.disable.cache": "true",
 }
@@ -213,19 +215,24 @@ def _case_clashes(fields: list, prefix: str) -> list[list[str]]:
 
 def spark_batches(files: list[LandingFile]) -> list[tuple[dict[str, str], list[str]]]:
     """``(options, paths)`` per Spark read, so that each of ``files`` is read exactly once, by
-    its exact path: one read of them all with glob characters escaped, plus one read with
-    globbing off per path that holds both a glob character and ``:`` (Hadoop's globber takes
-    ``a:b`` for a URI; Spark's switch for globbing, ``__globPaths__``, is exact for one path
-    per read only)."""
-    together, alone = [], []
-    for file in files:
-        local_part = file.path.split("://", 1)[-1]
-        if GLOB_CHARACTERS.search(file.path) and ":" in local_part:
-            alone.append(file.path)
-        else:
-            together.append(GLOB_CHARACTERS.sub(r"\\\1", file.path))
-    batches = [(READ_OPTIONS, together)] if together else []
-    return batches + [({**READ_OPTIONS, "__globPaths__": "false"}, [p]) for p in alone]
+    its exact path: one read of the local files and one of the others, glob characters
+    escaped, plus one read with globbing off per path that holds both a glob character and
+    ``:`` (Hadoop's globber takes ``a:b`` for a URI; Spark's switch for globbing,
+    ``__globPaths__``, is exact for one path per read only)."""
+    batches = []
+    for remote in (False, True):
+        options = {} if remote else LOCAL_READ_OPTIONS
+        together, alone = [], []
+        for file in files:
+            if storage.is_remote(file.path) != remote:
+                continue
+            if GLOB_CHARACTERS.search(file.path) and ":" in file.path.split("://", 1)[-1]:
+                alone.append(file.path)
+            else:
+                together.append(GLOB_CHARACTERS.sub(r"\\\1", file.path))
+        batches += [(options, together)] if together else []
+        batches += [({**options, "__globPaths__": "false"}, [p]) for p in alone]
+    return batches
 
 
 def spark_name_differs(files: list[LandingFile]) -> bool:
