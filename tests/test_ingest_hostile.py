@@ -438,7 +438,8 @@ def hostile(tmp_path_factory, spark):
     unreadable = {
         "truncated.jsonl.gz": good[: len(good) // 2],
         "empty.csv.gz": b"",
-        "random.jsonl.gz": bytes(rng.randrange(256) for _ in range(300)),
+        # Spark names it URL-encoded when it fails on it: still one row naming the file
+        "random [1] 50%+.jsonl.gz": bytes(rng.randrange(256) for _ in range(300)),
         "random.parquet": bytes(rng.randrange(256) for _ in range(300)),
         "truncated.parquet": parquet_bytes[: len(parquet_bytes) // 2],
         "notes.txt": b"key,ts\n",
@@ -501,6 +502,7 @@ def test_unreadable_files_go_whole_to_quarantine_and_the_day_proceeds(hostile):
     assert "twice" in named["twice.csv"] and "'key'" in named["twice.csv"]
     assert "gzip" in named["empty.csv.gz"]
     assert named["truncated.jsonl.gz"].startswith("unreadable file")
+    assert named["random [1] 50%+.jsonl.gz"].startswith("unreadable file: ")
     assert named["random.parquet"].startswith("not a readable Parquet file")
     quarantine = hostile["quarantine"].collect()
     for name in hostile["bad_files"]:
