@@ -148,8 +148,8 @@ def target(seeds=(0,)) -> list[dict]:
                 f"{row['target']:>6.2f} {row['seconds']:>7.1f} {row['path']:<30} {row['verdict']}"
             )
     print(
-        "  warm: Flux (rounds), where milp starts; bound: the load distance no plan within the "
-        "budget goes below (d_LB, or HiGHS's dual bound on the whole model); gap: of the "
+        "  warm: Flux (rounds), where milp starts; bound: the load distance no plan the model "
+        "admits goes below (d_LB, or HiGHS's dual bound on the whole model); gap: of the "
         "objective to that bound; path: model/solved_by/solver status ('stalled': the whole "
         "model found nothing better than its start by half the limit, neighbourhoods got the rest)"
     )

@@ -570,7 +570,8 @@ QUALITY = ("load_distance", "load_distance_bound", "mip_gap")
 
 def solver_quality(metrics: dict) -> dict | None:
     """How close a solver's plan (``milp``, ``albic``) came: its load distance, the lower bound
-    it proved on any plan's within the budget, and the MIP gap; None for other strategies."""
+    it proved on that of every plan its model admits, and the MIP gap; None for other
+    strategies."""
     if "load_distance_bound" not in metrics:
         return None
     return {k: metrics.get(k) for k in QUALITY}

@@ -22,10 +22,12 @@ RINS and RENS sub-MIPs overrun the time limit on large models and are off there
 (:func:`_highs_options`).
 
 What the plan says of its quality: ``load_distance_bound``, a proven lower bound on the load
-distance of any plan within the budget — the better of ``d_LB`` and the one HiGHS's dual bound on
-the whole model implies (:func:`_distance_from_bound`) — and ``mip_gap``, the relative gap of the
-plan's objective to the best bound (0 when the whole model was solved to optimality), both in
-the predicted metrics. ``strategy_state`` says which path produced the plan (``solved_by``:
+distance of every plan the model admits (the budget, the resource bounds, ``max_load_distance``
+and, with draining workers, one loaded group leaving them) — the better of ``d_LB`` (which
+needs the budget only) and the one HiGHS's dual bound on the whole model implies
+(:func:`_distance_from_bound`) — and ``mip_gap``, the relative gap of the plan's objective to
+the best bound (0 when the whole model was solved to optimality), both in the predicted
+metrics. ``strategy_state`` says which path produced the plan (``solved_by``:
 ``full_model``, ``neighbourhood`` or ``warm_start``), the model (``full``,
 ``full+neighbourhood``, ``neighbourhood``), the solver's own status (``solver_status``,
 ``routeplan.planning.solver``; ``stalled`` when the whole model was stopped for neighbourhoods)
