@@ -1,7 +1,13 @@
 """Paper 004 (Madsen, Zhou, Cao: ALBIC, ICDE 2017) reproduced with routeplan's milp, flux, albic.
 
-    .venv/bin/python bench/paper004_milp.py           # moderate sizes, ~6 min on 2 cores
-    .venv/bin/python bench/paper004_milp.py --full    # the paper's cluster sizes (~30 min)
+    .venv/bin/python bench/paper004_milp.py           # moderate sizes, ~9 min on 2 cores
+    .venv/bin/python bench/paper004_milp.py --full    # the paper's cluster sizes (~35 min)
+    .venv/bin/python bench/paper004_milp.py --target  # only 0. below (~2.5 min)
+
+0. Issue 32's target at the paper's largest size: 800 key groups × 40 workers, maxMigrations 13,
+   30 s — load distance ≤ 0.07 (the issue measured it on real flight loads, which are not here:
+   §5.1's synthetic loads and Zipf loads of that size stand in), milp's default beside
+   ``full_model_share=1``, with the lower bound each plan proves and the gap.
 
 1. §5.1, Figs. 2–4: MILP vs Flux on growing clusters (20 key groups per worker, load on 20 % of
    the workers moved by ±varies/2), load distance against the solver's time limit.
@@ -42,7 +48,12 @@ from routeplan.model.workers import Worker, Workers
 from routeplan.planning.metrics import collocation_factor, load_distance, worker_load
 from routeplan.planning.reassign.albic import balanced_partition
 from routeplan.planning.registry import get_strategy
-from routeplan.simulation.instances import flow_instance, table_of, varies_instance
+from routeplan.simulation.instances import (
+    flow_instance,
+    table_of,
+    varies_instance,
+    zipf_instance,
+)
 
 OUT = Path("bench/results")
 
@@ -70,9 +81,79 @@ PAPER_FIG10 = "ALBIC: lower load distance than COLA, collocation up to 10 points
 PAPER_FIG12 = {"albic_load_index": 0.50, "cola_load_index": 0.75, "cola_moves": 200, "albic": 10}
 
 
+# Issue 32: "the hidden 800×40 case reaches ≤ 0.07 in 30 s" (13 migrations, real flight loads;
+# HiGHS's lower bound there 0.0628, the whole model for all 30 s 0.0652)
+TARGET = {"groups": 800, "workers": 40, "max_moves": 13, "time_limit_s": 30.0}
+TARGET_LOAD_DISTANCE = 0.07
+
+
 def owners(table: RoutingTable) -> np.ndarray:
     index = table.workers.index()
     return np.array([index[w] for w in table.key_group_worker])
+
+
+# ------------------------------------------------------------------------------------------ 0
+
+
+def target_verdict(load_distance: float, bound: float) -> str:
+    """Within the target, or not — and whether the bound proves the target out of reach."""
+    goal = TARGET_LOAD_DISTANCE
+    if load_distance <= goal + 1e-12:
+        return f"yes (≤ {goal:g})"
+    if bound > goal:
+        return f"no (> {goal:g}; the bound proves no plan reaches it)"
+    return f"no (> {goal:g}; the bound does not rule it out)"
+
+
+def target(seeds=(0,)) -> list[dict]:
+    """Issue 32's 800 × 40 case on the loads we have: §5.1's (varies 40 %) and Zipf ones."""
+    groups, workers = TARGET["groups"], TARGET["workers"]
+    budget = Budget(max_moves=TARGET["max_moves"], time_limit_s=TARGET["time_limit_s"])
+    print(
+        f"\nIssue 32 — {groups} key groups × {workers} workers, maxMigrations "
+        f"{TARGET['max_moves']}, {TARGET['time_limit_s']:g} s; target: load distance ≤ "
+        f"{TARGET_LOAD_DISTANCE:g} (measured there on real flight loads; not here)"
+    )
+    print(
+        f"{'loads':<18} {'milp':<8} {'start':>7} {'warm':>7} {'ours':>7} {'bound':>7} "
+        f"{'gap':>6} {'target':>6} {'seconds':>7} {'path':<30} verdict"
+    )
+    cases = []
+    for seed in seeds:
+        cases.append((f"§5.1 varies 40% s{seed}", varies_instance(workers, 0.4, seed, 20)))
+        cases.append((f"Zipf z=0.65 s{seed}", zipf_instance(groups, workers, 0.65, seed)))
+    rows = []
+    for name, (snap, current, ws) in cases:
+        for label, params in (("default", {}), ("share=1", {"full_model_share": 1.0})):
+            plan = get_strategy("milp", **params).plan(snap, current, ws, budget)
+            p, state = plan.predicted, plan.table.strategy_state
+            row = {
+                "loads": name,
+                "milp": label,
+                "start": load_distance(worker_load(current, snap)),
+                "warm_start": p["warm_start_load_distance"],
+                "load_distance": p["load_distance"],
+                "load_distance_bound": p["load_distance_bound"],
+                "mip_gap": p.get("mip_gap"),
+                "seconds": p["solver_seconds"],
+                "path": f"{state['model']}/{state['solved_by']}/{state['solver_status']}",
+                "target": TARGET_LOAD_DISTANCE,
+            }
+            row["verdict"] = target_verdict(row["load_distance"], row["load_distance_bound"])
+            rows.append(row)
+            gap = "-" if row["mip_gap"] is None else f"{row['mip_gap']:.3f}"
+            print(
+                f"{name:<18} {label:<8} {row['start']:>7.4f} {row['warm_start']:>7.4f} "
+                f"{row['load_distance']:>7.4f} {row['load_distance_bound']:>7.4f} {gap:>6} "
+                f"{row['target']:>6.2f} {row['seconds']:>7.1f} {row['path']:<30} {row['verdict']}"
+            )
+    print(
+        "  warm: Flux (rounds), where milp starts; bound: the load distance no plan the model "
+        "admits goes below (d_LB, or HiGHS's dual bound on the whole model); gap: of the "
+        "objective to that bound; path: model/solved_by/solver status ('stalled': the whole "
+        "model found nothing better than its start by half the limit, neighbourhoods got the rest)"
+    )
+    return rows
 
 
 # ------------------------------------------------------------------------------------------ 1, 2
@@ -643,9 +724,15 @@ def plot(results: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the paper's sizes (much longer)")
+    parser.add_argument("--target", action="store_true", help="only issue 32's 800 × 40 case")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    if args.target:
+        rows = target()
+        (OUT / "paper004_target.json").write_text(json.dumps(rows, indent=1, default=float))
+        print(f"\n{time.perf_counter() - started:.0f} s; JSON in {OUT}/paper004_target.json")
+        return
     if args.full:
         sizes, limits, seeds = (20, 40, 60), (1.0, 5.0, 20.0), (0, 1, 2)
         solver_sizes, solver_limit = ((3, 4), (5, 10), (10, 20), (20, 20), (40, 20)), 30.0
@@ -661,6 +748,7 @@ def main() -> None:
         fig11 = ((10, 200, 5), (20, 400, 10))
         shares, runs, pairs = (0.0, 0.5, 1.0), 20, 10
     results = {
+        "target": target(),
         "figs_2_4": figs_2_4(sizes, limits, seeds),
         "solvers": solvers(solver_sizes, solver_limit),
         "fig_5": fig_5(scale_in_workers, periods, limit),

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from routeplan.model.hashing import key_groups
+from routeplan.model.loads import LoadSnapshot
 from routeplan.simulation.events import Stream, zipf_stream
 
 
@@ -130,3 +132,20 @@ def words(messages: int, vocabulary: int = 200_000, seed: int = 0) -> Stream:
     rng = np.random.default_rng(seed)
     ids = np.searchsorted(np.cumsum(p), rng.random(messages) * p.sum(), side="right")
     return Stream(np.minimum(ids, len(top) - 1), [w for w, _ in top])
+
+
+def snapshot_of(
+    stream: Stream, num_key_groups: int = 1024, hot_key_min_share: float = 0.001
+) -> LoadSnapshot:
+    """The loads the windows job would aggregate from ``stream``: messages per key group,
+    the keys above ``hot_key_min_share`` of the messages as hot keys, and each group's
+    distinct keys (for the memory footprint, paper 000 §IV)."""
+    counts = np.bincount(stream.keys, minlength=len(stream.names)).astype(float)
+    group = key_groups(stream.names, num_key_groups)
+    hot = np.flatnonzero(counts >= hot_key_min_share * counts.sum())
+    return LoadSnapshot(
+        "s",
+        np.bincount(group, weights=counts, minlength=num_key_groups),
+        {stream.names[i]: counts[i] for i in hot.tolist()},
+        distinct_keys=np.bincount(group, weights=counts > 0, minlength=num_key_groups),
+    )

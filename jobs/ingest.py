@@ -1,8 +1,10 @@
 """ingest: landing files of a data interval → Delta ``bronze.stream_events`` (+ quarantine).
 
 Reads ``<landing>/<YYYY-MM-DD>/**`` for each day of the interval: JSON Lines, CSV (with a header
-row, RFC 4180 quoting, fields may span lines) or Parquet, optionally gzip. Every row ends up in
-exactly one place:
+row, RFC 4180 quoting, fields may span lines) or Parquet, optionally gzip; each file once, by its
+exact name (``source_file``: ``file:`` + its absolute path or its ``s3a://`` URI, literally).
+Lines end at LF or CRLF; a JSON Lines record is at most 16 MiB (``jobs.landing_read``). Every row
+ends up in exactly one place:
 
 * ``bronze.stream_events`` (partitioned by stream and date) — a row exactly as
   ``schemas/stream_event.schema.json`` allows it, first of its event_id; strings stored as given
@@ -13,9 +15,11 @@ exactly one place:
   it with U+FFFD in place of the bad bytes, so every reader can load the table);
 * not selected — a valid row of a stream the run was not asked for (counted, left for its run).
 
-A landing file that cannot be read at all (unknown type, corrupt gzip or Parquet, a CSV header
-that is not UTF-8 or names a column twice) goes to quarantine whole — one row naming the file and
-the reason — and the rest of the day proceeds, unless more than ``--max-bad-files`` files are bad
+A landing file that cannot be read at all (unknown type, corrupt gzip or Parquet, Parquet columns
+whose names differ only in case, a CSV header that is not UTF-8 or names a column twice; a
+symlink that is broken, loops or leads out of the landing folder, a FIFO: see ``jobs.landing``)
+goes to quarantine whole — one row naming the file and the reason — and the rest of the day
+proceeds, unless more than ``--max-bad-files`` files are bad
 or more than ``--max-quarantined-share`` of the rows are quarantined: then the tables are still
 written (so the quarantine can be inspected) and the job fails naming every offending file.
 

@@ -555,6 +555,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "current_version": r["current_version"],
                 "backtest_regression": r["backtest_regression"],
                 "backtest_seconds": r["backtest_seconds"],
+                "solver": solver_quality(json.loads(r["metrics"])),
             }
             for r in rows
             if r["selected"]
@@ -563,6 +564,18 @@ def main(argv: list[str] | None = None) -> dict:
     args.tables.write_report(args.interval_start, "plan", report)
     log("plan", json.dumps(report, default=str))
     return report
+
+
+QUALITY = ("load_distance", "load_distance_bound", "mip_gap")
+
+
+def solver_quality(metrics: dict) -> dict | None:
+    """How close a solver's plan (``milp``, ``albic``) came: its load distance, the lower bound
+    it proved on that of every plan its model admits, and the MIP gap; None for other
+    strategies."""
+    if "load_distance_bound" not in metrics:
+        return None
+    return {k: metrics.get(k) for k in QUALITY}
 
 
 def parse_json_object(text: str) -> dict:

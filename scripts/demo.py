@@ -237,6 +237,7 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
             s["stream"]: s for s in (_report(home, day, "publish") or {}).get("streams", [])
         }
         seen = {o["stream"]: o for o in outcomes.get("outcomes", [])}
+        planned = (_report(home, day, "plan") or {}).get("streams", {})
         for stream in sorted(set(published) | set(seen)):
             o, p = seen.get(stream), published.get(stream, {})
             if o is None:  # no version in force yet: the logs' own routing
@@ -263,6 +264,12 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
                 f"{_number(realized):>9} {_number(day_level, 3):>7} {_number(before, 3):>7} "
                 f"{verdict:<15} {action:<15} {reason}"
             )
+        details += [  # milp, albic: how far from the best plan the solver could prove
+            f"{day} {name}: {p['strategy']} load distance {q['load_distance']:.4f}, lower bound "
+            f"{q['load_distance_bound']:.4f}, gap {_number(q['mip_gap'], 3)}"
+            for name, p in planned.items()
+            if (q := p.get("solver"))
+        ]
         details += [
             f"{day} {name}: {p['choice']}"
             for name, p in published.items()

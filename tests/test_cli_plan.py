@@ -40,9 +40,12 @@ def test_cli_plan_prints_the_predicted_metrics(tmp_path, capsys):
             "moves",
             "solver_status",
             "mip_gap",
+            "load_distance_bound",
             "solver_seconds",
         ):
             assert field in doc
+        if strategy in ("milp", "albic"):  # the bound each plan proves
+            assert 0 <= doc["load_distance_bound"] <= doc["load_distance"] + 1e-9
         if strategy != "kg":  # the loads file's worker column is the current table
             assert doc["moves"] <= 3
         assert (doc["solver_status"] is None) == (strategy in ("kg", "flux"))

@@ -134,6 +134,23 @@ def test_route_many_decides_exactly_as_route_and_as_the_rule(case):
     assert halves.local_loads() == one.local_loads()
 
 
+@pytest.mark.parametrize("seed", [0, 7])
+@pytest.mark.parametrize("groups", [16, 12])
+@pytest.mark.parametrize("split", [False, True])
+def test_every_compiled_route_decides_as_the_rule(seed, groups, split):
+    """``route`` is compiled per table (issue 32): the signed hash's low bits for seed 0 and a
+    power-of-two number of key groups, the unsigned hash mod n otherwise; with split keys or
+    without. Each form routes and counts as the rule says."""
+    workers = Workers((Worker("a", 1.0), Worker("b", 2.0), Worker("c", 1.0)))
+    owners = tuple("abc"[g % 3] for g in range(groups))
+    keys = [f"user-{i}" for i in range(400)] + ["hot"] * 50 + [f"user-{i}" for i in range(50)]
+    hot = {"hot": (("a", 1.0), ("c", 1.0))} if split else {}
+    table = RoutingTable("s", "test", workers, owners, hot_keys=hot, hash_seed=seed)
+    router = Router(table)
+    assert ([router.route(k) for k in keys], router.local_loads()) == reference_route(table, keys)
+    assert all(isinstance(v, int) for v in router.local_loads().values())
+
+
 def test_route_many_takes_any_iterable_and_mixes_with_route():
     table = split_table(hot=(("a", 1.0), ("b", 1.0)))
     keys = ["hot", *keys_of_group(0, 3, 5), "hot", "hot", *keys_of_group(1, 3, 2), "hot"]

@@ -225,3 +225,51 @@ def test_cg_moves_off_removed_workers_whatever_the_budget(skewed):
         any(w == "w5" for w, _ in t) for t in first.hot_keys.values()
     )
     assert plan.predicted["moves"] == forced > 0
+
+
+# ---------------------------------------------------------------- a hot key on few workers
+
+
+def top_key_bound_and_imbalance(snapshot: LoadSnapshot, workers: int, epsilon: float = 0.01):
+    """cg's plan on ``workers`` equal workers: the top key's workers, the bound
+    ``⌈p1·W/(1+ε)⌉ + 1`` on them, the imbalance, and the plan."""
+    plan = get_strategy("cg", epsilon=epsilon).plan(
+        snapshot, None, Workers.homogeneous(workers), Budget()
+    )
+    top = max(snapshot.hot_key_load, key=lambda k: (snapshot.hot_key_load[k], k))
+    p1 = snapshot.hot_key_load[top] / snapshot.total
+    on = len(plan.table.hot_keys.get(top, ((None, 1.0),)))
+    return on, int(np.ceil(p1 * workers / (1 + epsilon) - 1e-9)) + 1, plan
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(exponent=st.floats(0.7, 1.4), seed=st.integers(0, 10_000))
+def test_cg_keeps_the_top_key_on_the_workers_its_load_needs_at_50_workers(exponent, seed):
+    """Issue 32: a hot key's pieces fill the virtual workers of the same workers first, so the
+    top key sits on at most ⌈p1·W/(1+ε)⌉ + 1 workers (it was cut into ⌈p1·V/(1+ε)⌉ pieces on
+    as many workers), and the imbalance stays within 2ε; re-planning moves nothing."""
+    snapshot = zipf_snapshot(keys=20_000, messages=500_000, exponent=exponent, seed=seed, hot=100)
+    on, bound, plan = top_key_bound_and_imbalance(snapshot, 50)
+    assert on <= bound
+    assert plan.predicted["imbalance"] <= 2 * 0.01 + 1e-9
+    again = get_strategy("cg", epsilon=0.01).plan(
+        snapshot, plan.table, Workers.homogeneous(50), Budget()
+    )
+    assert again.moves == ()
+
+
+def test_cg_keeps_the_top_english_word_on_three_of_50_workers():
+    """The issue's case: English words by their frequency (p1 ≈ 5.4 % for "the"), 50 equal
+    workers, ε = 0.01: "the" needs ⌈0.054·50/1.01⌉ = 3 workers (it was on 24)."""
+    wordfreq = pytest.importorskip("wordfreq")
+    from routeplan.model.hashing import key_groups
+
+    top = sorted(wordfreq.get_frequency_dict("en").items(), key=lambda kv: (-kv[1], kv[0]))
+    words, freq = zip(*top[:100_000], strict=True)
+    counts = np.round(np.array(freq) / sum(freq) * 10_000_000)
+    groups = key_groups(list(words), 1024)
+    hot = {w: c for w, c in zip(words, counts, strict=True) if c >= 0.001 * counts.sum()}
+    snapshot = LoadSnapshot("words", np.bincount(groups, weights=counts, minlength=1024), hot)
+    on, bound, plan = top_key_bound_and_imbalance(snapshot, 50)
+    assert (on, bound) == (3, 4)
+    assert plan.predicted["imbalance"] <= 0.02

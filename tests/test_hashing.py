@@ -8,6 +8,7 @@ from routeplan.model.hashing import (
     hash_choices,
     hash_choices_many,
     key_group,
+    key_group_mask,
     key_groups,
     key_groups_of,
     key_hash,
@@ -75,6 +76,20 @@ def test_key_hash_fast_is_key_hash_unsigned_and_its_twos_complement_signed(key, 
     unsigned = key_hash(key, seed)
     assert key_hash_fast(key, seed, False) == unsigned
     assert key_hash_fast(key, seed) == unsigned - (unsigned >= 2**31) * 2**32
+
+
+@given(st.text(max_size=40), SEEDS, st.integers(0, 32))
+def test_a_power_of_two_mask_of_the_signed_hash_is_the_key_group(key, seed, bits):
+    mask = key_group_mask(2**bits)
+    assert mask == 2**bits - 1
+    assert key_hash_fast(key, seed) & mask == key_group(key, 2**bits, seed)
+    if seed == 0:
+        assert key_hash_fast(key) & mask == key_group(key, 2**bits)
+
+
+def test_no_mask_for_a_number_of_key_groups_that_is_not_a_power_of_two():
+    assert [key_group_mask(n) for n in (3, 6, 1000, 2**32 + 1, 2**33, 0)] == [None] * 6
+    assert key_group_mask(1) == 0
 
 
 @given(st.lists(st.text(max_size=20), max_size=60), SEEDS, st.booleans())

@@ -61,6 +61,12 @@ def s3_home(object_store, tmp_path_factory) -> dict:
     day = local / "landing" / DAY
     (day / "late.jsonl").write_text('{"key": "x", "ts": "2026-11-21T00:00:01Z", "stream": "s"}\n')
     (day / "notes.txt").write_text("key,ts\n")
+    # names Spark would take for a glob or a URI: each object read once, by its own name
+    exact = ("*.jsonl", "brace{a,b}[1].jsonl", "at:[2].jsonl")
+    for i, name in enumerate(exact):
+        (day / name).write_text(
+            f'{{"key": "exact{i}", "ts": "2026-11-20T10:00:00Z", "stream": "clicks"}}\n'
+        )
     home = object_store.uri("home")
     fs = storage.filesystem(home)[0]
     fs.put(str(day), storage.join(home, "landing", DAY), recursive=True)
@@ -68,7 +74,7 @@ def s3_home(object_store, tmp_path_factory) -> dict:
         storage.join(home, "config", "workers.json"), json.dumps({"workers": workers})
     )
     storage.write_text(storage.join(home, "config", "streams.yaml"), POLICIES)
-    return {"home": home, "lines": lines + 1, "fs": fs}
+    return {"home": home, "lines": lines + 1 + len(exact), "fs": fs, "exact": exact}
 
 
 def delta_tables(fs, home: str) -> set[str]:
@@ -123,6 +129,8 @@ def test_the_nightly_stages_run_with_home_in_the_object_store(
     assert quarantine.where("reason IS NULL").count() == 0
     sources = {r.source_file for r in events.select("source_file").distinct().collect()}
     assert sources and all(s.startswith(storage.spark_uri(home) + "/landing/") for s in sources)
+    day = storage.spark_uri(storage.join(home, "landing", DAY))
+    assert {f"{day}/{name}" for name in s3_home["exact"]} <= sources
 
     windows.main([*args, "--window-minutes", "120"])
     plan.main(args)  # the policies and workers files read from the bucket

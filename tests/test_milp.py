@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 from conftest import zipf_snapshot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget
@@ -115,3 +117,70 @@ def test_milp_bound_is_the_old_name_of_max_load_distance():
         old = get_strategy("milp", bound=0.1)
     assert old == get_strategy("milp", max_load_distance=0.1)
     assert old.max_load_distance == 0.1
+
+
+# ---------------------------------------------------------------- quality: bound, gap, time
+
+
+def draining_instance(workers: int = 12, draining: int = 2):
+    """§5.1's instance with the last ``draining`` workers marked for removal: the warm start
+    (Flux) does not drain beyond its one forced move, so the whole model improves on it at once."""
+    snapshot, current, equal = varies_instance(workers=workers, varies=0.4, per_worker=20)
+    kept = equal.items[: workers - draining]
+    leaving = tuple(Worker(w.name, state="draining") for w in equal.items[workers - draining :])
+    return snapshot, current, Workers(kept + leaving)
+
+
+def test_the_whole_model_keeps_the_whole_limit_once_it_has_improved():
+    """Issue 32: the whole model used to get half the limit and the plan ended there; now it is
+    stopped only if it found nothing better than its start by then (``full_model_share``)."""
+    snapshot, current, workers = draining_instance()
+    plan = get_strategy("milp").plan(
+        snapshot, current, workers, Budget(max_moves=10, time_limit_s=4)
+    )
+    state = plan.table.strategy_state
+    assert state["model"] == "full" and state["solved_by"] == "full_model"
+    assert state["solver_status"] in ("time_limit", "optimal")
+    if state["solver_status"] == "time_limit":  # it ran on past the share, to the limit
+        assert plan.predicted["solver_seconds"] >= 0.8 * 4
+
+
+def test_the_plan_reports_a_lower_bound_on_the_load_distance_and_the_gap():
+    snapshot, current, workers = draining_instance()
+    budget = Budget(max_moves=10, time_limit_s=2)
+    plan = get_strategy("milp", full_model_share=1).plan(snapshot, current, workers, budget)
+    predicted = plan.predicted
+    # the solver's dual bound proves more than the combinatorial cut d ≥ d_LB here
+    assert predicted["distance_bound"] <= predicted["load_distance_bound"]
+    assert 0 < predicted["load_distance_bound"] <= predicted["load_distance"]
+    assert 0 <= predicted["mip_gap"] < 1
+    assert plan.table.strategy_state["mip_gap"] == predicted["mip_gap"]
+    # neighbourhoods alone: the cut is the bound, and the gap is against it
+    alone = get_strategy("milp", max_variables=60).plan(snapshot, current, workers, budget)
+    assert alone.table.strategy_state["model"] == "neighbourhood"
+    assert alone.predicted["load_distance_bound"] == alone.predicted["distance_bound"]
+    assert 0 <= alone.predicted["mip_gap"] <= 1
+    # solved to optimality: no gap, and the bound is the plan's load distance (less the
+    # objective's tie-breaking terms)
+    small = get_strategy("milp").plan(
+        *varies_instance(workers=3, per_worker=3)[:2],
+        Workers.homogeneous(3),
+        Budget(max_moves=1, time_limit_s=5),
+    )
+    assert small.table.strategy_state["solver_status"] == "optimal"
+    assert small.predicted["mip_gap"] == 0
+    assert small.predicted["load_distance_bound"] == pytest.approx(
+        small.predicted["load_distance"], abs=2e-3
+    )
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 1000), moves=st.integers(0, 6), workers=st.integers(3, 8))
+def test_the_lower_bound_holds_for_every_plan_within_the_budget(seed, moves, workers):
+    snapshot, current, equal = varies_instance(workers=workers, per_worker=6, seed=seed)
+    budget = Budget(max_moves=moves, time_limit_s=0.5)
+    milp = get_strategy("milp").plan(snapshot, current, equal, budget).predicted
+    flux = get_strategy("flux").plan(snapshot, current, equal, budget).predicted
+    bound = milp["load_distance_bound"]
+    assert bound <= milp["load_distance"] + 1e-9
+    assert bound <= flux["load_distance"] + 1e-9

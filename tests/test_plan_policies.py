@@ -1,5 +1,6 @@
 """How a run takes each stream's policy: the plan job's overrides (no Spark started) and the
-DAG's first task, ``check_policies``, which refuses a bad file or run before any Spark job."""
+DAG's first task, ``check_policies``, which refuses a bad file or run before any Spark job; and
+what the plan job's report says of a solver's plan."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from jobs.plan import run_overrides, stream_policies
+from jobs.plan import run_overrides, solver_quality, stream_policies
+from routeplan.model.plan import Budget
+from routeplan.planning.registry import get_strategy
+from routeplan.simulation.instances import varies_instance
 from routeplan.streams.overrides import RunOverrides, policy_for
 from routeplan.streams.policy import load_policies
 
@@ -116,3 +120,19 @@ def test_check_policies_is_the_runs_first_word_on_a_bad_file_or_run(tmp_path, mo
         check(params={"policies_path": str(broken)})
     with pytest.raises(AirflowFailException, match="no such file"):
         check(params={"policies_path": str(tmp_path / "missing.yaml")})
+
+
+def test_the_report_gives_a_solvers_bound_and_gap_and_nothing_for_others():
+    snapshot, current, workers = varies_instance(workers=4, per_worker=5)
+    budget = Budget(max_moves=2, time_limit_s=1)
+    for name in ("milp", "albic"):
+        predicted = dict(get_strategy(name).plan(snapshot, current, workers, budget).predicted)
+        quality = solver_quality(predicted)
+        assert quality is not None and set(quality) == {
+            "load_distance",
+            "load_distance_bound",
+            "mip_gap",
+        }
+        assert quality["load_distance_bound"] <= quality["load_distance"] + 1e-9
+    cg = get_strategy("cg").plan(snapshot, current, workers, Budget()).predicted
+    assert solver_quality(dict(cg)) is None

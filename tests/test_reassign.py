@@ -17,7 +17,7 @@ from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.metrics import worker_load
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
-from routeplan.simulation.instances import table_of, varies_instance
+from routeplan.simulation.instances import table_of, varies_instance, zipf_instance
 
 # ---------------------------------------------------------------- strategies
 
@@ -208,3 +208,10 @@ def test_idle_key_groups_are_spread_by_capacity_or_stay_home(name):
     assert set(on) == set(workers.names)
     again = get_strategy(name).plan(sparse, first.table, workers, Budget(time_limit_s=5))
     assert again.table.key_group_worker == first.table.key_group_worker
+
+
+def test_zipf_instance_places_zipf_loads_as_key_grouping_does():
+    snapshot, current, workers = zipf_instance(groups=64, workers=8, keys=2_000, messages=50_000)
+    assert snapshot.num_key_groups == 64 and snapshot.total == 50_000
+    assert current.key_group_worker == tuple(f"w{g % 8}" for g in range(64))
+    assert len(workers) == 8 and snapshot.key_group_load.max() > 2 * snapshot.key_group_load.mean()

@@ -310,9 +310,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 0
     status = summary["solver_status"] or "-"
     gap = "-" if summary["mip_gap"] is None else f"{summary['mip_gap']:.4g}"
+    bound = summary["load_distance_bound"]
     print(
-        f"{args.strategy}: load distance {summary['load_distance']:.4%}, imbalance "
-        f"{summary['imbalance']:.4f}, {summary['moves']:.0f} moves "
+        f"{args.strategy}: load distance {summary['load_distance']:.4%}"
+        + ("" if bound is None else f" (lower bound {bound:.4%})")
+        + f", imbalance {summary['imbalance']:.4f}, {summary['moves']:.0f} moves "
         f"(migration cost {summary['migration_cost']:.6g} {budget.migration_cost_unit}), "
         f"solver {status}, gap {gap}, {summary['solver_seconds']:.2f} s"
     )
@@ -357,6 +359,7 @@ def plan_summary(plan, seconds: float) -> dict[str, Any]:
         "collocation_factor": metrics.get("collocation_factor"),
         "solver_status": state.get("solver_status"),
         "mip_gap": metrics.get("mip_gap"),
+        "load_distance_bound": metrics.get("load_distance_bound"),
         "solver_seconds": metrics.get("solver_seconds", seconds),
         "predicted": dict(metrics),
         "strategy_state": {k: v for k, v in state.items() if k != "virtual_worker_worker"},

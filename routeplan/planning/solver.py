@@ -9,6 +9,11 @@ definition; 0 when proven optimal).
 
 Warm start: give every variable an initial value (``LpVariable.setInitialValue``) before calling
 :func:`solve`; HiGHS gets it as a MIP start, CBC through ``warmStart``.
+
+Time: HiGHS's own clock starts once the model has been handed over (seconds on 30 000
+binaries), so with a ``deadline`` its limit is set at that moment to what is left of it. With a
+``Stall`` HiGHS stops early — status ``stalled`` — when it has found nothing better than a given
+objective by a given time (``milp`` hands the rest to neighbourhoods).
 """
 
 from __future__ import annotations
@@ -26,7 +31,27 @@ import numpy as np
 
 SOLVERS = ("highs", "cbc")
 EXACT_GAP = 1e-9  # absolute gap of ``solve(..., exact=True)``
-FEASIBLE = ("optimal", "time_limit", "interrupt", "iteration_limit", "solution_limit")
+FEASIBLE = (
+    "optimal",
+    "time_limit",
+    "interrupt",
+    "iteration_limit",
+    "solution_limit",
+    "stalled",
+)
+READ_BACK_S = 2e-5  # seconds per variable to read a HiGHS solution back (kept off the deadline)
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Stop HiGHS at ``at`` (a ``time.perf_counter()`` instant) unless it has found a solution
+    whose objective is below ``objective`` (less a relative 1e-9) by then — status ``stalled``,
+    its incumbent (no better than ``objective``) kept. HiGHS looks at it between its own steps
+    (cut rounds, nodes), so the stop comes at the first of them after ``at``. CBC takes no
+    callback and ignores it."""
+
+    objective: float
+    at: float
 
 
 @dataclass(frozen=True)
@@ -61,6 +86,9 @@ def solve(
     feasibility_tolerance: float | None = None,
     exact: bool = False,
     options: dict[str, Any] | None = None,
+    *,
+    deadline: float | None = None,
+    stall: Stall | None = None,
 ) -> SolveResult:
     """Solve ``prob`` (a ``pulp.LpProblem`` with initial values set) within ``time_limit_s``.
 
@@ -71,6 +99,9 @@ def solve(
     amounts far below its own size, and whose rows hold coefficients many orders of magnitude
     apart, on which HiGHS's MIP presolve has reported a suboptimal point as "optimal"
     (``partitions.exact``). ``options``: further HiGHS options by name (ignored by CBC).
+    ``deadline`` (a ``time.perf_counter()`` instant): HiGHS's limit becomes what is left of it
+    once the model is handed over, less the time to read the solution back, when that is less
+    than ``time_limit_s``. ``stall``: :class:`Stall` (HiGHS only).
     Variable values are left in the model as PuLP leaves them.
     """
     import pulp
@@ -81,7 +112,9 @@ def solve(
         raise ValueError("a solver needs a time limit > 0")
     started = time.perf_counter()
     if solver == "highs" and pulp.HiGHS().available():
-        result = _solve_highs(prob, time_limit_s, threads, feasibility_tolerance, exact, options)
+        result = _solve_highs(
+            prob, time_limit_s, threads, feasibility_tolerance, exact, options, deadline, stall
+        )
     else:
         result = _solve_cbc(prob, time_limit_s, threads, feasibility_tolerance, exact)
     return SolveResult(*result, seconds=time.perf_counter() - started)
@@ -94,6 +127,8 @@ def _solve_highs(
     tolerance: float | None,
     exact: bool,
     extra: dict[str, Any] | None = None,
+    deadline: float | None = None,
+    stall: Stall | None = None,
 ) -> tuple:
     import highspy
 
@@ -106,7 +141,9 @@ def _solve_highs(
     if exact:
         options.update(gapRel=0.0, gapAbs=EXACT_GAP, presolve="off")
     options.update(extra or {})
-    prob.solve(_warm_highs()(**options))
+    highs = _warm_highs()(**options)
+    highs.deadline, highs.stall, highs.stalled = deadline, stall, False
+    prob.solve(highs)
     model = prob.solverModel
     status = model.getModelStatus()
     info = model.getInfo()
@@ -120,6 +157,8 @@ def _solve_highs(
         highspy.HighsModelStatus.kUnboundedOrInfeasible: "infeasible",
     }
     name = names.get(status) or model.modelStatusToString(status).lower().replace(" ", "_")
+    if highs.stalled and status == highspy.HighsModelStatus.kInterrupt:
+        name = "stalled"
     if not np.isfinite(objective) or info.primal_solution_status == 0:
         return "highs", "infeasible" if name == "infeasible" else "no_solution", None, None, None
     bound_or_none = bound if np.isfinite(bound) else None
@@ -199,9 +238,11 @@ def _number(log: str, label: str) -> float | None:
 
 @functools.cache
 def _warm_highs() -> type:
-    """PuLP's HiGHS with two changes: the model goes to HiGHS in two bulk calls (PuLP adds rows and
-    columns one call each, seconds on 30 000 binaries) and the variables' initial values go as a
-    MIP start (PuLP's HiGHS has no warm start). Built on first use so that pulp loads on demand."""
+    """PuLP's HiGHS with these changes: the model goes to HiGHS in two bulk calls (PuLP adds rows
+    and columns one call each, seconds on 30 000 binaries) with the objective's constant (PuLP's
+    drops it: HiGHS's objective and bound were not the model's), the variables' initial values go
+    as a MIP start (PuLP's HiGHS has no warm start), and ``deadline`` and ``stall``
+    (:func:`solve`). Built on first use so that pulp loads on demand."""
     import highspy
     import pulp
 
@@ -219,6 +260,8 @@ def _warm_highs() -> type:
             upper = np.array([inf if v.upBound is None else v.upBound for v in variables])
             empty = np.zeros(0, dtype=np.int32)
             model.addCols(n, cost, lower, upper, 0, np.zeros(n, np.int32), empty, np.zeros(0))
+            if lp.objective.constant:  # PuLP's HiGHS drops it: objectives and bounds are PuLP's
+                model.changeObjectiveOffset(sense * lp.objective.constant)
             integer = np.array(
                 [v.index for v in variables if v.cat == pulp.LpInteger and self.mip],
                 dtype=np.int32,
@@ -248,10 +291,33 @@ def _warm_highs() -> type:
                     np.array(value, dtype=float),
                 )
 
+        deadline: float | None = None
+        stall: Stall | None = None
+        stalled = False
+
         def callSolver(self, lp):  # noqa: N802 (PuLP's name)
+            model = lp.solverModel
+            variables = lp.variables()
             start = highspy.HighsSolution()
-            start.col_value = [float(v.varValue or 0.0) for v in lp.variables()]
-            lp.solverModel.setSolution(start)
+            start.col_value = [float(v.varValue or 0.0) for v in variables]
+            model.setSolution(start)
+            if self.deadline is not None:
+                left = self.deadline - time.perf_counter() - READ_BACK_S * len(variables)
+                if left < self.timeLimit:
+                    model.setOptionValue("time_limit", max(left, 0.01))
+            if self.stall is not None:
+                model.cbMipInterrupt.subscribe(self._stop_when_stalled)
             super().callSolver(lp)
+
+        def _stop_when_stalled(self, event: Any) -> None:
+            stall = self.stall
+            if stall is None or time.perf_counter() < stall.at:
+                return
+            found = event.data_out.mip_primal_bound
+            if found < stall.objective - 1e-9 * max(abs(stall.objective), 1.0):
+                self.stall = None  # it found better: let it run (one comparison from now on)
+                return
+            self.stalled = True
+            event.interrupt()
 
     return WarmHiGHS

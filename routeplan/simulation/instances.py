@@ -1,12 +1,13 @@
 """The evaluation instances of paper 004 (§5.1, §5.3), shared by ``bench/paper004_milp.py`` and
 the tests: key groups evenly spread over equal workers, then loads made uneven (§5.1) or key
-groups made to talk (§5.3)."""
+groups made to talk (§5.3); and Zipf loads on key grouping's placement (issue 32's size)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from routeplan.model.flow import flow_arrays
+from routeplan.model.hashing import key_groups
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
@@ -69,6 +70,28 @@ def flow_instance(
     owner = rng.permutation(np.arange(groups) % workers)
     snapshot = LoadSnapshot(stream, load, key_group_flow=flow, flow_anchors=anchors)
     return snapshot, owner, Workers.homogeneous(workers)
+
+
+def zipf_instance(
+    groups: int = 800,
+    workers: int = 40,
+    exponent: float = 0.65,
+    seed: int = 0,
+    keys: int = 50_000,
+    messages: int = 5_000_000,
+    stream: str = "s",
+) -> tuple[LoadSnapshot, RoutingTable, Workers]:
+    """Zipf loads before a first plan: ``messages`` drawn from ``keys`` keys with
+    ``f(r) ∝ r^−exponent``, hashed into ``groups`` key groups, group ``g`` on worker
+    ``g mod workers`` (key grouping's placement) of equal workers. Returns the loads, the current
+    table, the workers."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, keys + 1) ** exponent
+    counts = rng.multinomial(messages, p / p.sum())
+    group = key_groups([f"k{i}" for i in range(keys)], groups)
+    load = np.bincount(group, weights=counts, minlength=groups).astype(float)
+    ws = Workers.homogeneous(workers)
+    return LoadSnapshot(stream, load), table_of(np.arange(groups) % workers, ws, stream), ws
 
 
 def table_of(owner: np.ndarray, workers: Workers, stream: str = "s") -> RoutingTable:

@@ -5,9 +5,11 @@ Batch form of the paper's scheme, planning from aggregated loads:
 1. **PoRC** (§V-A, Alg. 1; module ``porc``): ``V = α·n`` equal-sized virtual workers of capacity
    ``(1 + ε) · total / V``. Key groups and hot keys are placed together **in decreasing load**
    (the batch planner knows the loads up front): a key group goes whole to the first virtual
-   worker of its salted hash sequence ``H(g + salt)`` with room for it; a hot key is split over
-   only the ``⌈load / capacity⌉ ≈ ⌈p_k·V/(1+ε)⌉`` virtual workers its load needs (§VI-B, Eq. 2),
-   each piece on the first salted choice with room — the table lists it with weighted workers.
+   worker of its salted hash sequence ``H(g + salt)`` with room for it; a hot key fills the
+   virtual workers of as few workers as its load needs — ``⌈load / (α·capacity)⌉ ≈
+   ⌈p_k·W/(1+ε)⌉`` workers, the first salted choice's worker first (§VI-B, Eq. 2 at the level
+   of workers; the paper's pieces, one per virtual worker, landed on as many workers) — and the
+   table lists it with weighted workers.
    No virtual worker passes the capacity unless a single key group is heavier than the room left
    (its worker's other virtual workers then lend it theirs). With a previous table, key groups
    keep their virtual worker and hot keys their pieces; only a worker whose virtual workers
@@ -205,12 +207,17 @@ class ConsistentGrouping:
         result until one changes nothing (at most ``_PASSES``): the greedy placement of units
         that passed their bound, and the pairing, then start from where the last pass left
         them — so a plan is a fixed point of the planner, and re-planning unchanged loads
-        republishes nothing. Moves and metrics are against ``current``. With budget limits one
-        pass, priced against ``current``: a later plan goes on from there."""
+        republishes nothing. Passes that come back to the current table's routing stop there:
+        coarse loads (a quiet hour, whole key groups far above the ε slack) can make passes
+        cycle, and the current table is then as good as the cycle offers. Moves and metrics are
+        against ``current``. With budget limits one pass, priced against ``current``: a later
+        plan goes on from there."""
         first = plan = self._plan_once(loads, current, workers, budget)
         if budget.limits():
             return first
         for _ in range(_PASSES):
+            if current is not None and plan.table.same_routing(current):
+                break  # back where it started: nothing to republish
             again = self._plan_once(loads, plan.table, workers, budget)
             if again.table.same_routing(plan.table):
                 break
@@ -258,7 +265,10 @@ class ConsistentGrouping:
             base=np.zeros(len(workers)),
         )
         previous_pieces = state.get("hot_key_virtual_workers", {}) if state else {}
-        self._place_units(layout, residual, hot, loads, current, capacity, previous_pieces)
+        per_worker = n_virtual / max(active.size, 1)  # α: a worker's capacity, in virtual workers
+        self._place_units(
+            layout, residual, hot, loads, current, capacity, previous_pieces, per_worker
+        )
         layout.index_members()
         load = self._hand_over_leaving(layout, workers)
         self._pair(layout, workers, load)
@@ -291,15 +301,18 @@ class ConsistentGrouping:
         current: RoutingTable | None,
         capacity: float,
         previous_pieces: Mapping[str, Any],
+        per_worker: float,
     ) -> None:
         """PoRC (§V-A, Alg. 1) for key groups and hot keys together, **in decreasing load**: a
         key group goes whole to its first salted choice with room (``place_whole``), a hot key
-        is split over as few virtual workers as its load allows (``place_hot_key``), so the
-        heavy units take the empty virtual workers and the light ones fill the gaps.
+        fills the virtual workers of as few workers as its load allows (``place_hot_key``:
+        ``⌈load / (α·capacity)⌉``, the worker-level need), so the heavy units take the empty
+        virtual workers and the light ones fill the gaps.
 
         With a previous state, key groups keep their virtual worker and hot keys their pieces
-        (when they need as many as when they were placed and their workers are the current
-        table's); only the overflow of workers over their bound (``_worker_excess``), taken from
+        (when their workers are the current table's and number the worker-level need, or one
+        more — the ε slack —, or as many as when they were placed while that need is unchanged);
+        only the overflow of workers over their bound (``_worker_excess``), taken from
         their virtual workers over capacity, and the units kept outside them, are placed again.
         A key group heavier than the capacity, or without load, is never shed: no placement
         could do better for it. A placement that changes a unit's workers is made only if the
@@ -313,10 +326,12 @@ class ConsistentGrouping:
         placed_on = current.planning_snapshot() if current is not None else None
         for key in hot:
             old = self._previous_pieces(key, previous_pieces, layout, current)
-            need = hot_key_pieces(amounts[key], capacity)
-            if old is not None and (
-                len(old) == need
-                or len(old) > need == self._need_when_placed(key, placed_on, vw_load.size)
+            if old is None:
+                continue
+            need = hot_key_pieces(amounts[key], capacity * per_worker)
+            spread = len({int(layout.owner[vw]) for vw, _ in old})
+            if need <= spread <= need + 1 or (
+                spread > need == self._need_when_placed(key, placed_on, vw_load.size, per_worker)
             ):
                 kept[key] = [(vw, share * amounts[key]) for vw, share in old]
                 for vw, part in kept[key]:
@@ -354,7 +369,7 @@ class ConsistentGrouping:
                 self._place_hot_key(layout, str(unit), amount, capacity, current, bound)
                 continue
             g = int(unit)
-            choice = place_whole(f"g{g}", amount, vw_load, bound, self.max_salt)
+            choice = place_whole(f"g{g}", amount, vw_load, bound, self.max_salt, layout.owner)
             vw_load[choice] -= amount
             if layout.ledger.try_groups([g], layout.worker_name(choice)):
                 group_vw[g] = choice
@@ -391,15 +406,17 @@ class ConsistentGrouping:
             bound[vw] = vw_load[vw]
             bound[siblings] = np.maximum(bound[siblings] - over / siblings.size, 0.0)
 
-    def _need_when_placed(self, key: str, placed_on: LoadSnapshot | None, n_virtual: int) -> int:
-        """How many virtual workers ``key`` needed on the loads its current pieces were placed
-        on (0 when unknown). A key placed with more pieces than it needed (no salted choice had
-        room for a piece, which then filled the spare room of several) keeps them while its need
-        is unchanged: placing it again would only churn."""
+    def _need_when_placed(
+        self, key: str, placed_on: LoadSnapshot | None, n_virtual: int, per_worker: float
+    ) -> int:
+        """How many workers ``key`` needed on the loads its current pieces were placed on (0
+        when unknown). A key placed on more workers than it needed (no salted choice had room
+        for the rest, which then filled the spare room of several) keeps them while its need is
+        unchanged: placing it again would only churn."""
         if placed_on is None or key not in placed_on.hot_key_load or placed_on.total <= 0:
             return 0
         capacity = (1 + self.epsilon) * placed_on.total / n_virtual
-        return hot_key_pieces(float(placed_on.hot_key_load[key]), capacity)
+        return hot_key_pieces(float(placed_on.hot_key_load[key]), capacity * per_worker)
 
     @staticmethod
     def _previous_pieces(
@@ -428,9 +445,11 @@ class ConsistentGrouping:
         current: RoutingTable | None,
         bound: np.ndarray,
     ) -> None:
-        """``place_hot_key`` for one key; a key whose workers would change beyond the budget
-        keeps its current ones."""
-        pieces = place_hot_key(key, amount, layout.vw_load, capacity, self.max_salt, bound)
+        """``place_hot_key`` for one key, on the virtual workers' current workers; a key whose
+        workers would change beyond the budget keeps its current ones."""
+        pieces = place_hot_key(
+            key, amount, layout.vw_load, capacity, self.max_salt, bound, layout.owner
+        )
         layout.pieces[key] = pieces
         if not layout.ledger.try_key(key, layout.key_targets(key)):
             for vw, part in pieces:

@@ -92,7 +92,8 @@ def porc_split(
 
 def hot_key_pieces(load: float, capacity: float) -> int:
     """How many virtual workers a hot key needs at least: ``⌈load / capacity⌉`` with
-    ``capacity = (1 + ε)·total / V``, i.e. ``⌈p_k · V / (1 + ε)⌉`` (paper 000 §VI-B, Eq. 2)."""
+    ``capacity = (1 + ε)·total / V``, i.e. ``⌈p_k · V / (1 + ε)⌉`` (paper 000 §VI-B, Eq. 2).
+    With ``capacity`` a worker's, ``α`` of them, the workers it needs: ``⌈p_k · W / (1 + ε)⌉``."""
     if not np.isfinite(capacity) or capacity <= 0:
         return 1
     return max(1, int(np.ceil(load / capacity - 1e-9)))
@@ -104,16 +105,26 @@ def place_whole(
     virtual_worker_load: np.ndarray,
     capacity: float | np.ndarray,
     max_salt: int,
+    owner: np.ndarray | None = None,
 ) -> int:
     """Alg. 1 for an indivisible unit in the batch planner: the first of its salted choices with
     room for ``load`` under ``capacity`` (one bound, or one per virtual worker); when none has
-    room, the virtual worker with the most room of all — which has room whenever
+    room, the virtual worker with the most room of the worker (``owner``) with the most room of
+    all — a worker's load, not a virtual worker's, is what the imbalance counts, and its other
+    virtual workers lend their room (``consistent_grouping``). That one has room whenever
     ``load ≤ ε·total/V`` (equal bounds), so small units never break the ε bound. Adds the
     load; returns the virtual worker."""
     bound = np.broadcast_to(capacity, virtual_worker_load.shape)
     choice = first_with_room(unit, load, virtual_worker_load, bound, max_salt)
     if choice is None:
-        choice = int(np.argmax(bound - virtual_worker_load))
+        room = bound - virtual_worker_load
+        if owner is not None and np.any(owner >= 0):
+            placed = np.flatnonzero(owner >= 0)
+            by_worker = np.bincount(owner[placed], weights=room[placed])
+            roomiest = placed[owner[placed] == int(np.argmax(by_worker))]
+            choice = int(roomiest[np.argmax(room[roomiest])])
+        else:
+            choice = int(np.argmax(room))
     virtual_worker_load[choice] += load
     return choice
 
@@ -125,45 +136,76 @@ def place_hot_key(
     capacity: float,
     max_salt: int,
     bound: np.ndarray | None = None,
+    owner: np.ndarray | None = None,
 ) -> list[tuple[int, float]]:
-    """A hot key split over as few virtual workers as its load allows (paper 000 §V-A, §VI-B):
-    ``⌈load / capacity⌉`` pieces — full virtual workers and the remainder, the parts Alg. 1's
-    overflow of a key's messages makes — each placed by Alg. 1 on the key's salted sequence
-    ``H(key + 1), H(key + 2), …`` (first choice with room for the piece, another piece's choice
-    passed over). A piece no choice has room for fills the spare capacity of the least loaded
-    virtual workers — so a hot key never breaks the ε bound (``V·capacity ≥ total``). Adds the
-    load; returns ``(virtual worker, load)`` sorted. ``bound``: each virtual worker's bound when
-    not ``capacity`` for all."""
-    bound = np.broadcast_to(capacity if bound is None else bound, virtual_worker_load.shape)
-    n_pieces = min(hot_key_pieces(load, capacity), virtual_worker_load.size)
-    full = min(capacity, load / n_pieces) if n_pieces == virtual_worker_load.size else capacity
-    sizes = [full] * (n_pieces - 1) + [load - full * (n_pieces - 1) if n_pieces > 1 else load]
-    pieces: dict[int, float] = {}
+    """A hot key on as few workers as its load needs (paper 000 §V-A, §VI-B; issue 32).
+
+    The key's salted sequence ``H(key + 1), H(key + 2), …`` names virtual workers (Alg. 1); the
+    first whose worker (``owner``) has room for the rest of the key, or is empty, takes it: the
+    key fills that virtual worker, then the worker's other virtual workers (most room first), up
+    to their bounds, before the next choice opens another worker. So a key on empty workers
+    takes ``⌈load / (α·capacity)⌉ = ⌈p_k·W/(1+ε)⌉`` workers, not one per virtual-worker piece
+    (``⌈p_k·V/(1+ε)⌉`` pieces used to land on as many distinct workers). A rest no choice
+    takes fills the workers with the most room (so a hot key never breaks the ε bound while
+    ``V·capacity ≥ total``). Without ``owner`` each virtual worker is its own worker. Adds the
+    load; returns ``(virtual worker, load)`` sorted. ``bound``: each virtual worker's bound
+    when not ``capacity`` for all."""
     n = virtual_worker_load.size
-    salt = 0
-    for piece in sizes:
-        placed = False
-        while salt < max_salt and not placed:
-            salt += 1
-            choice = salted_choice(f"key:{key}", salt, n)
-            if choice not in pieces and virtual_worker_load[choice] + piece <= bound[choice] + _EPS:
-                virtual_worker_load[choice] += piece
-                pieces[choice] = piece
-                placed = True
-        if placed:
+    bound = np.broadcast_to(capacity if bound is None else bound, virtual_worker_load.shape)
+    owner = np.arange(n) if owner is None else np.asarray(owner)
+    if load <= _EPS:  # an idle key still needs a worker: its principal choice
+        choice = salted_choice(f"key:{key}", 1, n)
+        virtual_worker_load[choice] += load
+        return [(choice, load)]
+    room = np.clip(bound - virtual_worker_load, 0.0, None)
+    placed = owner >= 0
+    workers = max(int(owner.max(initial=-1)) + 1, 1)
+    worker_room = np.bincount(owner[placed], weights=room[placed], minlength=workers)
+    worker_bound = np.bincount(owner[placed], weights=bound[placed], minlength=workers)
+    pieces: dict[int, float] = {}
+    rest = load
+    tiny = _EPS * max(load, 1.0)
+
+    def fill(first: int) -> None:
+        nonlocal rest
+        w = owner[first]
+        siblings = np.flatnonzero(owner == w) if w >= 0 else np.array([first])
+        order = [first] + [int(v) for v in siblings[np.argsort(-room[siblings], kind="stable")]]
+        for v in dict.fromkeys(order):
+            take = min(room[v], rest)
+            if take > tiny:
+                virtual_worker_load[v] += take
+                pieces[v] = pieces.get(v, 0.0) + take
+                room[v] -= take
+                if w >= 0:
+                    worker_room[w] -= take
+                rest -= take
+            if rest <= tiny:
+                return
+
+    used: set[int] = set()
+    for salt in range(1, max_salt + 1):
+        if rest <= tiny:
+            break
+        choice = salted_choice(f"key:{key}", salt, n)
+        w = int(owner[choice])
+        if w < 0:  # a virtual worker whose worker left: on its own
+            if room[choice] >= rest - tiny:
+                fill(choice)
             continue
-        remaining = piece
-        for choice in np.argsort(virtual_worker_load - bound, kind="stable").tolist():
-            room = bound[choice] - virtual_worker_load[choice] if np.isfinite(capacity) else piece
-            take = min(max(room, 0.0), remaining)
-            if take > _EPS * max(piece, 1.0):
-                virtual_worker_load[choice] += take
-                pieces[choice] = pieces.get(choice, 0.0) + take
-                remaining -= take
-            if remaining <= _EPS * max(piece, 1.0):
+        if w in used or worker_room[w] < min(rest, worker_bound[w]) - tiny:
+            continue
+        used.add(w)
+        fill(choice)
+    if rest > tiny:  # no choice had room for the rest: the roomiest workers take it
+        by_room = np.argsort(-worker_room, kind="stable")
+        for w in by_room.tolist():
+            if worker_room[w] <= tiny or rest <= tiny:
                 break
-        if remaining > _EPS * max(piece, 1.0):  # no room anywhere (only with ε < 0 rounding)
-            choice = int(np.argmin(virtual_worker_load))
-            virtual_worker_load[choice] += remaining
-            pieces[choice] = pieces.get(choice, 0.0) + remaining
+            members = np.flatnonzero(owner == w)
+            fill(int(members[np.argmax(room[members])]))
+    if rest > tiny:  # no room anywhere (ε = 0 rounding, or unplaced virtual workers)
+        choice = int(np.argmin(virtual_worker_load - bound))
+        virtual_worker_load[choice] += rest
+        pieces[choice] = pieces.get(choice, 0.0) + rest
     return sorted(pieces.items())

@@ -7,21 +7,32 @@ Solving: HiGHS through PuLP (CBC with ``solver="cbc"``), always within ``Budget.
 from a greedy warm start (LPT for new groups, then Flux's ``rounds`` variant,
 ``routeplan.planning.reassign.flux``); the plan is never worse than that start. Up to
 ``max_variables`` binaries (default :data:`MAX_VARIABLES`: 800 key groups × 40 workers, the paper's
-largest, included) the whole model is solved. The LP relaxation has ``d = 0`` whatever the loads
+largest, included) the whole model is solved, and it gets the whole time limit: the solver's
+incumbent keeps improving until then, and stopping it at a share of the limit threw that away
+(issue 32). Only when HiGHS has found nothing better than the warm
+start within ``full_model_share`` of the limit (default :data:`FULL_SHARE`) is it stopped
+(``solver.Stall``) and neighbourhoods — the most over- and under-loaded workers (and draining
+ones), every other worker's load fixed, each sub-model warm-started from the incumbent — get the
+rest, until the limit or ``STALL_ROUNDS`` neighbourhoods without improvement; above
+``max_variables`` they are the only path. ``full_model_share=1`` never stops the whole model; with
+CBC (no callback) it always runs to the limit. The LP relaxation has ``d = 0`` whatever the loads
 (fractions of key groups move freely), so the model gets the cut ``d ≥ d_LB``
-(:func:`distance_bound`: the fewest whole moves the most and least loaded workers need), which
-also gives the reported ``mip_gap`` a bound when HiGHS's own is weaker or missing. HiGHS's RINS
-and RENS sub-MIPs overrun the time limit on large models and are off there
-(:func:`_highs_options`). Neighbourhoods — the most over- and under-loaded workers (and draining
-ones), every other worker's load fixed, each sub-model warm-started from the incumbent — are the
-fallback only: when the whole model has not improved on the warm start within
-:data:`FULL_SHARE` of the limit they get the rest, until the limit or ``STALL_ROUNDS``
-neighbourhoods without improvement; above ``max_variables`` they are the only path.
-``strategy_state`` says which produced the plan (``solved_by``: ``full_model``, ``neighbourhood``
-or ``warm_start``), the model (``full``, ``full+neighbourhood``, ``neighbourhood``), the solver's
-own status (``solver_status``, ``routeplan.planning.solver``) and ``mip_gap`` (also in the
-predicted metrics with ``solver_seconds`` and ``distance_bound``). Conventions shared with ``flux``
-and ``albic`` (whole key groups, budget, forced moves): :mod:`routeplan.planning.reassign`.
+(:func:`distance_bound`: the fewest whole moves the most and least loaded workers need). HiGHS's
+RINS and RENS sub-MIPs overrun the time limit on large models and are off there
+(:func:`_highs_options`).
+
+What the plan says of its quality: ``load_distance_bound``, a proven lower bound on the load
+distance of every plan the model admits (the budget, the resource bounds, ``max_load_distance``
+and, with draining workers, one loaded group leaving them) — the better of ``d_LB`` (which
+needs the budget only) and the one HiGHS's dual bound on the whole model implies
+(:func:`_distance_from_bound`) — and ``mip_gap``, the relative gap of the plan's objective to
+the best bound (0 when the whole model was solved to optimality), both in the predicted
+metrics. ``strategy_state`` says which path produced the plan (``solved_by``:
+``full_model``, ``neighbourhood`` or ``warm_start``), the model (``full``,
+``full+neighbourhood``, ``neighbourhood``), the solver's own status (``solver_status``,
+``routeplan.planning.solver``; ``stalled`` when the whole model was stopped for neighbourhoods)
+and ``mip_gap``. Conventions shared with ``flux`` and ``albic`` (whole key groups, budget, forced
+moves): :mod:`routeplan.planning.reassign`.
 """
 
 from __future__ import annotations
@@ -52,22 +63,23 @@ from routeplan.planning.reassign.milp_model import (
 )
 from routeplan.planning.reassign.reassignment import Reassignment, Units
 from routeplan.planning.registry import register
-from routeplan.planning.solver import SOLVERS, SolveResult, relative_gap, solve
+from routeplan.planning.solver import SOLVERS, SolveResult, Stall, relative_gap, solve
 
 SCALE_IN = ("integrated", "first")
 _EPS = 1e-9
 SUB_LIMIT_S = 0.5  # least time a neighbourhood MILP gets
 STALL_ROUNDS = 8  # neighbourhoods in a row without improvement before the search stops
 MAX_VARIABLES = 100_000  # the whole model up to this many binaries (800 groups × 40 workers: 32k)
-FULL_SHARE = 0.5  # default share of the limit for the whole model when neighbourhoods may follow
-SMALL_MODEL = 2_000  # binaries up to which the whole model gets all the time (no fallback)
+FULL_SHARE = 0.5  # share of the limit by which the whole model must have improved on its start
+SMALL_MODEL = 2_000  # binaries up to which the whole model is never stopped for neighbourhoods
 NEIGHBOURHOOD_VARIABLES = 800  # size of a neighbourhood MILP after the whole model
 
 
 @dataclass
 class Outcome:
     """An assignment (unit → worker) and how it was found: the solver's own status
-    (``solver_status``), its relative gap (``mip_gap``, the whole model only) and the time."""
+    (``solver_status``), the relative gap to the best bound (``mip_gap``), the proven lower bound
+    on the load distance (``load_distance_bound``) and the time."""
 
     assign: np.ndarray
     solver_status: str
@@ -80,6 +92,7 @@ class Outcome:
     statuses: dict[str, int] = field(default_factory=dict)
     solved_by: str = "warm_start"
     distance_bound: float = 0.0
+    load_distance_bound: float = 0.0
 
     def extra(self) -> dict[str, float]:
         """The numeric part, for the plan's predicted metrics."""
@@ -88,6 +101,7 @@ class Outcome:
             "warm_start_load_distance": self.warm_start_load_distance,
             "subproblems": float(self.subproblems),
             "distance_bound": self.distance_bound,
+            "load_distance_bound": self.load_distance_bound,
         }
         if self.mip_gap is not None:
             numbers["mip_gap"] = self.mip_gap
@@ -118,11 +132,14 @@ def optimise(
     seed: int = 0,
     full_model_share: float = FULL_SHARE,
 ) -> Outcome:
-    """Warm start, then the MILP (whole, or by neighbourhoods above ``max_variables``)."""
+    """Warm start, then the MILP: the whole model for the whole limit (stopped at
+    ``full_model_share`` of it only if it has found nothing better than the warm start, the rest
+    then going to neighbourhoods), or neighbourhoods alone above ``max_variables``."""
     started = time.perf_counter()
     deadline = started + time_limit_s
     movable = units.pin < 0
     start = units.initial(problem)
+    drained_at_most = float(problem.normalised(units, start)[~problem.active].sum())
     if scale_in == "first":
         warm = flux(problem, units, start, movable, drain_first=True)
         # §5.1 "non-integrated": the scale-in moves are decided, the MILP only balances
@@ -142,20 +159,32 @@ def optimise(
     allowed = units.allowed(problem)
     if free.size == 0:
         outcome.solver_status = "trivial"
+        outcome.load_distance_bound = distance(problem, units, warm)
+        outcome.mip_gap = 0.0
         return _checked(outcome, problem, units, max_load_distance, started)
     size = sum(len(allowed[u]) for u in free)
     statuses: Counter[str] = Counter()
     full = max_variables is None or size <= max_variables
     every = np.arange(len(problem.workers))
 
-    def attempt(selected: np.ndarray, sub_free: np.ndarray, limit: float, cut: float) -> bool:
+    def attempt(
+        selected: np.ndarray, sub_free: np.ndarray, limit: float, cut: float, patience: bool
+    ) -> bool:
         nonlocal best, best_value
         model = _Model(
             problem, units, best, sub_free, selected, allowed, weights, max_load_distance,
             require_drain, cut,
         )  # fmt: skip
         limit = max(0.05, min(limit, deadline - time.perf_counter()))  # less the build time
-        result = solve(model.prob, solver, limit, options=_highs_options(len(model.x)))
+        stall = Stall(best_value, started + full_model_share * time_limit_s) if patience else None
+        result = solve(
+            model.prob,
+            solver,
+            limit,
+            options=_highs_options(len(model.x)),
+            deadline=deadline,
+            stall=stall,
+        )
         statuses[result.status] += 1
         outcome.solver = result.solver
         attempts.append(result)
@@ -175,22 +204,33 @@ def optimise(
     attempts: list[SolveResult] = []
     # the cut d ≥ d_LB (never above the warm start's own d, which must stay feasible)
     cut = min(distance_bound(problem, units, best, free), _d_of(problem, units, best))
-    outcome.distance_bound = cut
+    outcome.distance_bound = outcome.load_distance_bound = cut
+    bound = (weights.w1 - 2 * weights.w2) * cut  # on the objective: d_u, d_l ≤ d, the rest ≥ 0
     if max_load_distance is not None and cut > max_load_distance + _EPS:
         outcome.solver_status = "infeasible"  # proven by the bound alone: no plan reaches maxLD
         return _finish(outcome, best, statuses, problem, units, max_load_distance, started)
     if full:
         remaining = deadline - time.perf_counter()
-        alone = size <= SMALL_MODEL or max_variables is None
-        limit = remaining if alone else remaining * full_model_share
-        if remaining > 0.05 and attempt(every, free, limit, cut):
+        patient = (
+            full_model_share < 1 and max_variables is not None and size > SMALL_MODEL
+        )  # a small model is solved or nearly so: never stopped for neighbourhoods
+        if remaining > 0.05 and attempt(every, free, remaining, cut, patient):
             outcome.solved_by = "full_model"
         last = attempts[-1] if attempts else None
         if last is not None:
             outcome.model = "full"
             outcome.solver_status = last.status
-            outcome.mip_gap = _gap(last, best_value, weights, cut)
-        if outcome.solved_by == "full_model" or alone or (last and last.status == "optimal"):
+            if last.bound is not None and last.status in FULL_BOUNDS:
+                bound = max(bound, last.bound)
+            migration = weights.per_cost(problem) * min(
+                float(units.spend[:, 2].sum()), float(problem.budget_left[2])
+            )
+            outcome.load_distance_bound = max(
+                cut,
+                _distance_from_bound(bound, weights, drained_at_most, migration),
+            )
+        if last is None or last.status != "stalled":
+            outcome.mip_gap = _gap(best_value, bound, last)
             return _finish(outcome, best, statuses, problem, units, max_load_distance, started)
     rng = np.random.default_rng(seed)
     stall = 0
@@ -205,7 +245,7 @@ def optimise(
         )
         sub_free = free[np.isin(best[free], selected)]
         limit = min(remaining, max(SUB_LIMIT_S, time_limit_s / 8))
-        improved = attempt(selected, sub_free, limit, cut)
+        improved = attempt(selected, sub_free, limit, cut, False)
         rounds += 1
         if improved:
             outcome.solved_by = "neighbourhood"
@@ -217,19 +257,35 @@ def optimise(
             outcome.solver_status = "time_limit" if ran_out else "local_optimum"
         else:
             outcome.model = "full+neighbourhood"
+    outcome.mip_gap = _gap(best_value, bound, None)
     return _finish(outcome, best, statuses, problem, units, max_load_distance, started)
 
 
-def _gap(result: SolveResult, value: float, weights: Weights, cut: float) -> float | None:
-    """The relative MIP gap of the plan's objective ``value`` against the better of two lower
-    bounds: the solver's own and ``(w1 − 2·w2)·d_LB`` (:func:`distance_bound`; ``d_u, d_l ≤ d``
-    and the other terms are ≥ 0) — the latter also when the solver stopped before its root LP
-    gave one."""
-    if result.status == "optimal":
-        return 0.0
-    ours = (weights.w1 - 2 * weights.w2) * cut
-    bound = ours if result.bound is None else max(result.bound, ours)
+# statuses after which the solver's dual bound holds for the whole model
+FULL_BOUNDS = ("optimal", "time_limit", "interrupt", "stalled", "iteration_limit", "solution_limit")
+
+
+def _gap(value: float, bound: float, whole: SolveResult | None) -> float | None:
+    """The relative MIP gap of the plan's objective ``value`` to ``bound``, the better of the
+    solver's dual bound on the whole model and ``(w1 − 2·w2)·d_LB`` (:func:`distance_bound`;
+    ``d_u, d_l ≤ d`` and the other terms are ≥ 0) — the latter also when the solver stopped
+    before its root LP gave one, or only neighbourhoods ran; 0 when the whole model (``whole``)
+    was solved to optimality."""
+    proven = whole is not None and whole.status == "optimal" and whole.objective is not None
+    if proven and value <= whole.objective + 1e-9 * max(abs(whole.objective), 1.0):
+        return 0.0  # within the solver's own optimality tolerance
     return relative_gap(value, bound)
+
+
+def _distance_from_bound(
+    bound: float, weights: Weights, drained_at_most: float, migration_at_most: float
+) -> float:
+    """The load distance a lower ``bound`` on the objective proves: every plan has
+    ``w1·d ≥ objective − w_drain·Σ_B u_i − w_migration·C`` (``d_u, d_l ≥ 0``), and the draining
+    workers' ``Σ_B u_i`` never exceeds what they hold now (nothing new goes there), nor the
+    migration term what the budget lets move; so ``d ≥ (bound − w_drain·drained_at_most −
+    migration_at_most) / w1``."""
+    return max(0.0, (bound - weights.w_drain * drained_at_most - migration_at_most) / weights.w1)
 
 
 def _highs_options(binaries: int) -> dict[str, Any]:
@@ -316,8 +372,10 @@ class Milp:
     cap on ``d``, optional; it was called ``bound``), ``resource_bounds`` (resource name →
     ``bound_r``), ``scale_in`` (``integrated`` or ``first``: §5.1's two approaches), ``solver``,
     ``max_variables`` (the whole model up to that many binaries, neighbourhoods above),
-    ``full_model_share`` (of the time limit for the whole model before neighbourhoods may take
-    over) and ``seed`` (of the neighbourhoods' random picks). Every limit is the ``Budget``'s."""
+    ``full_model_share`` (the whole model runs to the time limit unless it has found nothing
+    better than its warm start within this share of it; then neighbourhoods get the rest; 1:
+    never stopped) and ``seed`` (of the neighbourhoods' random picks). Every limit is the
+    ``Budget``'s."""
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset(BUDGET_LIMITS)
