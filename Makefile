@@ -117,7 +117,6 @@ $(JAVA_CLIENT)/target/routeplan-client.jar: $(JAVA_CLIENT)/pom.xml $(shell find 
 
 # A Kafka 4.x broker (KRaft) for tests/test_kafka.py, from its Maven artefacts into .kafka/libs.
 KAFKA := .kafka
-export ROUTEPLAN_KAFKA_LIBS := $(CURDIR)/$(KAFKA)/libs
 $(KAFKA)/.resolved: jars/kafka/pom.xml
 	@command -v mvn >/dev/null || { echo "Maven (mvn) is required to fetch Kafka"; exit 1; }
 	rm -rf $(KAFKA)

@@ -2,7 +2,7 @@
 // (docs/routing-spec.md in the routeplan repository).
 //
 //	router, err := routeplan.Open("http://routeplan:8080", "clicks", routeplan.Options{
-//		ReloadInterval: 30 * time.Second, Token: os.Getenv("ROUTEPLAN_TOKEN")})
+//		ReloadInterval: 30 * time.Second, Token: apiToken})
 //	worker, err := router.Route("user-42") // "w7"
 //	partition, err := router.Partition([]byte("user-42")) // 7
 //	defer router.Close()
