@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
-from routeplan.model.table import PartitionAssignment, RoutingTable, Table
-from routeplan.model.workers import Workers
+from routeplan.model.loads import Loads
+from routeplan.model.table import PartitionAssignment, Table
 from routeplan.planning import metrics
 from routeplan.planning.partitions.scores import pareto_front
 
@@ -64,12 +63,12 @@ def worker_loads(
         raise ValueError(f"{table.stream} v{table.version}: the table records no planning load")
     if current is not None and current.kind != table.kind:
         raise ValueError(f"cannot compare a {current.kind} table with a {table.kind} one")
-    after_by_name, workers, reference = _relative_loads(table, loads)
+    after_by_name, workers, reference = metrics.relative_worker_loads(table, loads)
     names = list(after_by_name)
     by_name = {w.name: w for w in workers.items}
     before = None
     if current is not None:
-        before_by_name, old_workers, _ = _relative_loads(current, loads)
+        before_by_name, old_workers, _ = metrics.relative_worker_loads(current, loads)
         names += [n for n in before_by_name if n not in after_by_name]
         by_name = {w.name: w for w in old_workers.items} | by_name  # the plan's say wins
         before = np.array([before_by_name.get(n, 0.0) for n in names])
@@ -110,31 +109,6 @@ def version_png(table: Table, parent: Table | None) -> tuple[bytes, str | None]:
         title = _default_title(table)
         data = worker_loads(table, title=f"{title}\n({note})" if note else title)
     return worker_load_png(data), note
-
-
-def _relative_loads(table: Table, loads: Loads) -> tuple[dict[str, float], Workers, str]:
-    """Worker → load relative to capacity, the table's workers, and what 1.0 means."""
-    if isinstance(table, RoutingTable):
-        if not isinstance(loads, LoadSnapshot):
-            raise ValueError("a key_routing table needs key-group loads")
-        workers = table.workers
-        load = metrics.worker_load(table, loads)
-        relative = metrics.normalised_load(load, workers.capacities, workers.is_active)
-        return dict(zip(workers.names, relative.tolist(), strict=True)), workers, "fair share"
-    if not isinstance(table, PartitionAssignment) or not isinstance(loads, PartitionLoad):
-        raise ValueError("a partition_assignment table needs partition loads")
-    params = table.params
-    capacity = float(params.get("bin_capacity", params.get("capacity", 0.0)))
-    if capacity <= 0:
-        raise ValueError(f"{table.stream}: the table records no bin_capacity")
-    partitions = list(table.partition_consumer)
-    rates = metrics.partition_rates(loads, partitions)
-    by_consumer = dict.fromkeys(table.consumers.names, 0.0)
-    for p, rate in zip(partitions, rates.tolist(), strict=True):
-        by_consumer[table.partition_consumer[p]] += rate / capacity
-    used = Workers(tuple(w for w in table.consumers.items if by_consumer[w.name] > 0))
-    relative = {n: v for n, v in by_consumer.items() if v > 0}
-    return relative, used if used.items else table.consumers, "bin capacity C"
 
 
 def _default_title(table: Table) -> str:

@@ -404,6 +404,8 @@ def test_openapi_documents_every_endpoint_with_its_schema(api):
         "/streams/{stream}/plot.png",
         "/streams/{stream}/outcomes",
         "/streams/{stream}/plan",
+        "/streams/{stream}/overview",
+        "/streams/{stream}/versions/{version}/explain",
     }
     outcomes = paths["/streams/{stream}/outcomes"]["get"]["responses"]
     schema = outcomes["200"]["content"]["application/json"]["schema"]

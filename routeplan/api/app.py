@@ -9,6 +9,8 @@ nothing.
     GET /streams/{stream}/diff?from_version=A&to_version=B   what changes from A to B (B: LATEST)
     GET /streams/{stream}/plot.png                 LATEST's worker loads before and after (PNG)
     GET /streams/{stream}/outcomes?days=N          what its versions did, day by day (the guard)
+    GET /streams/{stream}/overview                 LATEST, its last outcome, a hold (routing_views)
+    GET /streams/{stream}/versions/{version}/explain   why a version routes as it does
     POST /streams/{stream}/plan                    a dry run: plan a stream's inputs by its policy
 
 ``/outcomes`` serves the outcomes stage's reports (``<reports>/<day>/outcomes.json``) as
@@ -50,6 +52,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from routeplan import __version__, settings, storage
+from routeplan.api import routing_views
 from routeplan.api.dry_run import bounded_body, finite, plan_request
 from routeplan.api.openapi import (
     DETAIL,
@@ -555,6 +558,10 @@ def create_app(
             return tables.get(stream, latest).table if latest is not None else None
 
         return plan_request(stream, raw, max_bytes, policies_path, current)
+
+    # --- routeplan.api.routing_views: explain a version, a stream's overview
+    app.openapi_tags = [*(app.openapi_tags or []), *routing_views.TAGS]
+    app.include_router(routing_views.router(tables, reports))
 
     return app
 
