@@ -1,10 +1,14 @@
-"""Airflow plugin: routeplan's read-only routing-table API in the Airflow API server.
+"""Airflow plugin: routeplan's routing-table API in the Airflow API server, closed by default.
 
 Mounted at ``/routeplan`` (e.g. http://localhost:8080/routeplan/streams) over the store at
 ``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing`` (``routeplan.settings``). Airflow mounts a
-plugin's app as it is, so Airflow's authentication does not apply unless
-``ROUTEPLAN_API_AUTH=airflow`` (then every request needs an Airflow JWT: bearer token or the UI's
-session cookie). See plugins/README.md.
+plugin's app as it is, without its own authentication, so the app brings its own
+(``auth_dependencies``): by default (``ROUTEPLAN_API_AUTH=airflow``) every route needs an Airflow
+user — a bearer JWT or the UI's session cookie — whom Airflow's auth manager allows to read the
+DAG ``routeplan_nightly``, or the bearer token ``$ROUTEPLAN_API_TOKEN`` when one is set
+(Prometheus, producers). ``ROUTEPLAN_API_AUTH=none`` opens read access to anyone who can reach the
+API server: an explicit opt-in. The OpenAPI page (``/routeplan/docs``) stays public. See
+plugins/README.md.
 """
 
 from __future__ import annotations
@@ -12,20 +16,53 @@ from __future__ import annotations
 from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
+from fastapi import Depends, HTTPException, Request  # module level: FastAPI resolves annotations
 
 from routeplan import settings
 from routeplan.api.app import create_app
 
+NIGHTLY_DAG = "routeplan_nightly"  # who may read it may read routeplan's API
+ROLLBACK_DAG = "routeplan_rollback"  # who may trigger it may roll back from the Routing page
+
+
+def airflow_user_or_token(token: str | None) -> Any:
+    """A FastAPI dependency: pass a request bearing ``token`` (when set), else resolve its
+    Airflow user (401 without one) and ask the auth manager whether that user may read
+    ``NIGHTLY_DAG`` (403 if not). The user is kept in ``request.state.routeplan_user``."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagDetails
+    from airflow.api_fastapi.core_api.security import get_user
+    from fastapi.security import HTTPAuthorizationCredentials
+
+    from routeplan.api.auth import bearer_token, presented_token
+
+    async def reader(request: Request) -> None:
+        if presented_token(request, token):
+            return
+        given = bearer_token(request)
+        credentials = (
+            HTTPAuthorizationCredentials(scheme="Bearer", credentials=given) if given else None
+        )
+        user = await get_user(request, None, credentials)  # 401 / 403 for a bad login
+        allowed = get_auth_manager().is_authorized_dag(
+            method="GET", details=DagDetails(id=NIGHTLY_DAG), user=user
+        )
+        if not allowed:
+            raise HTTPException(403, f"you may not read {NIGHTLY_DAG}, so not routeplan's routes")
+        request.state.routeplan_user = user
+
+    return reader
+
 
 def auth_dependencies() -> list[Any]:
-    """What ``$ROUTEPLAN_API_AUTH`` asks for: nothing (``none``), or an authenticated user; any
-    other value is a ``UsageError`` naming the allowed ones (``routeplan.settings``)."""
-    if settings.current().api_auth == "none":
+    """What ``$ROUTEPLAN_API_AUTH`` asks for: an Airflow user who may read routeplan's DAGs (or
+    ``$ROUTEPLAN_API_TOKEN``) by default, nothing with ``none``; any other value is a
+    ``UsageError`` naming the allowed ones (``routeplan.settings``)."""
+    current = settings.current()
+    if current.api_auth == "none":
         return []
-    from airflow.api_fastapi.core_api.security import requires_authenticated
-    from fastapi import Depends
-
-    return [Depends(requires_authenticated())]
+    token = current.api_token.get_secret_value() if current.api_token is not None else None
+    return [Depends(airflow_user_or_token(token or None))]
 
 
 class RouteplanPlugin(AirflowPlugin):

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from routeplan import storage
@@ -84,9 +84,16 @@ class Settings(BaseSettings):
         description="the routing store (a folder or a URI); default: <home>/routing",
     )
     api_auth: Literal["none", "airflow"] = Field(
-        "none",
-        description="the Airflow plugin's routing-table API: open to all (none), or only to "
-        "requests with an Airflow token (airflow)",
+        "airflow",
+        description="the Airflow plugin's routes (/routeplan/…): only Airflow users who may read "
+        "routeplan's DAGs, or requests with api_token (airflow, the default); none opens read "
+        "access to anyone who can reach the API server (an explicit opt-in)",
+    )
+    api_token: SecretStr | None = Field(
+        None,
+        description="the bearer token `routeplan serve` requires (Authorization: Bearer <token>) "
+        "and the Airflow plugin accepts besides an Airflow login: for producers and Prometheus; "
+        "never printed",
     )
     schemas: Path = Field(
         SOURCE_ROOT / "schemas",

@@ -103,9 +103,10 @@ def home(tmp_path) -> Path:
     return sample_home(tmp_path)
 
 
-def client_for(home: Path, **options) -> TestClient:
+def client_for(home: Path, root_path: str = "", **options) -> TestClient:
+    """A TestClient of ``create_app`` over ``home`` (mounted at ``root_path``, as Airflow does)."""
     options.setdefault("reports_root", home / "reports")
-    return TestClient(create_app(home / "routing", **options))
+    return TestClient(create_app(home / "routing", **options), root_path=root_path)
 
 
 def test_explain_is_the_versions_moves_budget_and_objective(home):

@@ -12,6 +12,8 @@ nothing.
     GET /streams/{stream}/overview                 LATEST, its last outcome, a hold (routing_views)
     GET /streams/{stream}/versions/{version}/explain   why a version routes as it does
     POST /streams/{stream}/plan                    a dry run: plan a stream's inputs by its policy
+    GET /metrics                                   Prometheus metrics (routeplan.api.prometheus)
+    GET /docs                                      Swagger UI from installed assets (offline_docs)
 
 ``/outcomes`` serves the outcomes stage's reports (``<reports>/<day>/outcomes.json``) as
 ``routeplan outcomes`` prints them (``schemas/plan_outcomes.schema.json``). ``/plan`` takes a
@@ -52,7 +54,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from routeplan import __version__, settings, storage
-from routeplan.api import routing_views
+from routeplan.api import offline_docs, prometheus, routing_views
 from routeplan.api.dry_run import bounded_body, finite, plan_request
 from routeplan.api.openapi import (
     DETAIL,
@@ -562,6 +564,11 @@ def create_app(
     # --- routeplan.api.routing_views: explain a version, a stream's overview
     app.openapi_tags = [*(app.openapi_tags or []), *routing_views.TAGS]
     app.include_router(routing_views.router(tables, reports))
+    # --- /docs from installed assets (no CDN); /metrics and the request metrics
+    offline_docs.install(app)
+    scrape, _, request_metrics = prometheus.metrics(tables, reports)
+    app.include_router(scrape)
+    app.add_middleware(prometheus.RequestMetrics, **request_metrics)
 
     return app
 
@@ -571,8 +578,18 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     log_level: str = "info",
+    *,
+    allow_anonymous_read: bool = False,
 ) -> None:
-    """Serve the API over ``root`` with uvicorn until interrupted."""
+    """Serve the API over ``root`` with uvicorn until interrupted: closed unless
+    ``$ROUTEPLAN_API_TOKEN`` is set (clients send it as a bearer token) or
+    ``allow_anonymous_read`` opens it (``routeplan.api.auth.serve_dependencies``; neither is a
+    ``UsageError`` before anything listens)."""
     import uvicorn
 
-    uvicorn.run(create_app(root), host=host, port=port, log_level=log_level)
+    from routeplan.api.auth import serve_dependencies
+
+    dependencies = serve_dependencies(allow_anonymous_read)
+    uvicorn.run(
+        create_app(root, dependencies=dependencies), host=host, port=port, log_level=log_level
+    )

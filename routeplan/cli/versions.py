@@ -149,7 +149,13 @@ def cmd_versions(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from routeplan.api.app import serve
 
-    serve(routing_root(args), host=args.host, port=args.port, log_level=args.log_level)
+    serve(
+        routing_root(args),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        allow_anonymous_read=args.allow_anonymous_read,
+    )
     return 0
 
 
@@ -185,12 +191,14 @@ HELP = {  # subcommand → (one line for the list of subcommands, description, e
     "serve": (
         "the HTTP API over the routing tables (it publishes nothing)",
         "Serve the routing store over HTTP (FastAPI; the same API the Airflow plugin mounts):\n"
-        "streams, versions, LATEST with its ETag, pinned versions, diffs, a plot of LATEST's\n"
-        "worker loads, the outcomes reports and dry runs of a stream's policy (nothing is\n"
-        "published). The OpenAPI page is /docs.",
-        "routeplan serve --port 8000\n"
-        "curl -s localhost:8000/streams/clicks/latest\n"
-        "curl -so clicks.png localhost:8000/streams/clicks/plot.png",
+        "streams, versions, LATEST with its ETag, pinned versions, diffs, explanations, a plot\n"
+        "of LATEST's worker loads, the outcomes reports, dry runs of a stream's policy (nothing\n"
+        "is published) and Prometheus metrics (/metrics). Closed by\n"
+        "default: every request needs Authorization: Bearer $ROUTEPLAN_API_TOKEN, unless\n"
+        "--allow-anonymous-read. The OpenAPI page is /docs (public, no internet needed).",
+        "ROUTEPLAN_API_TOKEN=… routeplan serve --port 8000\n"
+        'curl -s -H "Authorization: Bearer $ROUTEPLAN_API_TOKEN" localhost:8000/streams\n'
+        "routeplan serve --allow-anonymous-read",
     ),
 }
 
@@ -258,3 +266,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=port, default=8000)
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    s.add_argument(
+        "--allow-anonymous-read",
+        action="store_true",
+        help="serve without a token (anyone who can reach the port reads every table); "
+        "without it, $ROUTEPLAN_API_TOKEN must be set and clients send it as a bearer token",
+    )
