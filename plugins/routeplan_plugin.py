@@ -1,4 +1,5 @@
-"""Airflow plugin: routeplan's routing-table API in the Airflow API server, closed by default.
+"""Airflow plugin: routeplan's routing-table API and its Routing pages in the Airflow API
+server, closed by default.
 
 Mounted at ``/routeplan`` (e.g. http://localhost:8080/routeplan/streams) over the store at
 ``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing`` (``routeplan.settings``). Airflow mounts a
@@ -7,8 +8,13 @@ plugin's app as it is, without its own authentication, so the app brings its own
 user — a bearer JWT or the UI's session cookie — whom Airflow's auth manager allows to read the
 DAG ``routeplan_nightly``, or the bearer token ``$ROUTEPLAN_API_TOKEN`` when one is set
 (Prometheus, producers). ``ROUTEPLAN_API_AUTH=none`` opens read access to anyone who can reach the
-API server: an explicit opt-in. The OpenAPI page (``/routeplan/docs``) stays public. See
-plugins/README.md.
+API server: an explicit opt-in. The OpenAPI page (``/routeplan/docs``) stays public.
+
+``external_views`` put the Routing pages (``/routeplan/ui/``, ``routeplan.api.ui``) in Airflow's
+navigation ("Routing") and a "Plans of this run" tab on each DAG run. Their Roll back button
+triggers ``routeplan_rollback`` through Airflow's REST API from the browser, as the logged-in
+user: only a user whom the auth manager lets trigger it (``who``) sees it enabled, and Airflow
+refuses (403) anyone else. See plugins/README.md.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from fastapi import Depends, HTTPException, Request  # module level: FastAPI res
 
 from routeplan import settings
 from routeplan.api.app import create_app
+from routeplan.api.ui import AirflowLinks
 
 NIGHTLY_DAG = "routeplan_nightly"  # who may read it may read routeplan's API
 ROLLBACK_DAG = "routeplan_rollback"  # who may trigger it may roll back from the Routing page
@@ -65,14 +72,58 @@ def auth_dependencies() -> list[Any]:
     return [Depends(airflow_user_or_token(token or None))]
 
 
+def who(request: Request) -> tuple[str | None, bool | None]:
+    """The logged-in user's name and whether the auth manager lets them trigger
+    ``ROLLBACK_DAG`` (``POST`` on its runs, what Airflow's trigger endpoint checks); (None, None)
+    when the request came with the routeplan token or the API is open (no user known)."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.models.resource_details import (
+        DagAccessEntity,
+        DagDetails,
+    )
+
+    user = getattr(request.state, "routeplan_user", None)
+    if user is None:
+        return None, None
+    allowed = get_auth_manager().is_authorized_dag(
+        method="POST",
+        access_entity=DagAccessEntity.RUN,
+        details=DagDetails(id=ROLLBACK_DAG),
+        user=user,
+    )
+    return user.get_name(), allowed
+
+
+MOUNT = "/routeplan"
+
+
 class RouteplanPlugin(AirflowPlugin):
-    """Serves published routing tables next to the Airflow UI and REST API."""
+    """Serves published routing tables and the Routing pages next to the Airflow UI."""
 
     name = "routeplan"
     fastapi_apps = [
         {
-            "app": create_app(settings.routing_root(), dependencies=auth_dependencies()),
-            "url_prefix": "/routeplan",
+            "app": create_app(
+                settings.routing_root(),
+                dependencies=auth_dependencies(),
+                airflow=AirflowLinks(mount=MOUNT, rollback_dag=ROLLBACK_DAG, who=who),
+            ),
+            "url_prefix": MOUNT,
             "name": "routeplan routing tables",
         }
+    ]
+    external_views = [
+        {  # Airflow's navigation → /plugin/routing, the page in an iframe
+            "name": "Routing",
+            "href": f"{MOUNT}/ui/",
+            "destination": "nav",
+            "url_route": "routing",
+            "nav_top_level": True,
+        },
+        {  # a tab on every DAG run; a run of another DAG says it plans nothing
+            "name": "Plans of this run",
+            "href": f"{MOUNT}/ui/runs/{{DAG_ID}}/{{RUN_ID}}",
+            "destination": "dag_run",
+            "url_route": "routeplan-run",
+        },
     ]

@@ -8,9 +8,12 @@
 - ``pareto_png``: ``routeplan binpack``'s strategies as mean consumers vs mean Rscore, with the
   Pareto front of those that never overload a consumer.
 - ``compare_png``: ``routeplan compare``'s simulated strategies, imbalance and queues over time.
+- ``outcomes_png``: a stream's outcomes night by night, realized against predicted (the Routing
+  page).
 
 The CLI (``routeplan show / plan / binpack / compare --plot``), the HTTP API
-(``/streams/{stream}/plot.png``) and the publish job only call these and write the bytes.
+(``/streams/{stream}/plot.png``, the Routing pages) and the publish job only call these and
+write the bytes.
 """
 
 from __future__ import annotations
@@ -222,6 +225,41 @@ def compare_png(results: Sequence[SimulationResult], title: str = "") -> bytes:
     axes[0].legend(fontsize=8)
     if title:
         fig.suptitle(title)
+    return png_bytes(fig)
+
+
+def outcomes_png(records: Sequence[Mapping[str, Any]], title: str = "") -> bytes:
+    """A stream's outcome records (``routeplan outcomes``, oldest first) as the headline
+    measure predicted (dashed) and realized (solid) night by night, each point labelled with
+    the version in force; a regressed night is marked red."""
+    fig = new_figure(width=max(6.0, min(14.0, 2.5 + 0.6 * len(records))), height=3.6)
+    ax = fig.add_subplot()
+    days = [str(r["interval_start"]) for r in records]
+    x = np.arange(len(days))
+
+    def values(key: str) -> np.ndarray:
+        return np.array([np.nan if r.get(key) is None else float(r[key]) for r in records])
+
+    predicted, realized = values("predicted"), values("realized")
+    ax.plot(x, predicted, linestyle="--", marker="o", color=BEFORE_COLOR, label="predicted")
+    ax.plot(x, realized, marker="o", color=AFTER_COLOR, label="realized")
+    for i, record in enumerate(records):
+        if record.get("verdict") == "regressed":
+            ax.plot([i], [realized[i]], marker="o", markersize=10, color=OVER_COLOR)
+        ax.annotate(
+            f"v{record['version']}",
+            (i, realized[i]),
+            xytext=(0, 6),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+        )
+    measure = records[0]["measure"] if records else "imbalance"
+    ax.set_xticks(x, days, rotation=30 if len(days) > 6 else 0, fontsize=8)
+    ax.set_ylabel(f"{measure} (lower is better)")
+    ax.set_title(title or f"{measure}: predicted and realized, night by night", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     return png_bytes(fig)
 
 

@@ -14,6 +14,7 @@ nothing.
     POST /streams/{stream}/plan                    a dry run: plan a stream's inputs by its policy
     GET /metrics                                   Prometheus metrics (routeplan.api.prometheus)
     GET /docs                                      Swagger UI from installed assets (offline_docs)
+    GET /ui/…                                      the Routing pages (HTML; routeplan.api.ui)
 
 ``/outcomes`` serves the outcomes stage's reports (``<reports>/<day>/outcomes.json``) as
 ``routeplan outcomes`` prints them (``schemas/plan_outcomes.schema.json``). ``/plan`` takes a
@@ -54,7 +55,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from routeplan import __version__, settings, storage
-from routeplan.api import offline_docs, prometheus, routing_views
+from routeplan.api import offline_docs, prometheus, routing_views, ui
 from routeplan.api.dry_run import bounded_body, finite, plan_request
 from routeplan.api.openapi import (
     DETAIL,
@@ -63,6 +64,7 @@ from routeplan.api.openapi import (
     openapi_schema,
     schema_response,
 )
+from routeplan.api.ui import AirflowLinks
 from routeplan.contracts.documents import DEFAULT_MAX_BYTES
 from routeplan.model.names import InvalidNameError, check_name
 from routeplan.model.table import Table, table_from_document
@@ -293,6 +295,7 @@ def create_app(
     reports_root: str | os.PathLike[str] | None = None,
     policies_file: str | os.PathLike[str] | None = None,
     max_plans: int = 2,
+    airflow: AirflowLinks | None = None,
 ) -> FastAPI:
     """The API over the routing store at ``root`` (``<root>/<stream>/v<N>.json``, ``LATEST``):
     a directory or an object-store URI (``s3://bucket/routing``, ``s3a://…``).
@@ -302,7 +305,8 @@ def create_app(
     before every endpoint, e.g. the Airflow plugin's authentication. ``reports_root`` (default
     ``settings.reports_root()``) holds the outcomes reports, ``policies_file`` (default
     ``settings.policies_file()``, read at each dry run) the streams' policies; ``max_plans``
-    dry runs plan at once.
+    dry runs plan at once. ``airflow`` says how the Routing pages reach Airflow when the app is
+    mounted in its API server (``routeplan.api.ui``; None: ``routeplan serve``).
     """
     tables = _Tables(RoutingStore(root, max_bytes=max_bytes), cache_size)
     reports = os.fspath(reports_root) if reports_root is not None else settings.reports_root()
@@ -569,6 +573,8 @@ def create_app(
     scrape, _, request_metrics = prometheus.metrics(tables, reports)
     app.include_router(scrape)
     app.add_middleware(prometheus.RequestMetrics, **request_metrics)
+    # --- the Routing pages (/ui/)
+    app.include_router(ui.router(tables, reports, airflow))
 
     return app
 

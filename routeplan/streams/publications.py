@@ -37,6 +37,7 @@ __all__ = [
     "find_publication",
     "plan_entry",
     "publications",
+    "reports_of_run",
 ]
 
 REPORT_MAX_BYTES = 64 * 2**20
@@ -196,3 +197,30 @@ def explain_published(
         budget = {**plan["budget"], "migration_cost_unit": plan.get("migration_cost_unit")}
     as_json = publication.to_json() if publication is not None else None
     return explain_version(table, parent, budget, as_json), found.warnings
+
+
+def reports_of_run(
+    reports_root: str, run_id: str, days: int | None = DEFAULT_DAYS
+) -> dict[str, Any] | None:
+    """The reports a DAG run wrote: for a nightly run ``{"day", "publish", "plan", "outcomes"}``
+    (the day whose publish — else plan, else outcomes — report names ``run_id``; a report not
+    written is None), for a rollback run ``{"rollback": report}``; None when no report names it.
+    The run id is only compared, never made a path."""
+    found = Publications()
+    for name in sorted(storage.list_files(storage.join(reports_root, ROLLBACKS)), reverse=True):
+        if name.endswith(".json"):
+            report = _read(name, found)
+            if _run_id(report) == run_id:
+                return {"rollback": report}
+    day_names = list(reversed(report_days(reports_root)))
+    for day in day_names if days is None else day_names[:days]:
+        stages = {
+            stage: _read(storage.join(reports_root, day, f"{stage}.json"), found)
+            for stage in ("publish", "plan", "outcomes")
+        }
+        if any(_run_id(report) == run_id for report in stages.values()):
+            return {
+                "day": day,
+                **{k: v if _run_id(v) == run_id else None for k, v in stages.items()},
+            }
+    return None
