@@ -14,6 +14,13 @@ table published per stream with LATEST on it; the fixture then checks nothing ou
 The form is kept as a screenshot: ``var/test-artifacts/trigger-form.png`` (or
 ``$ROUTEPLAN_TEST_ARTIFACTS/trigger-form.png``); its path is printed.
 
+After that run, on the same server and without another nightly run, the Routing pages
+(``routeplan.api.ui``) are used as an operator and a viewer would: reached from Airflow's
+navigation, their numbers compared with the API's JSON, a key-routing and a partition version
+explained, one Roll back (a short routeplan_rollback run), the run's "Plans of this run" tab,
+the viewer's refused rollback and ``/routeplan/docs`` with every other host blocked; each page is
+a screenshot ``routing-*.png`` beside the form's.
+
 Needs ``/usr/bin/chromium`` (``make setup`` installs it) and the ``playwright`` package (the
 ``dev`` extra); never ``playwright install``: the browser is Debian's.
 """

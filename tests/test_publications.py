@@ -8,7 +8,12 @@ from pathlib import Path
 from test_explain import keys
 
 from routeplan.contracts.schemas import validate_document
-from routeplan.streams.publications import explain_published, find_publication, publications
+from routeplan.streams.publications import (
+    explain_published,
+    find_publication,
+    publications,
+    reports_of_run,
+)
 
 BUDGET = {"max_moves": 1}
 
@@ -101,3 +106,14 @@ def test_an_explanation_carries_its_nights_budget_and_run(tmp_path):
     assert len(warnings) == 1
     first, _ = explain_published(v1, None, str(tmp_path))
     assert first["publication"]["day"] == "2026-11-19" and not first["budget"]["known"]
+
+
+def test_a_runs_reports_are_found_by_its_id(tmp_path):
+    nightly_reports(tmp_path)
+    night = reports_of_run(str(tmp_path), "run-2026-11-20")
+    assert night["day"] == "2026-11-20" and night["publish"]["run_id"] == "run-2026-11-20"
+    assert night["outcomes"] is None  # that night wrote none
+    guard = reports_of_run(str(tmp_path), "run-2026-11-21")
+    assert guard["day"] == "2026-11-21" and guard["publish"] is None  # its publish.json is broken
+    assert reports_of_run(str(tmp_path), "manual__x")["rollback"]["streams"][0]["version"] == 4
+    assert reports_of_run(str(tmp_path), "../../etc") is None
