@@ -193,7 +193,7 @@ HELP = {  # subcommand → (one line for the list of subcommands, description, e
         "Serve the routing store over HTTP (FastAPI; the same API the Airflow plugin mounts):\n"
         "streams, versions, LATEST with its ETag, pinned versions, diffs, explanations, a plot\n"
         "of LATEST's worker loads, the outcomes reports, dry runs of a stream's policy (nothing\n"
-        "is published) and Prometheus metrics (/metrics). Closed by\n"
+        "is published), the Routing pages (/ui/) and Prometheus metrics (/metrics). Closed by\n"
         "default: every request needs Authorization: Bearer $ROUTEPLAN_API_TOKEN, unless\n"
         "--allow-anonymous-read. The OpenAPI page is /docs (public, no internet needed).",
         "ROUTEPLAN_API_TOKEN=… routeplan serve --port 8000\n"
