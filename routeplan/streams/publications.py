@@ -43,6 +43,7 @@ __all__ = [
 REPORT_MAX_BYTES = 64 * 2**20
 ROLLBACKS = "rollbacks"
 DEFAULT_DAYS = 400
+MAX_ROLLBACK_REPORTS = 500  # the newest (their names start with the run's type and time)
 
 
 @dataclass(frozen=True)
@@ -161,9 +162,7 @@ def publications(reports_root: str, stream: str, days: int | None = DEFAULT_DAYS
     except OSError as err:
         found.warnings.append(f"{folder}: unreadable ({one_line(err)})")
         names = []
-    for name in names:
-        if not name.endswith(".json"):
-            continue
+    for name in [n for n in names if n.endswith(".json")][:MAX_ROLLBACK_REPORTS]:
         report = _read(name, found)
         for entry in _entries(report, "streams"):
             version = _version(entry.get("version"))
