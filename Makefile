@@ -1,9 +1,13 @@
 # routeplan — every set-up step lives here. Targets are idempotent; stamps skip finished work.
-#   make demo   set everything up and run the nightly pipeline end-to-end through Airflow
-#   make test   set everything up and run the test suite
+# Each target installs only what it uses (LOCAL, OBJECT_STORE, … below):
+#   make demo   the virtualenv, Delta Lake's jars, Airflow's SQLite database; then the nightly
+#               pipeline end-to-end through Airflow on sample data
+#   make test   everything (`make setup`: also S3A's jars, MinIO, the executors' zip, PostgreSQL
+#               and Chromium), then the test suite
 #   make airflow  start the Airflow UI + scheduler with routeplan's DAGs (Ctrl-C stops all of it)
 #   make cluster-demo  the same nightly run on a cluster on this machine: PostgreSQL, MinIO, a Spark
 #                 standalone master + 2 workers, Airflow's components (scripts/cluster.py)
+#   make docs   the documentation site (MkDocs, docs/ and mkdocs.yml) into site/, strict
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -11,6 +15,7 @@ VENV   ?= .venv
 JARS   := .jars
 TOOLS  := .tools/bin
 DIST   := dist
+SITE   := site
 # MinIO (S3-compatible object store for the cluster and its tests), built from its Go module.
 MINIO_VERSION ?= v0.0.0-20260212201848-7aac2a2c5b7c
 
@@ -27,9 +32,23 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(CURDIR)/$(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test lint airflow bench lock clean chromium postgresql cluster-demo
-setup: $(VENV)/.installed $(JARS)/.resolved $(AIRFLOW_HOME)/.migrated chromium \
-       $(TOOLS)/minio $(DIST)/routeplan.zip postgresql
+.PHONY: setup demo test lint airflow bench lock clean docs jars jars-s3a minio chromium \
+        postgresql cluster-demo clients
+
+# What the targets need, by what uses it:
+#   LOCAL         a run on this machine (Spark local[2], Airflow on SQLite, the home in var/)
+#   SPARK_CLUSTER the jars and code a Spark standalone cluster with its home in MinIO needs
+#   AIRFLOW_DB    Airflow's metadata database on the cluster: Debian's PostgreSQL
+#   BROWSER       tests/test_browser.py: Debian's Chromium
+#   CLIENTS       the Java and Go clients and the Kafka broker tests/test_kafka.py starts
+LOCAL         := $(VENV)/.installed $(JARS)/.delta $(AIRFLOW_HOME)/.migrated
+SPARK_CLUSTER := $(VENV)/.installed $(JARS)/.delta $(JARS)/.s3a $(TOOLS)/minio \
+                 $(DIST)/routeplan.zip
+AIRFLOW_DB    := postgresql
+BROWSER       := chromium
+CLIENTS       := clients
+# Everything any target uses: what `make test` installs (the tests use all of it).
+setup: $(LOCAL) $(SPARK_CLUSTER) $(AIRFLOW_DB) $(BROWSER) $(CLIENTS)
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (install OpenJDK 17)"; exit 1; }
@@ -39,15 +58,27 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(VENV)/bin/pip check
 	touch $@
 
-# Delta Lake and S3A jars from Maven Central into .jars/ (works with an empty ~/.m2; the AWS SDK
-# bundle that hadoop-aws needs is ~690 MB).
-$(JARS)/.resolved: jars/pom.xml
+# Delta Lake's jars from Maven Central into .jars/ (works with an empty ~/.m2; ~10 MB). A changed
+# pom starts .jars/ afresh, so no old jar stays beside a new one (and S3A's are fetched again).
+$(JARS)/.delta: jars/pom.xml
 	@command -v mvn >/dev/null || { echo "Maven (mvn) is required to fetch the Spark jars"; exit 1; }
 	rm -rf $(JARS)
 	mvn --batch-mode --quiet -f jars/pom.xml dependency:copy-dependencies \
 	    -DoutputDirectory=$(CURDIR)/$(JARS)
 	ls $(JARS)/*.jar
 	touch $@
+
+# S3A (hadoop-aws and the AWS SDK bundle it needs, ~690 MB) for s3a:// homes: the pom's profile
+# s3a. Only the object store uses it: its tests, the cluster, the benchmark's cluster run.
+$(JARS)/.s3a: $(JARS)/.delta
+	mvn --batch-mode --quiet -Ps3a -f jars/pom.xml dependency:copy-dependencies \
+	    -DoutputDirectory=$(CURDIR)/$(JARS)
+	ls $(JARS)/hadoop-aws-*.jar
+	touch $@
+
+jars: $(JARS)/.delta
+jars-s3a: $(JARS)/.s3a
+minio: $(TOOLS)/minio
 
 # Debian's Chromium for tests/test_browser.py (driven by the playwright package; never
 # `playwright install`). apt-get update only when the package lists are too old to install it.
@@ -67,6 +98,36 @@ $(TOOLS)/minio:
 	GOBIN=$(CURDIR)/$(TOOLS) go install github.com/minio/minio@$(MINIO_VERSION)
 	$@ --version | head -1
 
+# The Go client (clients/go): its module's dependencies from the Go module proxy, the route tool
+# and the broker test's producer, built once here (tests/test_kafka.py runs them).
+GO_CLIENT := clients/go
+GO_SOURCES := $(shell find $(GO_CLIENT) -name '*.go' 2>/dev/null) $(GO_CLIENT)/go.mod $(GO_CLIENT)/go.sum
+$(GO_CLIENT)/bin/route: $(GO_SOURCES)
+	@command -v go >/dev/null || { echo "Go is required to build the Go client"; exit 1; }
+	cd $(GO_CLIENT) && go mod download && go build -o bin/ ./cmd/...
+
+# The Java client (clients/java): its jar (the route tool's main) and target/lib (jackson-core,
+# kafka-clients and their dependencies), built once here; one small test runs so that Surefire's
+# JUnit provider is fetched too and `make test` can run Maven offline.
+JAVA_CLIENT := clients/java
+$(JAVA_CLIENT)/target/routeplan-client.jar: $(JAVA_CLIENT)/pom.xml $(shell find $(JAVA_CLIENT)/src -name '*.java' 2>/dev/null)
+	@command -v mvn >/dev/null || { echo "Maven (mvn) is required to build the Java client"; exit 1; }
+	mvn --batch-mode --quiet -f $(JAVA_CLIENT)/pom.xml package \
+	    -Dtest='VectorsTest#canonicalFormsAreRfc8785' -Dsurefire.failIfNoSpecifiedTests=false
+
+# A Kafka 4.x broker (KRaft) for tests/test_kafka.py, from its Maven artefacts into .kafka/libs.
+KAFKA := .kafka
+export ROUTEPLAN_KAFKA_LIBS := $(CURDIR)/$(KAFKA)/libs
+$(KAFKA)/.resolved: jars/kafka/pom.xml
+	@command -v mvn >/dev/null || { echo "Maven (mvn) is required to fetch Kafka"; exit 1; }
+	rm -rf $(KAFKA)
+	mvn --batch-mode --quiet -f jars/kafka/pom.xml dependency:copy-dependencies \
+	    -DoutputDirectory=$(CURDIR)/$(KAFKA)/libs
+	ls $(KAFKA)/libs/kafka_2.13-*.jar
+	touch $@
+
+clients: $(GO_CLIENT)/bin/route $(JAVA_CLIENT)/target/routeplan-client.jar $(KAFKA)/.resolved
+
 # routeplan as a zip for Spark executors (spark-submit --py-files): the key-group UDF runs there.
 $(DIST)/routeplan.zip: scripts/build_zip.py $(shell find routeplan jobs -name '*.py' 2>/dev/null)
 	python3 scripts/build_zip.py $@
@@ -85,31 +146,40 @@ $(AIRFLOW_HOME)/.migrated: $(VENV)/.installed
 	airflow db migrate > $(AIRFLOW_HOME)/db-migrate.log 2>&1 || { tail -30 $(AIRFLOW_HOME)/db-migrate.log; exit 1; }
 	touch $@
 
-demo: setup
+demo: $(LOCAL)
 	python scripts/demo.py $(DEMO_ARGS)
 
 test: setup
 	ruff check .
+	cd $(GO_CLIENT) && go vet ./... && go test ./...
+	mvn --batch-mode --quiet --offline -f $(JAVA_CLIENT)/pom.xml test
 	python -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	ruff check .
 	ruff format --check .
 
-airflow: setup
+airflow: $(LOCAL)
 	scripts/airflow-standalone
 
-cluster-demo: setup
+cluster-demo: $(SPARK_CLUSTER) $(AIRFLOW_DB)
 	python scripts/cluster.py demo $(CLUSTER_ARGS)
 
 # BENCH_ARGS="--sizes 200000" for a quick run (both scripts take --sizes)
-bench: setup
+bench: $(SPARK_CLUSTER)
 	python bench/peer_duckdb.py --cluster $(BENCH_ARGS)
 	python bench/pipeline.py $(BENCH_ARGS)
+
+# The documentation site from docs/ (mkdocs.yml's nav), its home the README; --strict: a broken
+# link or anchor, a missing page or one left out of the nav fails the build. Offline: no fonts or
+# scripts from a CDN. NO_MKDOCS_2_WARNING silences Material's notice of its end of life (May
+# 2027; Zensical, by the same team, reads the same mkdocs.yml).
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir $(CURDIR)/$(SITE)
 
 lock: $(VENV)/.installed
 	( echo '# Tested pins: `make setup` installs with `pip install -c constraints.txt`. Regenerate with `make lock`.'; \
 	  $(VENV)/bin/pip freeze | grep -v -E '^-e|^routeplan|^# Editable' ) > constraints.txt
 
 clean:
-	rm -rf $(ROUTEPLAN_HOME)
+	rm -rf $(ROUTEPLAN_HOME) $(SITE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from airflow.sdk import DAG, CronTriggerTimetable, Param
-from routeplan_tasks import HOME, spark_job, task_defaults
+from routeplan_tasks import ATTEMPT_RUN_ID, HOME, spark_job, task_defaults
 
 from jobs.maintain import DELETED_FILE_RETENTION, LOG_RETENTION, RETENTION_PATTERN
 
@@ -78,6 +78,6 @@ with DAG(
             "--deleted-file-retention",
             "{{ params.deleted_file_retention }}",
             "--run-id",
-            "{{ run_id }}",
+            ATTEMPT_RUN_ID,
         ],
     )

@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param
 from routeplan_alerts import deadline_alerts
 from routeplan_tasks import (
+    ATTEMPT_RUN_ID,
     HOME,
     RETRIES,
     TIMEOUTS,
@@ -501,7 +502,7 @@ with DAG(
         "--streams",
         "{{ stream_list(params) }}",
         "--run-id",
-        "{{ run_id }}",
+        ATTEMPT_RUN_ID,
     ]
     # Optional values as one "--flag=value" argument: "--flag=" (empty) is the job's default.
     workers = ["--workers-path={{ optional(params.workers_path) }}"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from airflow.sdk import DAG, Param
-from routeplan_tasks import HOME, announce, spark_job, task_defaults
+from routeplan_tasks import ATTEMPT_RUN_ID, HOME, announce, spark_job, task_defaults
 
 from routeplan.contracts.schemas import load_schema
 
@@ -73,7 +73,7 @@ with DAG(
             "--reason",
             "{{ params.reason }}",
             "--run-id",
-            "{{ run_id }}",
+            ATTEMPT_RUN_ID,
             "--report",
             report,
         ],

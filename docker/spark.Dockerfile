@@ -13,11 +13,12 @@
 ARG SPARK_IMAGE=apache/spark:4.2.0-scala2.13-java17-python3-ubuntu
 ARG PYTHON_VERSION=3.11
 
-# ---- jars: Delta Lake and S3A (hadoop-aws + the AWS SDK bundle) from Maven Central; Spark
-# provides the rest. The artifact list is the Makefile's (tests/test_docker_compose.py checks it).
+# ---- jars: Delta Lake and S3A (hadoop-aws + the AWS SDK bundle: the pom's profile s3a) from
+# Maven Central; Spark provides the rest. The artifact list is the pom's, as in the Makefile
+# (tests/test_docker_compose.py checks it).
 FROM maven:3-eclipse-temurin-17 AS jars
 COPY jars/pom.xml /build/pom.xml
-RUN mvn --batch-mode --quiet -f /build/pom.xml dependency:copy-dependencies \
+RUN mvn --batch-mode --quiet -Ps3a -f /build/pom.xml dependency:copy-dependencies \
     -DoutputDirectory=/jars
 
 # ---- dist: routeplan's wheel and the zip spark-submit ships to the executors (py_files).

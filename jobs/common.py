@@ -24,7 +24,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,18 +47,19 @@ JOBS_DIR = Path(__file__).resolve().parent
 
 
 def jars_dir() -> Path:
-    """Where ``make setup`` puts the Delta Lake and S3A jars: ``$ROUTEPLAN_JARS``, default
-    ./.jars. On a cluster every node holds them at this path (the images in docker/ do)."""
+    """Where ``make jars`` puts Delta Lake's jars (and ``make jars-s3a`` S3A's, for s3a://
+    homes): ``$ROUTEPLAN_JARS``, default ./.jars. On a cluster every node holds them at this path
+    (the images in docker/ do)."""
     return settings.current().jars
 
 
 def delta_jars() -> list[str]:
-    """The jars in ``jars_dir()``; an error saying to run ``make setup`` when there are none."""
+    """The jars in ``jars_dir()``; an error saying to run ``make jars`` when there are none."""
     jars = sorted(str(p) for p in jars_dir().glob("*.jar"))
     if not jars:
         raise RuntimeError(
-            f"no jars in {jars_dir()}: run `make setup` (it fetches Delta Lake's and S3A's with "
-            "Maven)"
+            f"no jars in {jars_dir()}: run `make jars` (it fetches Delta Lake's with Maven; "
+            "`make jars-s3a` adds S3A's for s3a:// homes)"
         )
     return jars
 
@@ -295,6 +296,23 @@ def add_home_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def manual_run_id() -> str:
+    """The run id of a job run by hand: ``manual__<UTC time>``, one per attempt (as Airflow names
+    a manual run), so that two attempts at the same night never share one."""
+    return f"manual__{datetime.now(UTC).isoformat()}"
+
+
+def add_run_id_argument(parser: argparse.ArgumentParser) -> None:
+    """Every job's ``--run-id``: the attempt whose rows these are. A DAG task passes its run's id
+    (``__try<N>`` added from its second try on: ``routeplan_tasks.ATTEMPT_RUN_ID``); by hand,
+    ``manual_run_id()``. ``gold.publish_log`` appends one row per stream and attempt with it."""
+    parser.add_argument(
+        "--run-id",
+        default=manual_run_id(),
+        help="the attempt's id (default: manual__<UTC time>, a new one per attempt)",
+    )
+
+
 def run_parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     add_home_argument(parser)
@@ -303,7 +321,7 @@ def run_parser(description: str) -> argparse.ArgumentParser:
         "--interval-end", type=date.fromisoformat, help="exclusive (default: start + 1 day)"
     )
     parser.add_argument("--streams", default="", help="comma-separated; empty = all found")
-    parser.add_argument("--run-id", default="manual")
+    add_run_id_argument(parser)
     return parser
 
 
@@ -405,7 +423,9 @@ def register_tables(spark, tables: Tables, names: Iterable[str] = TABLE_NAMES) -
     publish and maintain jobs, not by every job: the names live only as long as the session's
     catalog (in memory unless the session has a metastore), the file outlives it."""
     actions: dict[str, str] = {}
-    lines = ["-- routeplan's Delta tables by name: spark-sql -i <this file> (see README)"]
+    lines = [
+        "-- routeplan's Delta tables by name: spark-sql -i <this file> (see docs/operating.md)"
+    ]
     for layer in dict.fromkeys(name.split(".")[0] for name in names):
         where = storage.spark_uri(storage.join(tables.home, "warehouse", layer))
         statement = f"CREATE SCHEMA IF NOT EXISTS {layer} LOCATION '{where}'"

@@ -23,6 +23,7 @@ from jobs.common import (
     TABLE_NAMES,
     Tables,
     add_home_argument,
+    add_run_id_argument,
     location_arg,
     log,
     register_tables,
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
         help="delta.deletedFileRetentionDuration where missing, what VACUUM keeps (default "
         f"{DELETED_FILE_RETENTION!r}; at least 7 days)",
     )
-    parser.add_argument("--run-id", default="manual")
+    add_run_id_argument(parser)
     ns = parser.parse_args(argv)
     tables = Tables(location_arg(ns.home))
     spark = spark_session("maintain")

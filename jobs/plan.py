@@ -14,17 +14,18 @@ table (LATEST), the workers (the policy's inline list or the workers file; ``aut
 learnt from ``silver.worker_capacity``) and the load each logged worker carried — and calls
 ``routeplan.streams.service.plan_stream``, which decides: the policy's strategy or every
 candidate of ``auto`` ranked by its goals, the baseline of its kind, and the rerun rule (a rerun
-on the same loads keeps LATEST). Every candidate is written to ``gold.plans`` with its predicted
-metrics (column ``metrics``), its moves and ``choice``, why it was or was not chosen; the chosen
-one is ``selected``. When the stream has a LATEST of the same kind, the selected plan is
-backtested (``jobs/backtest.py``): every window of the interval routed in Spark through it and
-through LATEST, each window's imbalance by ``routeplan.planning.metrics``; the figures go with
-it (``backtest`` JSON, ``backtest_regression`` = the candidate's mean minus LATEST's, checked by
+on the same loads selects LATEST as it is). Every candidate is written to ``gold.plans`` with its
+predicted metrics (column ``metrics``), its moves and ``choice``, why it was or was not chosen;
+the chosen one is ``selected``. A rerun of an interval replaces its rows with the rerun's
+complete set: the same candidates as the run it repeats, the baseline and their reasons. When
+the stream has a LATEST of the same kind, the selected plan is backtested
+(``jobs/backtest.py``): every window of the interval routed in Spark through it and through
+LATEST, each window's imbalance by ``routeplan.planning.metrics``; the figures go with it
+(``backtest`` JSON, ``backtest_regression`` = the candidate's mean minus LATEST's, checked by
 the validate job against the policy's ``regression_tolerance``). The day's report
 (``<home>/reports/<day>/plan.json``) has, per stream, the selected plan, the budget it ran under
 (``budget``, ``migration_cost_unit``) and every candidate with its numbers (``candidates``: what
-the Routing page shows of auto's choice). What the stream was planned
-from goes to
+the Routing page shows of auto's choice). What the stream was planned from goes to
 ``<home>/reports/<day>/plan-inputs/<stream>.json``: ``routeplan plan --policies … --stream S
 --loads`` that file decides exactly what this job decided, without Spark.
 

@@ -228,7 +228,9 @@ def record_versions(
 def append_log(
     spark, tables: Tables, outcomes: list[dict], run_id: str, interval_start: date | None
 ) -> None:
-    """One ``gold.publish_log`` row per stream outcome (published, unchanged, refused, …)."""
+    """One ``gold.publish_log`` row per stream outcome (published, unchanged, refused, …),
+    appended with ``run_id``, the attempt's (``jobs.common.add_run_id_argument``): a rerun adds
+    its own rows beside the earlier attempts', and each row says which attempt wrote it."""
     now = datetime.now(UTC)
     frame = spark.createDataFrame(
         [

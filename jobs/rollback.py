@@ -14,7 +14,15 @@ import argparse
 import json
 from datetime import date
 
-from jobs.common import Tables, add_home_argument, location_arg, log, spark_session, table_exists
+from jobs.common import (
+    Tables,
+    add_home_argument,
+    add_run_id_argument,
+    location_arg,
+    log,
+    spark_session,
+    table_exists,
+)
 from jobs.publish import append_log, record_versions
 from routeplan import storage
 from routeplan.model.table import Table, table_from_document
@@ -82,7 +90,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--stream", required=True)
     parser.add_argument("--version", type=int, required=True, help="the version to restore")
     parser.add_argument("--reason", required=True)
-    parser.add_argument("--run-id", default="manual")
+    add_run_id_argument(parser)
     parser.add_argument("--report", help="JSON report to write, a path or URI (default: none)")
     ns = parser.parse_args(argv)
     if not ns.reason.strip():

@@ -31,10 +31,14 @@ JOBS = settings.current().jobs_dir
 HOME = settings.home()  # a local folder or a URI (routeplan.storage)
 ROUTING_TABLES = AssetAlias("routeplan-routing-tables")
 ANNOUNCED = ("published", "rolled_back")
+# A Spark task's --run-id: the attempt that writes its rows. The run's id on its first try;
+# a retry or a cleared task (a rerun of the night in the same run) adds ``__try<N>``, so that
+# gold.publish_log, which appends a row per stream and attempt, tells the attempts apart.
+ATTEMPT_RUN_ID = "{{ run_id }}{% if ti.try_number > 1 %}__try{{ ti.try_number }}{% endif %}"
 
 # How long each task may run before Airflow stops it (its execution_timeout), in minutes, by
 # task id. ingest and windows read the whole day (10M events: ~5 min of ingest on 2 cores, see
-# the README's Performance), the others a day's aggregates or one file. $ROUTEPLAN_TASK_TIMEOUTS
+# docs/performance.md), the others a day's aggregates or one file. $ROUTEPLAN_TASK_TIMEOUTS
 # overrides some: "ingest=240,windows=180".
 TIMEOUT_MINUTES = {
     "check_policies": 5,

@@ -20,10 +20,12 @@ folder as ``ROUTEPLAN_HOME`` too), else ``./var``. A job given another ``--home`
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from routeplan import storage
@@ -39,6 +41,7 @@ __all__ = [
     "landing_root",
     "policies_file",
     "reports_root",
+    "routing_file_mode",
     "routing_root",
     "workers_file",
 ]
@@ -82,6 +85,13 @@ class Settings(BaseSettings):
     routing: str | None = Field(
         None,
         description="the routing store (a folder or a URI); default: <home>/routing",
+    )
+    routing_file_mode: str = Field(
+        "0644",
+        description="the permissions of the files the routing store writes on a local disk "
+        "(versions, LATEST, HOLD), in octal: 0644 lets any user read them (a producer running "
+        "as another user), 0640 the owner's group only; the owner must be able to read them. "
+        "The store never changes a folder's mode; object stores have no modes",
     )
     api_auth: Literal["none", "airflow"] = Field(
         "airflow",
@@ -144,6 +154,18 @@ class Settings(BaseSettings):
         description="where scripts/cluster.py keeps the local cluster's data and logs",
     )
 
+    @field_validator("routing_file_mode")
+    @classmethod
+    def _octal_mode(cls, value: str) -> str:
+        """Three octal digits (a leading ``0`` or ``0o`` allowed), the owner's read bit set."""
+        if not re.fullmatch(r"(0o?)?[4-7][0-7]{2}", value.strip()):
+            raise PydanticCustomError(
+                "file_mode",
+                "input should be a file mode of three octal digits whose owner can read, "
+                "e.g. 0644 or 0640",
+            )
+        return value.strip()
+
     @classmethod
     def variable(cls, name: str) -> str:
         """The environment variable of setting ``name``: ``ROUTEPLAN_<NAME>``."""
@@ -183,6 +205,12 @@ def routing_root(home_dir: str | os.PathLike[str] | None = None) -> str:
     """The routing store: ``$ROUTEPLAN_ROUTING``, else ``<home>/routing`` (``home_dir`` or
     ``home()``)."""
     return current().routing or _under(home_dir, "routing")
+
+
+def routing_file_mode() -> int:
+    """The mode of the files the routing store writes on a local disk (``0o644`` by default:
+    readable by every user), from ``$ROUTEPLAN_ROUTING_FILE_MODE``."""
+    return int(current().routing_file_mode.removeprefix("0o"), 8)
 
 
 def landing_root(home_dir: str | os.PathLike[str] | None = None) -> str:

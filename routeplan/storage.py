@@ -13,7 +13,10 @@ s3fs); both spellings name the same objects, and fsspec reads either.
   ``AWS_ENDPOINT_URL`` for an S3-compatible server on another address);
 * ``read_bytes`` / ``write_text`` / ``exists`` / ``is_file`` / ``list_files`` /
   ``make_bucket`` — what jobs, the CLI and the Airflow tasks do with files under the home, on
-  either kind of location.
+  either kind of location;
+* ``make_folder`` — a local folder and its parents, made for a file a person named: when one
+  of them is a file, the error names what was to be written and that file (never a bare "File
+  exists"). ``write_bytes`` and ``write_text`` make their file's folder with it.
 
 The routing store (``routeplan.publishing.store``) has its own two back ends
 (``routeplan.publishing.store_files``): its promises (write once, LATEST moved atomically) need
@@ -22,6 +25,7 @@ more than these helpers.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,7 @@ __all__ = [
     "library_uri",
     "list_files",
     "make_bucket",
+    "make_folder",
     "read_bytes",
     "s3_options",
     "spark_uri",
@@ -148,10 +153,31 @@ def write_bytes(location: str | os.PathLike[str], data: bytes) -> str:
     """Write ``data`` to the file at ``location`` (folders made as needed); ``location``."""
     fs, path = filesystem(location)
     if not is_remote(location):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        make_folder(Path(os.fspath(location)).parent, writing=location)
     with fs.open(path, "wb") as handle:
         handle.write(data)
     return os.fspath(location)
+
+
+def make_folder(
+    location: str | os.PathLike[str], writing: str | os.PathLike[str] | None = None
+) -> None:
+    """Make the local folder ``location`` and its missing parents (a URI needs none). When one
+    of them is a file, ``NotADirectoryError`` naming ``writing`` (default: the folder) and that
+    file, as given (relative stays relative)."""
+    if is_remote(location):
+        return
+    folder = Path(os.fspath(location))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        found = [p for p in (*reversed(folder.parents), folder) if p.exists() and not p.is_dir()]
+        blocker = found[0] if found else folder
+        raise NotADirectoryError(
+            errno.ENOTDIR,
+            f"cannot be written: {blocker} is not a directory",
+            os.fspath(writing if writing is not None else location),
+        ) from None
 
 
 def list_files(location: str | os.PathLike[str]) -> list[str]:

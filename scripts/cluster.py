@@ -381,7 +381,7 @@ class Cluster:
                         f"the user postgres cannot reach {data} (a parent folder is private): "
                         "put the cluster's folder (--dir) where every user may enter"
                     )
-            initdb = tool("initdb", "run `make setup` (it installs Debian's postgresql)")
+            initdb = tool("initdb", "run `make postgresql` (it installs Debian's postgresql)")
             subprocess.run(
                 self.as_postgres_user(
                     [initdb, "-D", str(data), "--auth=trust", "-U", "postgres", "-E", "UTF8"]
@@ -389,7 +389,7 @@ class Cluster:
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
-        postgres = tool("postgres", "run `make setup` (it installs Debian's postgresql)")
+        postgres = tool("postgres", "run `make postgresql` (it installs Debian's postgresql)")
         command = [postgres, "-D", str(data), "-p", str(self.ports.postgres)]
         command += ["-c", "listen_addresses=127.0.0.1", "-k", str(data)]
         service = self.run("postgres", self.as_postgres_user(command), self.base_env())
@@ -415,7 +415,7 @@ class Cluster:
         say(f"postgres      on 127.0.0.1:{self.ports.postgres} (data {data})")
 
     def start_object_store(self) -> None:
-        minio = tool("minio", "run `make setup` (it builds MinIO from its Go module)")
+        minio = tool("minio", "run `make minio` (it builds MinIO from its Go module)")
         env = {
             **self.base_env(),
             "MINIO_ROOT_USER": OBJECT_STORE_USER,

@@ -1,4 +1,4 @@
-"""A real S3-compatible object store for tests: MinIO (``make setup`` builds it from its Go module
+"""A real S3-compatible object store for tests: MinIO (``make minio`` builds it from its Go module
 into ``.tools/bin/minio``) on a free loopback port, its data in a temporary folder, stopped by
 its process group.
 
@@ -45,7 +45,7 @@ def object_store(tmp_path_factory) -> Iterator[ObjectStore]:
     """One MinIO server for the test session, with a bucket; the AWS variables set in
     ``os.environ`` while it runs (the library and Spark read them from there)."""
     if not MINIO.is_file():
-        pytest.fail(f"no MinIO server at {MINIO}: run `make setup` (it builds it with Go)")
+        pytest.fail(f"no MinIO server at {MINIO}: run `make minio` (it builds it with Go)")
     data = tmp_path_factory.mktemp("minio")
     port, console = free_port(), free_port()
     endpoint = f"http://127.0.0.1:{port}"

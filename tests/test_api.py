@@ -532,6 +532,26 @@ def test_an_overlong_version_number_is_a_4xx(api, root):
         assert str(root) not in resp.text
 
 
+def test_a_version_has_one_spelling_every_other_is_422(api, root):
+    """``1.0``, ``01``, ``+1``, `` 1``, ``1e0``… are no address of v1: a pinned version is
+    cached forever, so a table answering to many spellings would be cached many times (and a
+    typo would be served as a version). Every route taking a version refuses them alike."""
+    RoutingStore(root).publish(key_table("spelled"))
+    RoutingStore(root).publish(key_table("spelled", moved=2))
+    resp = api.get("/streams/spelled/versions/1")
+    assert resp.status_code == 200 and resp.json()["version"] == 1
+    assert api.get("/streams/spelled/diff?from_version=1&to_version=2").status_code == 200
+    for spelling in ("1.0", "01", "%2B1", "+1", "%201", "1%20", "1e0", "1_0", "%D9%A1", "0x1"):
+        for url in (
+            f"/streams/spelled/versions/{spelling}",
+            f"/streams/spelled/diff?from_version={spelling}",
+            f"/streams/spelled/diff?from_version=2&to_version={spelling}",
+        ):
+            resp = api.get(url)
+            assert resp.status_code == 422, (url, resp.text)
+            assert "plain digits" in resp.text and "cache-control" not in resp.headers
+
+
 def test_one_garbage_latest_does_not_hide_the_other_streams(tmp_path, caplog):
     store = RoutingStore(tmp_path)
     store.publish(key_table("good"))
@@ -554,7 +574,14 @@ def test_one_garbage_latest_does_not_hide_the_other_streams(tmp_path, caplog):
 
 def test_healthz_says_ok_or_what_is_wrong(tmp_path):
     root = tmp_path / "routing"
-    with running(root) as api:  # nothing published yet: the root does not exist
+    with running(root) as api:
+        resp = api.get("/healthz")  # no root: nothing can be served, not even "nothing yet"
+        assert resp.status_code == 503 and resp.json() == {
+            "status": "unavailable",
+            "detail": "the routing store's root does not exist",
+        }
+        assert api.get("/streams").status_code == 503
+        root.mkdir()
         assert get_json(api, "/healthz", "routing_health") == {
             "status": "ok",
             "streams": 0,
@@ -579,6 +606,41 @@ def test_healthz_says_ok_or_what_is_wrong(tmp_path):
         assert str(tmp_path) not in resp.text
         resp = api.get("/streams")
         assert resp.status_code == 503 and str(tmp_path) not in resp.text
+
+
+def test_healthz_counts_every_stream_whose_latest_cannot_be_served(tmp_path):
+    """Health asks what ``/latest`` would answer: a LATEST naming a corrupt version is broken
+    (also after it was served whole), and a root moved away is unavailable, not "ok"."""
+    root = tmp_path / "routing"
+    store = RoutingStore(root)
+    for stream in ("a", "b", "c"):
+        store.publish(key_table(stream))
+    with running(root) as api:
+        assert get_json(api, "/healthz", "routing_health")["status"] == "ok"
+        assert api.get("/streams/b/latest").status_code == 200  # verified, cached
+        path = root / "b" / "v1.json"
+        doc = json.loads(path.read_text())
+        doc["key_group_worker"] = ["w2"] * GROUPS  # the checksum no longer matches
+        path.with_suffix(".tmp").write_text(json.dumps(doc))
+        path.with_suffix(".tmp").replace(path)
+        assert api.get("/streams/b/latest").status_code == 500
+        for _ in range(2):  # the second answer from what the first one found
+            health = get_json(api, "/healthz", "routing_health")
+            assert health == {"status": "degraded", "streams": 3, "broken": 1}
+        (entry,) = [
+            e for e in get_json(api, "/streams", "routing_streams")["streams"] if "error" in e
+        ]
+        assert entry["stream"] == "b" and "LATEST names v1, not servable" in entry["error"]
+        assert "checksum mismatch" in entry["error"] and str(root) not in entry["error"]
+        store.publish(key_table("b", moved=3))  # v2 is whole: served again
+        assert get_json(api, "/healthz", "routing_health")["broken"] == 0
+
+        root.rename(tmp_path / "moved")
+        resp = api.get("/healthz")
+        assert resp.status_code == 503 and resp.json()["status"] == "unavailable"
+        assert "does not exist" in resp.json()["detail"] and str(tmp_path) not in resp.text
+        (tmp_path / "moved").rename(root)
+        assert get_json(api, "/healthz", "routing_health")["status"] == "ok"
 
 
 def test_a_too_deep_or_too_large_stored_document_is_refused_not_a_crash(tmp_path):

@@ -133,6 +133,8 @@ def test_explain_of_what_does_not_exist_is_404_and_a_pruned_parent_a_note(home):
     assert "no routing table v7" in client.get("/streams/clicks/versions/7/explain").text
     assert client.get("/streams/nope/versions/1/explain").status_code == 404
     assert client.get("/streams/clicks/versions/0/explain").status_code == 422
+    assert client.get("/streams/clicks/versions/02/explain").status_code == 422  # one spelling
+    assert client.get("/ui/streams/clicks/versions/2.0").status_code == 422
     (home / "routing" / "clicks" / "v1.json").unlink()
     explained = client.get("/streams/clicks/versions/2/explain").json()
     assert explained["note"] == "v1 is no longer stored: its moves cannot be listed"

@@ -21,8 +21,8 @@ explained, one Roll back (a short routeplan_rollback run), the run's "Plans of t
 the viewer's refused rollback and ``/routeplan/docs`` with every other host blocked; each page is
 a screenshot ``routing-*.png`` beside the form's.
 
-Needs ``/usr/bin/chromium`` (``make setup`` installs it) and the ``playwright`` package (the
-``dev`` extra); never ``playwright install``: the browser is Debian's.
+Needs ``/usr/bin/chromium`` (``make chromium`` installs it, as ``make test`` does) and the
+``playwright`` package (the ``dev`` extra); never ``playwright install``: the browser is Debian's.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def artifacts_dir() -> Path:
 
 def launch_chromium(playwright):
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} not found: `make setup` installs Debian's chromium package")
+        pytest.fail(f"{CHROMIUM} not found: `make chromium` installs Debian's chromium package")
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 

@@ -29,3 +29,21 @@ def test_cli_generate_then_show(tmp_path, capsys, monkeypatch):
     shown = json.loads(capsys.readouterr().out)
     assert shown["version"] == 1 and shown["strategy"] == "cg"
     assert shown["predicted"]["imbalance"] == pytest.approx(table.predicted["imbalance"])
+
+
+def test_cli_generate_under_a_file_names_the_file_in_the_way(tmp_path, capsys):
+    blocker = tmp_path / "data"
+    blocker.write_text("a file")
+    common = ["generate", "--date", "2026-11-20", "--events", "50", "--streams", "x"]
+    landing, workers = ["--landing", str(tmp_path / "landing")], ["--workers-out"]
+    out = str(tmp_path / "w.json")
+    assert main([*common, "--landing", str(blocker / "landing"), *workers, out]) == 1
+    assert capsys.readouterr().err == (
+        f"routeplan generate: error: {blocker / 'landing' / '2026-11-20'}: cannot be written: "
+        f"{blocker} is not a directory\n"
+    )
+    assert main([*common, *landing, *workers, str(blocker / "w.json")]) == 1
+    assert capsys.readouterr().err == (
+        f"routeplan generate: error: {blocker / 'w.json'}: cannot be written: "
+        f"{blocker} is not a directory\n"
+    )

@@ -125,3 +125,20 @@ def test_cli_plan_says_when_a_workers_file_capacity_is_auto(tmp_path, capsys):
     assert code == 0
     err = capsys.readouterr().err
     assert "capacity auto for b, c: planned at capacity 1" in err
+
+
+def test_cli_plan_out_and_plot_under_a_file_name_the_file_in_the_way(tmp_path, capsys):
+    loads = tmp_path / "loads.csv"
+    loads.write_text("key_group,load\n" + "".join(f"{g},{1 + g % 5}\n" for g in range(16)))
+    blocker = tmp_path / "results"
+    blocker.write_text("a file")
+    common = ["plan", "--loads", str(loads), "--workers", "4", "--strategy", "kg"]
+    for flag, name in (("--out", "table.json"), ("--plot", "plan.png")):
+        assert main([*common, flag, str(blocker / name)]) == 1
+        err = capsys.readouterr().err
+        assert err == (
+            f"routeplan plan: error: {blocker / name}: cannot be written: "
+            f"{blocker} is not a directory\n"
+        )
+    assert main([*common, "--out", str(tmp_path / "new" / "table.json")]) == 0  # folder made
+    assert json.loads((tmp_path / "new" / "table.json").read_text())["strategy"] == "kg"

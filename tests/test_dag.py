@@ -338,8 +338,9 @@ def test_nightly_doc_tells_what_unpause_on_trigger_does(dag):
     assert "queued" in dag.doc_md  # unchecked: the run waits for the DAG to be unpaused
 
 
-def run_context(dag, conf: dict | None = None) -> dict:
-    """What templates see in a run of ``dag`` with ``conf`` for the day 2026-11-20."""
+def run_context(dag, conf: dict | None = None, try_number: int = 1) -> dict:
+    """What templates see in a run of ``dag`` with ``conf`` for the day 2026-11-20, in the task's
+    try ``try_number``."""
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
@@ -350,12 +351,13 @@ def run_context(dag, conf: dict | None = None) -> dict:
         "run_id": "manual__2026-11-21T00:00:00+00:00",
         "data_interval_start": datetime(2026, 11, 20, tzinfo=UTC),
         "dag_run": SimpleNamespace(run_after=datetime(2026, 11, 21, tzinfo=UTC)),
+        "ti": SimpleNamespace(try_number=try_number),
     }
 
 
-def rendered_args(dag, conf: dict | None = None) -> dict[str, list[str]]:
+def rendered_args(dag, conf: dict | None = None, try_number: int = 1) -> dict[str, list[str]]:
     """Each Spark task's ``application_args`` as a run with ``conf`` renders them."""
-    context, env = run_context(dag, conf), dag.get_template_env()
+    context, env = run_context(dag, conf, try_number), dag.get_template_env()
     return {
         t.task_id: t.render_template(t.application_args, context, env)
         for t in dag.tasks
@@ -410,6 +412,26 @@ def test_defaults_render_as_empty_arguments_that_the_jobs_read_as_their_defaults
     assert (overrides.strategy, overrides.params, overrides.notes) == (None, {}, ())
     publish = parsed_args("publish", args["publish"], monkeypatch)
     assert publish.keep_versions is None
+
+
+@pytest.mark.parametrize(
+    "dag_id", ["routeplan_nightly", "routeplan_rollback", "routeplan_maintenance"]
+)
+def test_every_spark_task_names_its_attempt_in_its_run_id(bag, dag_id):
+    """Issue 33, item 9: a retried or cleared task (a rerun of the night in the same DAG run)
+    writes with another run id than its first try, so gold.publish_log's rows, one per stream and
+    attempt, say which attempt wrote them."""
+    dag = bag.get_dag(dag_id)
+    run_id = "manual__2026-11-21T00:00:00+00:00"
+    conf = (
+        {"stream": "clicks", "version": 1, "reason": "r"} if dag_id == "routeplan_rollback" else {}
+    )
+    first, second = rendered_args(dag, conf), rendered_args(dag, conf, try_number=2)
+    assert first and set(first) == set(second)
+    for task, argv in first.items():
+        assert argv[argv.index("--run-id") + 1] == run_id, task
+        retried = second[task]
+        assert retried[retried.index("--run-id") + 1] == f"{run_id}__try2", task
 
 
 def test_form_values_reach_the_jobs(dag, monkeypatch):

@@ -58,8 +58,8 @@ def test_names_follow_the_home_and_never_delete_data(spark, tmp_path):
 
 
 def test_spark_sql_reads_the_tables_by_name_from_the_catalog_file(spark, tmp_path):
-    """The command line the README gives: spark-sql with its own in-memory metastore (no Derby
-    files, no lock shared with the jobs) and the home's catalog file as its init file."""
+    """The command line docs/operating.md gives: spark-sql with its own in-memory metastore (no
+    Derby files, no lock shared with the jobs) and the home's catalog file as its init file."""
     tables = Tables(tmp_path)
     write_plans(spark, tables, "2026-11-20")
     register_tables(spark, tables)

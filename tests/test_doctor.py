@@ -113,19 +113,26 @@ def test_latest_naming_a_missing_or_corrupt_version_points_at_the_newest_valid_o
     assert store.load("s").version == 2
 
 
-def test_orphans_are_listed_never_promoted_over_a_valid_latest(tmp_path):
+def test_orphans_are_moved_aside_by_fix_never_promoted_over_a_valid_latest(tmp_path):
     store = published(tmp_path, 2)
     orphan(store, "s", 3)
     orphan(store, "s", 4)
-    for fix in (False, True):
-        report = store.doctor("s", fix=fix)
-        assert (report.latest, report.latest_version) == ("ok", 2)
-        assert report.orphan_versions == (3, 4) and report.clean and report.fixed == ()
+    report = store.doctor("s")
+    assert (report.latest, report.latest_version) == ("ok", 2)
+    assert report.orphan_versions == (3, 4) and report.clean and report.fixed == ()
+    code, out = doctor(tmp_path)
+    assert code == 0 and "orphan versions 3–4: LATEST never named them" in out
     code, out = doctor(tmp_path, "--fix", "--json")
     assert code == 0
     (doc,) = json.loads(out)
-    assert doc["orphan_versions"] == [3, 4] and doc["latest_version"] == 2 and doc["clean"]
-    assert store.publish(table("s", 9)).version == 5  # numbered above the orphans
+    assert doc["orphan_versions"] == [] and doc["latest_version"] == 2 and doc["clean"]
+    assert doc["fixed"] == [
+        "moved v3 (never published) to unpublished/v3.json",
+        "moved v4 (never published) to unpublished/v4.json",
+    ]
+    assert store.versions("s") == [1, 2] and store.unpublished("s") == [3, 4]
+    assert store.load("s").version == 2
+    assert store.publish(table("s", 9)).version == 5  # numbered above the orphans set aside
 
 
 def test_temp_files_are_removed_and_other_files_left_alone(tmp_path):
@@ -226,6 +233,7 @@ def test_doctor_fix_after_publishers_killed_mid_publish(tmp_path):
     assert code == 0, out
     assert store.latest_version("s") == latest  # orphans are never promoted over it
     assert not list(folder.glob(".tmp-*"))
+    assert store.unpublished("s") and store.doctor("s").orphan_versions == ()
 
     (folder / ".tmp-killed").write_text('{"stream": "s", "vers')  # as a kill inside a write
     (folder / "LATEST").write_text("v")  # and a LATEST someone truncated
@@ -238,7 +246,7 @@ def test_doctor_fix_after_publishers_killed_mid_publish(tmp_path):
     assert report.latest == "ok" and report.latest_version == max(files)
     for version in store.versions("s"):  # every file whole: JSON, schema, checksum
         assert store.load("s", version).version == version
-    assert store.publish(table("s", 1)).version == max(files) + 1
+    assert store.publish(table("s", 1)).version == max(files + store.unpublished("s")) + 1
     assert store.doctor("s").clean
 
 
@@ -251,3 +259,88 @@ def test_a_cli_rollback_on_a_garbage_latest_fails_naming_doctor(tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1
     assert "routeplan doctor --stream s --fix" in err and "Traceback" not in err
+
+
+class Killed(BaseException):
+    """A SIGKILL at one step of a publish: nothing after it runs (no except, no finally)."""
+
+
+def publish_killed_before_latest_moves(store: RoutingStore, routing: RoutingTable) -> int:
+    """Publish ``routing`` with the process killed after its version file is linked into place,
+    before LATEST is renamed to it; the version written."""
+    written = max(store.versions(routing.stream), default=0) + 1
+    files = store._files  # the store's real file layer: only the LATEST move is cut off
+
+    def killed(*args: object, **kwargs: object) -> bool:
+        raise Killed
+
+    files.move_latest, real = killed, files.move_latest
+    try:
+        with pytest.raises(Killed):
+            store.publish(routing)
+    finally:
+        files.move_latest = real
+    assert store.versions(routing.stream)[-1] == written
+    return written
+
+
+def test_a_version_never_published_stays_an_orphan_after_newer_versions(tmp_path):
+    """A kill between the hard link and the rename leaves v3 looking published; v4 is built on
+    the same LATEST (v2). However many versions follow, doctor lists v3 and ``--fix`` moves it
+    to ``s/unpublished/``, never a version LATEST named, rolled back from or restored."""
+    store = published(tmp_path, 2)
+    assert publish_killed_before_latest_moves(store, table("s", 7)) == 3
+    assert store.latest_version("s") == 2
+    assert store.publish(table("s", 6)).parent_version == 2  # v4, beside v3
+    store.rollback("s", 1, "v4 was bad")  # v5: restores v1, rolled back from v4
+    assert publish_killed_before_latest_moves(store, table("s", 9)) == 6
+    store.publish(table("s", 10))  # v7, on v5
+    store.publish(table("s", 11))  # v8
+    assert [store.load("s", v).parent_version for v in (3, 4, 6, 7)] == [2, 2, 5, 5]
+
+    report = store.doctor("s")
+    assert report.latest_version == 8 and report.orphan_versions == (3, 6) and report.clean
+    code, out = doctor(tmp_path, "--stream", "s")
+    assert code == 0 and "orphan versions 3, 6: LATEST never named them" in out
+
+    code, out = doctor(tmp_path, "--stream", "s", "--fix")
+    assert code == 0, out
+    assert "fixed: moved v3 (never published) to unpublished/v3.json" in out
+    assert "fixed: moved v6 (never published) to unpublished/v6.json" in out
+    assert store.versions("s") == [1, 2, 4, 5, 7, 8] and store.unpublished("s") == [3, 6]
+    moved = tmp_path / "s" / "unpublished" / "v3.json"
+    assert json.loads(moved.read_text())["version"] == 3  # set aside whole, never deleted
+    after = store.doctor("s")
+    assert after.orphan_versions == () and after.clean and after.latest_version == 8
+    assert store.doctor("s", fix=True).fixed == ()  # nothing left to move
+    assert store.publish(table("s", 12)).version == 9
+
+
+def test_below_a_corrupt_version_in_latests_history_nothing_is_judged_or_moved(tmp_path):
+    """LATEST's history passes through v3, now corrupt: v2 (published) and v1 cannot be told
+    from orphans, so they are listed as unknown and left in place; v5, above it, is judged."""
+    store = published(tmp_path, 4)
+    orphan(store, "s", 5)
+    store.publish(table("s", 9))  # v6, on v4
+    (tmp_path / "s" / "v3.json").write_text("{torn")
+    report = store.doctor("s")
+    assert (report.orphan_versions, report.unknown_versions) == ((5,), (1, 2))
+    assert report.history_break == 3 and not report.clean  # v3 is corrupt
+    code, out = doctor(tmp_path, "--stream", "s", "--fix")
+    assert code == 1
+    assert "versions 1–2: below v3, which cannot be read" in out
+    assert store.versions("s") == [1, 2, 3, 4, 6] and store.unpublished("s") == [5]
+
+
+def test_a_store_that_does_not_exist_is_an_error_not_silence(tmp_path, capsys):
+    missing = tmp_path / "nonexistent"
+    for args in ([], ["--fix"], ["--json"]):
+        assert main(["doctor", "--routing", str(missing), *args]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == (
+            f"routeplan doctor: error: no routing store at {missing}: the folder does not exist\n"
+        )
+    assert not missing.exists()  # looking never creates it
+    missing.mkdir()
+    assert doctor(missing) == (0, f"{missing}: no stream folders (nothing published yet)\n")

@@ -1,5 +1,7 @@
-"""The README's main job end-to-end: sample logs → routeplan_nightly via `airflow dags test`,
-then an operator's rollback through routeplan_rollback; both announce asset events."""
+"""The README's main job end-to-end, the way `make demo` runs it: three nights of sample logs
+through routeplan_nightly (`airflow dags test`, one shared run for the module: each night is
+six Spark stages), a regression rolled back by the night, a rerun that changes nothing, then an
+operator's rollback through routeplan_rollback and routeplan_maintenance on the same home."""
 
 import json
 import os
@@ -81,138 +83,58 @@ def airflow_home(home: Path) -> dict[str, str]:
     return env
 
 
+DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]
+
+
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    return airflow_home(tmp_path_factory.mktemp("e2e"))
+def nights(tmp_path_factory):
+    """``make demo``'s nights through the DAG, once for the module (each night is a DAG run of
+    six Spark stages): the first on logs routed by hash; before the second a bad clicks table is
+    published by hand, and the second night's logs follow LATEST (v1, the bad clicks table); the
+    third plans clicks again from the restored table. Returns the environment and the output."""
+    env = airflow_home(tmp_path_factory.mktemp("nights"))
+    out = demo(env, "--events", "4000", "--nights", "2", "--scenario", "regression",
+               day=DAYS[-1], timeout=2400)  # fmt: skip
+    return env, out
 
 
-def test_main_job_publishes_then_rerun_changes_nothing(env, spark):
+def report(home: Path, day: str, stage: str) -> dict:
+    return json.loads((home / "reports" / day / f"{stage}.json").read_text())
+
+
+def test_main_job_publishes_every_stream_by_its_policy(nights, spark):
+    env, out = nights
     home = Path(env["ROUTEPLAN_HOME"])
-
-    def bronze_rows() -> int:
-        return spark.read.format("delta").load(str(home / "warehouse/bronze/stream_events")).count()
-
-    out = demo(env, "--events", "4000", "--nights", "1")
     for table in TABLES:
         assert (home / "warehouse" / table / "_delta_log").is_dir(), table
     kinds = {}
     for stream in ("clicks", "orders", "views"):
-        assert (home / "routing" / stream / "LATEST").read_text().strip() == "v1.json"
         doc = json.loads((home / "routing" / stream / "v1.json").read_text())
         validate_document("routing_table", doc)  # both kinds: one schema
         kinds[stream] = (doc["kind"], doc["strategy"])
-        assert re.search(rf"^2026-11-20 +{stream} +\(logs\) +.* v1 published ", out, re.M)
+        assert re.search(rf"^{DAYS[0]} +{stream} +\(logs\) +.* v1 published ", out, re.M)
     # one night, every stream by its own policy (the sample config/streams.yaml): both kinds
     assert kinds["clicks"] == ("key_routing", "cg")
     assert kinds["orders"] == ("partition_assignment", "mwf")
     assert kinds["views"][0] == "key_routing" and kinds["views"][1] in ("cg", "pkg", "milp")
-    plan = json.loads((home / "reports/2026-11-20/plan.json").read_text())
+    plan = report(home, DAYS[0], "plan")
     assert plan["streams"]["views"]["choice"].startswith("auto: ")
     assert f"views: {plan['streams']['views']['choice']}" in out
-    events = asset_events(env)
-    assert sorted((uri, extra["version"], extra["action"]) for uri, extra, _ in events) == [
+    first = [(uri, extra["version"], extra["action"]) for uri, extra, _ in asset_events(env)[:3]]
+    assert sorted(first) == [
         (f"x-routeplan://routing/{s}", 1, "published") for s in ("clicks", "orders", "views")
     ]
-    ingest = json.loads((home / "reports/2026-11-20/ingest.json").read_text())
+    ingest = report(home, DAYS[0], "ingest")
     assert ingest["rows_quarantined"] > 0
     assert ingest["rows_read"] == ingest["rows_written"] + ingest["rows_quarantined"]
-    first = bronze_rows()
-    assert first == ingest["rows_written"]
-    validate = json.loads((home / "reports/2026-11-20/validate.json").read_text())
+    bronze = spark.read.format("delta").load(str(home / "warehouse/bronze/stream_events"))
+    assert bronze.where(f"date = '{DAYS[0]}'").count() == ingest["rows_written"]
+    validate = report(home, DAYS[0], "validate")
     assert (home / "data_docs/index.html").is_file()  # Great Expectations' Data Docs
     for suite in validate["suites"]:  # each suite's result has its page in the site
         assert Path(suite["data_docs_page"].removeprefix("file://")).is_file(), suite
-    published = json.loads((home / "reports/2026-11-20/publish.json").read_text())
-    for outcome in published["streams"]:  # each new version's worker-load picture
+    for outcome in report(home, DAYS[0], "publish")["streams"]:  # each new version's picture
         assert Path(outcome["plot"]).read_bytes().startswith(b"\x89PNG"), outcome
-
-    out = demo(env, "--events", "4000", "--nights", "1")
-    assert bronze_rows() == first
-    publish = json.loads((home / "reports/2026-11-20/publish.json").read_text())
-    assert {s["action"] for s in publish["streams"]} == {"unchanged"}
-    assert "already does" in out
-    assert not (home / "routing/clicks/v2.json").exists()
-    assert len(asset_events(env)) == 3  # nothing new published: no new event
-
-    shown = subprocess.run(
-        ["routeplan", "show", "--stream", "clicks", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert json.loads(shown.stdout)["version"] == 1
-
-
-def test_rollback_dag_restores_a_version_and_announces_it(env, spark):
-    """A bad v2 reaches producers; the operator triggers routeplan_rollback back to v1."""
-    from routeplan.publishing.store import RoutingStore
-
-    home = Path(env["ROUTEPLAN_HOME"])
-    store = RoutingStore(home / "routing")
-    v1 = store.load("clicks", 1)
-    bad = replace(v1, key_group_worker=(v1.workers.names[0],) * v1.num_key_groups)
-    assert store.publish(bad, reason="a bad plan").version == 2
-    conf = {"stream": "clicks", "version": 1, "reason": "v2 sends everything to one worker"}
-    done = subprocess.run(
-        ["airflow", "dags", "test", "routeplan_rollback", "--conf", json.dumps(conf)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    latest = store.load("clicks")
-    assert (latest.version, latest.parent_version, latest.restored_version) == (3, 2, 1)
-    assert latest.same_routing(v1) and latest.reason.endswith(conf["reason"])
-    uri, extra, dag = asset_events(env)[-1]
-    assert (uri, extra["version"], extra["action"], dag) == (
-        "x-routeplan://routing/clicks",
-        3,
-        "rolled_back",
-        "routeplan_rollback",
-    )
-    history = spark.read.format("delta").load(str(home / "warehouse/gold/routing_tables"))
-    versions = {r["version"]: r for r in history.where("stream = 'clicks'").collect()}
-    assert sorted(versions) == [1, 2, 3]  # v2 came from outside a job: recorded with it
-    assert versions[3]["restored_version"] == 1 and versions[2]["run_id"] is None
-
-
-def test_maintenance_dag_compacts_and_names_the_tables(env, spark):
-    """After two nights, routeplan_maintenance compacts the tables and names them for SQL."""
-    from datetime import UTC, datetime
-
-    home = Path(env["ROUTEPLAN_HOME"])
-    done = subprocess.run(
-        ["airflow", "dags", "test", "routeplan_maintenance"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    day = datetime.now(UTC).date().isoformat()
-    report = json.loads((home / "reports" / day / "maintain.json").read_text())
-    assert set(report["tables"]) >= {"bronze.stream_events", "gold.routing_tables"}
-    for name, entry in report["tables"].items():  # two nights' small files compacted
-        assert entry["current_files_after"] <= entry["current_files_before"], name
-        if entry["files_compacted"]:
-            assert entry["current_files_after"] < entry["current_files_before"], name
-        assert entry["retention"]["delta.deletedFileRetentionDuration"] == "interval 7 days"
-    # the catalog file names every table at its location: any session can query by name
-    # (this test session may name them at another test's home: those names go first)
-    text = (home / "catalog/tables.sql").read_text()
-    statements = [line.rstrip(";") for line in text.splitlines() if line.startswith("CREATE")]
-    assert "CREATE TABLE IF NOT EXISTS bronze.stream_events USING delta LOCATION" in text
-    for statement in statements:
-        if statement.startswith("CREATE TABLE"):
-            spark.sql(f"DROP TABLE IF EXISTS {statement.split()[5]}")  # external: files stay
-        spark.sql(statement)
-    counted = spark.sql("SELECT count(*) AS n FROM bronze.stream_events").first()["n"]
-    assert (
-        counted
-        == spark.read.format("delta").load(str(home / "warehouse/bronze/stream_events")).count()
-    )
 
 
 def realized_from_landing(home: Path, day: str, stream: str, version: int) -> float:
@@ -245,47 +167,34 @@ def realized_from_landing(home: Path, day: str, stream: str, version: int) -> fl
     return observed_imbalance(dict(hours[peak]), table.workers)
 
 
-@pytest.fixture(scope="module")
-def nights_env(tmp_path_factory):
-    """A home of its own for the nights that follow each other."""
-    return airflow_home(tmp_path_factory.mktemp("nights"))
-
-
-def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(nights_env, spark):
-    """make demo's nights through the DAG: the first on logs routed by hash, the next on logs
-    following LATEST; a bad table published by hand is rolled back by the night whose logs
-    followed it, and the night after plans again from the restored table; a rerun of a night
-    adds no outcome and no version."""
-    env, home = nights_env, Path(nights_env["ROUTEPLAN_HOME"])
-    days = ["2026-11-21", "2026-11-22", "2026-11-23", "2026-11-24"]
-    nights = ("--events", "4000", "--scenario", "regression")  # four DAG runs
-    out = demo(env, *nights, day=days[-1], timeout=3600)
-
-    def report(day: str, stage: str) -> dict:
-        return json.loads((home / "reports" / day / f"{stage}.json").read_text())
-
-    assert report(days[0], "outcomes")["outcomes"] == []  # nothing was in force yet
-    second = {o["stream"]: o for o in report(days[1], "outcomes")["outcomes"]}
+def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(nights, spark):
+    """The second night measures what the first published, on logs that followed it; the bad
+    clicks table is rolled back by that night, and the third night plans clicks again from the
+    restored table."""
+    env, out = nights
+    home = Path(env["ROUTEPLAN_HOME"])
+    assert report(home, DAYS[0], "outcomes")["outcomes"] == []  # nothing was in force yet
+    second = {o["stream"]: o for o in report(home, DAYS[1], "outcomes")["outcomes"]}
     assert set(second) == {"clicks", "orders", "views"}
-    for stream, o in second.items():
-        assert (o["version"], o["attribution"]) == (1, "event_version"), stream
-        assert o["verdict"] != "unknown", o
-    for stream in ("clicks", "views"):  # the sample policies plan them on the busiest hour
-        direct = realized_from_landing(home, days[1], stream, 1)
-        assert second[stream]["realized_imbalance"] == pytest.approx(direct, rel=1e-9)
+    for stream in ("orders", "views"):
+        assert (second[stream]["version"], second[stream]["attribution"]) == (1, "event_version")
     for o in second.values():  # each verdict is what its numbers say
+        assert o["verdict"] != "unknown", o
         figures = (o["predicted"], o["realized"], o["realized_day"], o["previous_realized_day"])
         assert o["verdict"] == judge(*figures, 0.10), o
-    assert re.search(rf"^{days[1]} +clicks +v1 +imbalance +[0-9.]+ +[0-9.]+ ", out, re.M)
+    for stream in ("clicks", "views"):  # the sample policies plan them on the busiest hour
+        direct = realized_from_landing(home, DAYS[1], stream, second[stream]["version"])
+        assert second[stream]["realized_imbalance"] == pytest.approx(direct, rel=1e-9)
+    assert re.search(rf"^{DAYS[1]} +views +v1 +imbalance +[0-9.]+ +[0-9.]+ ", out, re.M)
 
-    bad = report(days[2], "outcomes")
-    spoiled = next(o for o in bad["outcomes"] if o["stream"] == "clicks")
-    assert spoiled["verdict"] == "regressed"
-    guard = next(g for g in bad["guard"] if g["stream"] == "clicks")
+    spoiled = second["clicks"]
+    assert (spoiled["version"], spoiled["verdict"]) == (2, "regressed")  # the bad table
+    guard = next(g for g in report(home, DAYS[1], "outcomes")["guard"] if g["stream"] == "clicks")
     assert guard["action"] == "rollback" and guard["reason"].startswith("regression: ")
-    rolled = next(s for s in report(days[2], "publish")["streams"] if s["stream"] == "clicks")
+    published = report(home, DAYS[1], "publish")["streams"]
+    rolled = next(s for s in published if s["stream"] == "clicks")
     assert (rolled["action"], rolled["version"]) == ("rolled_back", guard["published_version"])
-    assert "clicks" not in report(days[2], "plan")["streams"]  # nothing new planned that night
+    assert "clicks" not in report(home, DAYS[1], "plan")["streams"]  # nothing new planned
     restored = json.loads(
         (home / "routing/clicks" / f"v{guard['published_version']}.json").read_text()
     )
@@ -293,25 +202,123 @@ def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(night
         (home / "routing/clicks" / f"v{guard['restore_version']}.json").read_text()
     )
     assert restored["key_group_worker"] == original["key_group_worker"]
-    assert f"regression guard, {days[2]} clicks: rollback: regression" in out
+    assert f"regression guard, {DAYS[1]} clicks: rollback: regression" in out
     # the night after plans clicks again, from the restored table
-    assert report(days[3], "plan")["streams"]["clicks"]["current_version"] == restored["version"]
+    third = report(home, DAYS[2], "plan")["streams"]["clicks"]
+    assert third["current_version"] == restored["version"]
     events = [(uri, extra) for uri, extra, _ in asset_events(env)]
     assert ("x-routeplan://routing/clicks", restored["version"]) in {
         (uri, extra["version"]) for uri, extra in events
     }
 
-    versions = sorted((home / "routing/clicks").glob("v*.json"))
-    outcomes_before = spark.read.format("delta").load(str(home / "warehouse/gold/plan_outcomes"))
-    counted = outcomes_before.count()
-    logical = "2026-11-25"  # the last night again, on the same logs
-    conf = json.dumps({"date": days[-1]})
+
+def test_a_rerun_of_a_night_changes_nothing(nights, spark):
+    """The last night again on the same logs: the same bronze rows, no new version, outcome,
+    rollback or asset event; publish says every stream's table already does what the plan does."""
+    env, _ = nights
+    home = Path(env["ROUTEPLAN_HOME"])
+
+    def table(name: str):
+        return spark.read.format("delta").load(str(home / "warehouse" / name))
+
+    versions = {s: sorted((home / "routing" / s).glob("v*.json")) for s in ("clicks", "views")}
+    bronze, outcomes = table("bronze/stream_events").count(), table("gold/plan_outcomes").count()
+    events = len(asset_events(env))
+    conf = json.dumps({"date": DAYS[-1]})
     subprocess.run(
-        ["airflow", "dags", "test", "routeplan_nightly", logical, "--conf", conf],
+        ["airflow", "dags", "test", "routeplan_nightly", "2026-11-25", "--conf", conf],
         env=env, check=True, capture_output=True, timeout=1500,
     )  # fmt: skip
-    assert sorted((home / "routing/clicks").glob("v*.json")) == versions
-    again = spark.read.format("delta").load(str(home / "warehouse/gold/plan_outcomes"))
-    assert again.count() == counted
-    rollbacks = spark.read.format("delta").load(str(home / "warehouse/gold/publish_log"))
-    assert rollbacks.where("stream = 'clicks' AND action = 'rolled_back'").count() == 1
+    assert {s: sorted((home / "routing" / s).glob("v*.json")) for s in versions} == versions
+    assert (table("bronze/stream_events").count(), table("gold/plan_outcomes").count()) == (
+        bronze,
+        outcomes,
+    )
+    assert {s["action"] for s in report(home, DAYS[-1], "publish")["streams"]} == {"unchanged"}
+    assert len(asset_events(env)) == events  # nothing new published: no new event
+    rollbacks = table("gold/publish_log").where("stream = 'clicks' AND action = 'rolled_back'")
+    assert rollbacks.count() == 1
+    shown = subprocess.run(
+        ["routeplan", "show", "--stream", "clicks", "--json"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert json.loads(shown.stdout)["version"] == len(versions["clicks"])
+
+
+def test_rollback_dag_restores_a_version_and_announces_it(nights, spark):
+    """A bad table reaches producers; the operator triggers routeplan_rollback back to the
+    version before it."""
+    from routeplan.publishing.store import RoutingStore
+
+    env, _ = nights
+    home = Path(env["ROUTEPLAN_HOME"])
+    store = RoutingStore(home / "routing")
+    good = store.load("views")
+    bad = replace(good, key_group_worker=(good.workers.names[0],) * good.num_key_groups)
+    assert store.publish(bad, reason="a bad plan").version == good.version + 1
+    conf = {"stream": "views", "version": good.version, "reason": "sends everything to one"}
+    done = subprocess.run(
+        ["airflow", "dags", "test", "routeplan_rollback", "--conf", json.dumps(conf)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    latest = store.load("views")
+    assert (latest.version, latest.parent_version, latest.restored_version) == (
+        good.version + 2,
+        good.version + 1,
+        good.version,
+    )
+    assert latest.same_routing(good) and latest.reason.endswith(conf["reason"])
+    uri, extra, dag = asset_events(env)[-1]
+    assert (uri, extra["version"], extra["action"], dag) == (
+        "x-routeplan://routing/views",
+        latest.version,
+        "rolled_back",
+        "routeplan_rollback",
+    )
+    history = spark.read.format("delta").load(str(home / "warehouse/gold/routing_tables"))
+    versions = {r["version"]: r for r in history.where("stream = 'views'").collect()}
+    assert sorted(versions) == list(range(1, latest.version + 1))  # by hand: recorded too
+    assert versions[latest.version]["restored_version"] == good.version
+    assert versions[good.version + 1]["run_id"] is None
+
+
+def test_maintenance_dag_compacts_and_names_the_tables(nights, spark):
+    """After the nights, routeplan_maintenance compacts the tables and names them for SQL."""
+    from datetime import UTC, datetime
+
+    env, _ = nights
+    home = Path(env["ROUTEPLAN_HOME"])
+    done = subprocess.run(
+        ["airflow", "dags", "test", "routeplan_maintenance"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    day = datetime.now(UTC).date().isoformat()
+    report = json.loads((home / "reports" / day / "maintain.json").read_text())
+    assert set(report["tables"]) >= {"bronze.stream_events", "gold.routing_tables"}
+    for name, entry in report["tables"].items():  # the nights' small files compacted
+        assert entry["current_files_after"] <= entry["current_files_before"], name
+        if entry["files_compacted"]:
+            assert entry["current_files_after"] < entry["current_files_before"], name
+        assert entry["retention"]["delta.deletedFileRetentionDuration"] == "interval 7 days"
+    # the catalog file names every table at its location: any session can query by name
+    # (this test session may name them at another test's home: those names go first)
+    text = (home / "catalog/tables.sql").read_text()
+    statements = [line.rstrip(";") for line in text.splitlines() if line.startswith("CREATE")]
+    assert "CREATE TABLE IF NOT EXISTS bronze.stream_events USING delta LOCATION" in text
+    for statement in statements:
+        if statement.startswith("CREATE TABLE"):
+            spark.sql(f"DROP TABLE IF EXISTS {statement.split()[5]}")  # external: files stay
+        spark.sql(statement)
+    counted = spark.sql("SELECT count(*) AS n FROM bronze.stream_events").first()["n"]
+    assert (
+        counted
+        == spark.read.format("delta").load(str(home / "warehouse/bronze/stream_events")).count()
+    )

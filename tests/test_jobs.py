@@ -14,6 +14,9 @@ from routeplan.planning.metrics import observed_imbalance
 from routeplan.producers.client import Router
 from routeplan.publishing.store import RoutingStore
 from routeplan.simulation.generate import GeneratorConfig, generate
+from routeplan.streams.inputs import inputs_from_document
+from routeplan.streams.policy import load_policies
+from routeplan.streams.service import plan_stream
 
 pytestmark = pytest.mark.spark
 DAY = "2026-11-20"
@@ -310,7 +313,7 @@ def test_validate_gate_stops_a_bad_plan(home):
         run(validate, home, "--imbalance-tolerance", "-10")
 
 
-def test_validate_then_publish_then_rerun(spark, home):
+def test_validate_then_publish_then_rerun(spark, home, tmp_path):
     report = run(validate, home)
     # 3 streams × (key_group_load, plan_assignment, plan_metrics, plan_backtest)
     assert all(s["success"] for s in report["suites"]) and len(report["suites"]) == 12
@@ -325,14 +328,41 @@ def test_validate_then_publish_then_rerun(spark, home):
         assert Router.from_store(home / "routing", stream).version == 1
     assert table(spark, home, "gold.routing_tables").count() == 3
 
-    # same interval again: nothing changes, and the log says why
-    run(plan, home, "--strategy", "cg", "--param", "epsilon=0.02")
+    # same interval again, by an auto policy one of whose candidates planned v1 (cg, same
+    # parameters): the rerun rule keeps LATEST, and gold.plans holds the rerun's complete set —
+    # every candidate with its numbers and why it lost, the baseline — as a first run would
+    policies = tmp_path / "auto.yaml"
+    auto = "{strategy: auto, candidates: [cg, pkg], params: {cg: {epsilon: 0.02}}}"
+    policies.write_text(f"streams: {{clicks: {auto}, orders: {auto}, views: {auto}}}\n")
+    rerun = run(plan, home, "--policies", str(policies))
+    rows = table(spark, home, "gold.plans").where(f"interval_start = '{DAY}'").collect()
+    for stream in ("clicks", "orders", "views"):
+        mine = {r.strategy: r for r in rows if r.stream == stream}
+        inputs = inputs_from_document(
+            json.loads((home / "reports" / DAY / "plan-inputs" / f"{stream}.json").read_text())
+        )
+        policy = load_policies(policies).for_stream(stream)
+        first = plan_stream(policy, inputs.loads, None, inputs.workers, inputs.logged)
+        assert sorted(mine) == sorted(c.strategy for c in first.candidates) == ["cg", "kg", "pkg"]
+        assert [s for s, r in mine.items() if r.selected] == ["cg"]
+        assert "LATEST v1 was planned by cg" in mine["cg"].choice and mine["cg"].moves == 0
+        assert mine["pkg"].choice.startswith("auto candidate, not chosen: LATEST v1")
+        assert "baseline" in mine["kg"].choice
+        for r in mine.values():
+            assert json.loads(r.metrics)["imbalance"] == r.predicted_imbalance >= 0
+            assert r.run_id == rerun["run_id"] and r.current_version == 1
     run(validate, home)
     again = run(publish, home)
     assert {s["action"] for s in again["streams"]} == {"unchanged"}
     assert all("already does" in s["reason"] for s in again["streams"])
     assert table(spark, home, "gold.routing_tables").count() == 3
     assert table(spark, home, "gold.publish_log").where("action = 'unchanged'").count() == 3
+    # the log keeps one row per stream and attempt, each naming the attempt that wrote it
+    logged = table(spark, home, "gold.publish_log").collect()
+    assert published["run_id"] != again["run_id"]
+    assert sorted((r.run_id, r.action) for r in logged) == sorted(
+        [(published["run_id"], "published")] * 3 + [(again["run_id"], "unchanged")] * 3
+    )
 
     # another strategy (kg; validate would refuse its backtest, test_backtest.py shows it):
     # publish run alone makes the new version whose parent is v1 — but clicks is held: it

@@ -1,14 +1,24 @@
-"""routeplan.producers.kafka: producers route every message exactly as ``Router.route`` does,
-against a real (librdkafka mock) Kafka cluster with both kafka-python and confluent-kafka."""
+"""routeplan.producers.kafka: producers route every message exactly as ``Router.route`` does.
+
+Against a real Kafka 4.x broker (KRaft, ``tests/kafka_broker.py``: one for the module) the Java
+client's ``RoutingPartitioner``, the Go client's franz-go partitioner and Python's kafka-python
+and confluent-kafka adapters each send a skewed stream (split hot keys included) while bad tables
+are published mid-stream (wrong checksum, truncated, wrong kind); a consumer reads every record
+back, and its partition is what the Python ``Router`` says for that message."""
 
 from __future__ import annotations
 
+import logging
+import os
+import subprocess
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
+from kafka_broker import REPO, KafkaBroker
 
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.producers.client import Router
 from routeplan.producers.kafka import KafkaPythonPartitioner, RoutedProducer, worker_partitions
@@ -107,89 +117,241 @@ def test_an_explicit_map_and_a_reloaded_table_change_the_partitions(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# a real cluster: librdkafka's mock brokers (3 brokers; topics auto-created with 4 partitions)
+# a real broker: Kafka 4.x in KRaft mode, one for the module (tests/kafka_broker.py)
+
+STREAM = "clicks"
+PARTITIONS = 8
+RECORDS = 100_000
+PHASES = 4  # a bad table is published after each of the first three parts
+WIDE = RoutingTable(
+    STREAM,
+    "test",
+    Workers(tuple(Worker(f"w{i}", (1.0, 2.0, 0.5, 1.5)[i % 4]) for i in range(PARTITIONS))),
+    tuple(f"w{(g * 5 + g // 7) % PARTITIONS}" for g in range(1024)),
+    hot_keys={
+        "hot-0": (("w0", 0.5), ("w1", 0.5)),
+        "hot-1": (("w2", 0.2), ("w3", 0.3), ("w1", 0.5)),
+        "hot-2": tuple((f"w{i}", 1 + i) for i in range(PARTITIONS)),
+        "ключ-😀": (("w7", 0.6), ("w6", 0.4)),
+        "": (("w5", 1.0), ("w4", 1.0)),
+    },
+    hash_seed=11,
+)
+
+
+def stream_keys(n: int = RECORDS, seed: int = 7) -> list[str]:
+    """A skewed stream: about 30 % split hot keys (unevenly), the rest Zipf-like users."""
+    rng = np.random.default_rng(seed)
+    hot = sorted(WIDE.hot_keys)
+    users = rng.zipf(1.2, size=n) % 20_000
+    pick = rng.random(n)
+    return [
+        hot[int(p / 0.3 * len(hot)) % len(hot)] if p < 0.3 else f"user-{u}"
+        for p, u in zip(pick.tolist(), users.tolist(), strict=True)
+    ]
+
+
+KEYS = stream_keys()
+EXPECTED = [int(w[1:]) for w in Router(WIDE).route_many(KEYS).tolist()]
 
 
 @pytest.fixture(scope="module")
-def bootstrap() -> str:
-    owner = confluent_kafka.Producer({"test.mock.num.brokers": 3, "log_level": 0})
-    brokers = owner.list_topics(timeout=10).brokers.values()
-    yield ",".join(f"{b.host}:{b.port}" for b in brokers)
-    owner.flush(5)
+def broker(tmp_path_factory) -> KafkaBroker:
+    kafka = KafkaBroker(tmp_path_factory.mktemp("kafka")).start()
+    yield kafka
+    kafka.stop()
 
 
-def new_topic(bootstrap: str) -> str:
-    """A fresh topic, auto-created by asking for its metadata; it has partitions 0-3."""
+def bad_versions(good: dict) -> list[bytes]:
+    """What is published between the parts: a wrong checksum, a truncated file, the wrong kind."""
+    import json
+
+    wrong_checksum = {**good, "version": 2, "checksum": "jcs-sha256:" + "0" * 64}
+    truncated = json.dumps({**good, "version": 3}).encode()[:1000]
+    consumers = Workers.homogeneous(2, prefix="c")
+    assignment = PartitionAssignment(STREAM, "binpack", consumers, {0: "c0", 1: "c1"})
+    wrong_kind = assignment.published(4, 1, "2026-01-01T00:00:00+00:00").to_document()
+    return [json.dumps(wrong_checksum).encode(), truncated, json.dumps(wrong_kind).encode()]
+
+
+def publish_bad(store: Path, phase: int) -> None:
+    good = RoutingStore(store).read_document(STREAM, 1)
+    folder = store / STREAM
+    (folder / f"v{phase + 2}.json").write_bytes(bad_versions(good)[phase])
+    (folder / "LATEST").write_text(f"v{phase + 2}.json")
+
+
+def new_store(tmp_path: Path) -> Path:
+    store = tmp_path / "routing"
+    RoutingStore(store).publish(WIDE)
+    return store
+
+
+def read_back(broker: KafkaBroker, topic: str, n: int) -> dict[int, int]:
+    """Message index (the record's value) -> the partition a consumer read it from."""
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": f"check-{topic}"}
+    )
+    consumer.assign(
+        [
+            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+            for p in range(PARTITIONS)
+        ]
+    )
+    found: dict[int, int] = {}
+    try:
+        idle = 0
+        while len(found) < n and idle < 20:
+            batch = consumer.consume(10_000, timeout=1)
+            idle = 0 if batch else idle + 1
+            for message in batch:
+                assert message.error() is None, message.error()
+                found[int(message.value())] = message.partition()
+    finally:
+        consumer.close()
+    return found
+
+
+def assert_routed_as_python_says(found: dict[int, int], n: int = RECORDS) -> None:
+    assert len(found) == n, f"read back {len(found)} of {n} records"
+    wrong = [i for i in range(n) if found[i] != EXPECTED[i]]
+    assert not wrong, f"{len(wrong)} records off their partition, first {wrong[:5]}"
+
+
+def new_topic(broker: KafkaBroker, partitions: int = PARTITIONS) -> str:
     topic = f"clicks-{uuid.uuid4().hex[:8]}"
-    metadata = confluent_kafka.Producer({"bootstrap.servers": bootstrap}).list_topics(topic, 10)
-    assert sorted(metadata.topics[topic].partitions) == [0, 1, 2, 3]
+    broker.create_topic(topic, partitions)
     return topic
 
 
-def test_confluent_kafka_delivers_every_message_where_route_says(bootstrap):
-    topic = new_topic(bootstrap)
-    keys = messages()
-    producer = RoutedProducer(
-        confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5}), Router(TABLE)
-    )
-    delivered: dict[int, int] = {}
-    errors = []
-
-    def report(err, msg) -> None:
-        if err:
-            errors.append(err)
-        else:
-            delivered[int(msg.value())] = msg.partition()
-
-    for i, key in enumerate(keys):  # str and UTF-8 bytes keys alike
-        producer.produce(topic, str(i).encode(), key if i % 2 else key.encode(), on_delivery=report)
-    assert producer.flush(10) == 0 and len(producer) == 0 and errors == []
-    assert [delivered[i] for i in range(len(keys))] == routed_partitions(keys)
-
-    batch = [{"key": k, "value": str(i).encode()} for i, k in enumerate(keys[:40])]
-    delivered.clear()
-    batcher = RoutedProducer(
-        confluent_kafka.Producer({"bootstrap.servers": bootstrap}), Router(TABLE)
-    )
-    assert batcher.produce_batch(topic, batch, on_delivery=report) == 40
-    assert batcher.flush(10) == 0 and errors == []
-    assert [delivered[i] for i in range(40)] == routed_partitions(keys[:40])
-    assert "partition" not in batch[0]  # the caller's dicts are left alone
-
-    with pytest.raises(TypeError, match="chooses the partition"):
-        producer.produce(topic, b"v", "k", partition=1)
-    with pytest.raises(ValueError, match="has no key"):
-        producer.produce(topic, b"v")
-
-
-def test_confluent_kafka_refuses_a_worker_the_topic_has_no_partition_for(bootstrap):
-    topic = new_topic(bootstrap)
-    wide = RoutingTable("clicks", "test", Workers.homogeneous(8), tuple(f"w{g}" for g in range(8)))
-    producer = RoutedProducer(
-        confluent_kafka.Producer({"bootstrap.servers": bootstrap}), Router(wide)
-    )
-    key = next(k for k in messages() if routed_partitions([k], wide)[0] >= 4)
-    with pytest.raises(ValueError, match=rf"which topic '{topic}' does not have \(partitions 0-3"):
-        producer.produce(topic, b"v", key)
-
-
-def test_kafka_python_delivers_every_message_where_route_says(bootstrap):
-    kafka = pytest.importorskip("kafka")
-    topic = new_topic(bootstrap)
-    keys = messages()
-    # api_version pinned: kafka-python 3.0 probes ApiVersions v3+/v4, which the mock broker
-    # (ApiVersions <= v2) answers with an UNSUPPORTED_VERSION body kafka-python cannot decode
-    producer = kafka.KafkaProducer(
-        bootstrap_servers=bootstrap.split(","),
-        api_version=(2, 1, 0),
-        partitioner=KafkaPythonPartitioner(Router(TABLE)),
-        max_block_ms=10_000,
+def run_producer(command: list[str], store: Path) -> str:
+    """Run a producer process that sends KEYS in PHASES parts; publish a bad table after each
+    part but the last, let it reload, check it kept v1. Its stderr (the client's log)."""
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
-        futures = [producer.send(topic, key=k.encode(), value=b"v") for k in keys]
-        producer.flush(10)
-        assert [f.get(timeout=10).partition for f in futures] == routed_partitions(keys)
-        with pytest.raises(ValueError, match="has no key"):
-            producer.send(topic, value=b"v")
+        for phase in range(PHASES):
+            assert process.stdout.readline().strip() == f"sent {phase}", process.stderr.read()
+            if phase + 1 < PHASES:
+                publish_bad(store, phase)
+                process.stdin.write("reload\n")
+                process.stdin.flush()
+                assert process.stdout.readline().strip() == "reloaded false v1"
+        process.stdin.close()
+        assert process.wait(60) == 0, process.stderr.read()
+        return process.stderr.read()
     finally:
-        producer.close(timeout=5)
+        if process.poll() is None:
+            os.killpg(process.pid, 9)
+            process.wait()
+
+
+def write_keys(tmp_path: Path) -> Path:
+    path = tmp_path / "keys.txt"
+    path.write_text("".join(k + "\n" for k in KEYS), encoding="utf-8")
+    return path
+
+
+def test_java_routing_partitioner_sends_every_record_where_the_python_router_says(broker, tmp_path):
+    jar = REPO / "clients" / "java" / "target" / "routeplan-client.jar"
+    assert jar.is_file(), "make setup builds the Java client"
+    topic, store = new_topic(broker), new_store(tmp_path)
+    command = ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{jar}:{jar.parent / 'lib'}/*"]
+    command += ["dev.routeplan.client.ProduceKeys", "--bootstrap", broker.bootstrap]
+    command += ["--topic", topic, "--location", str(store), "--stream", STREAM]
+    command += ["--keys", str(write_keys(tmp_path)), "--phases", str(PHASES)]
+    log = run_producer(command, store)
+    for version in ("v2.json", "v3.json", "v4.json"):
+        assert f"rejected {version}, keeps serving v1" in log, log
+    assert "checksum mismatch" in log and "not JSON" in log and "partition_assignment" in log
+    assert_routed_as_python_says(read_back(broker, topic, RECORDS))
+
+
+def test_go_kgoroute_partitioner_sends_every_record_where_the_python_router_says(broker, tmp_path):
+    produce = REPO / "clients" / "go" / "bin" / "produce"
+    assert produce.is_file(), "make setup builds the Go client"
+    topic, store = new_topic(broker), new_store(tmp_path)
+    command = [str(produce), "-bootstrap", broker.bootstrap, "-topic", topic]
+    command += ["-location", str(store), "-stream", STREAM, "-keys", str(write_keys(tmp_path))]
+    log = run_producer([*command, "-phases", str(PHASES)], store)
+    for version in ("v2.json", "v3.json", "v4.json"):
+        assert f"rejected={version}" in log, log
+    assert_routed_as_python_says(read_back(broker, topic, RECORDS))
+
+
+def test_confluent_kafka_sends_every_record_where_the_router_says_bad_tables_mid_stream(
+    broker, tmp_path, caplog
+):
+    topic, store = new_topic(broker), new_store(tmp_path)
+    errors = []
+    with Router.open(store, STREAM) as router:
+        producer = RoutedProducer(
+            confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5}),
+            router,
+        )
+
+        def report(err, msg) -> None:
+            if err:
+                errors.append(err)
+
+        with caplog.at_level(logging.WARNING, logger="routeplan.producers.client"):
+            for phase in range(PHASES):
+                start, end = RECORDS * phase // PHASES, RECORDS * (phase + 1) // PHASES
+                for i in range(start, end):  # str and UTF-8 bytes keys alike
+                    key = KEYS[i] if i % 2 else KEYS[i].encode()
+                    producer.produce(topic, str(i).encode(), key, on_delivery=report)
+                    if i % 20_000 == 0:
+                        producer.poll(0)
+                if phase + 1 < PHASES:
+                    publish_bad(store, phase)
+                    assert not router.reload() and router.version == 1
+        assert producer.flush(30) == 0 and errors == []
+    rejected = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
+    assert len(rejected) == 3, rejected
+    assert_routed_as_python_says(read_back(broker, topic, RECORDS))
+
+
+def test_kafka_python_sends_every_record_where_the_router_says_bad_tables_mid_stream(
+    broker, tmp_path
+):
+    kafka = pytest.importorskip("kafka")
+    topic, store = new_topic(broker), new_store(tmp_path)
+    n = RECORDS
+    with Router.open(store, STREAM) as router:
+        producer = kafka.KafkaProducer(
+            bootstrap_servers=broker.bootstrap,
+            partitioner=KafkaPythonPartitioner(router),
+            linger_ms=5,
+            max_block_ms=10_000,
+        )
+        try:
+            for phase in range(PHASES):
+                for i in range(n * phase // PHASES, n * (phase + 1) // PHASES):
+                    producer.send(topic, key=KEYS[i].encode(), value=str(i).encode())
+                if phase + 1 < PHASES:
+                    publish_bad(store, phase)
+                    assert not router.reload() and router.version == 1
+            producer.flush(30)
+            with pytest.raises(ValueError, match="has no key"):
+                producer.send(topic, value=b"v")
+        finally:
+            producer.close(timeout=5)
+    assert_routed_as_python_says(read_back(broker, topic, n), n)
+
+
+def test_confluent_kafka_refuses_a_topic_with_fewer_partitions_than_the_table_needs(broker):
+    topic = new_topic(broker, partitions=4)
+    producer = RoutedProducer(
+        confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap}), Router(WIDE)
+    )
+    key = next(k for k, p in zip(KEYS, EXPECTED, strict=True) if p >= 4)
+    with pytest.raises(ValueError, match=rf"which topic '{topic}' does not have \(partitions 0-3"):
+        producer.produce(topic, b"v", key)
+    with pytest.raises(ValueError, match="has no key"):
+        producer.produce(topic, b"v")

@@ -1,17 +1,27 @@
-"""The repository's own description holds: the README's library example runs as printed, every
-name of ``routeplan.__all__`` exists, the README's budget-limits table is the registry's, and the
-README and docs/architecture.md link only to files that exist."""
+"""The repository's own description holds: the library example of docs/routing-tables.md runs
+as printed, every name of ``routeplan.__all__`` exists, the budget-limits table and the
+simulator's list in docs/strategies.md are the registry's, the README and every docs page link
+only to files that exist and name only flags the CLI has, and the documentation site builds
+(``mkdocs build --strict``: a broken link, anchor or missing page fails)."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-ARCHITECTURE = REPO / "docs" / "architecture.md"
+DOCS = REPO / "docs"
+ARCHITECTURE = DOCS / "architecture.md"
+ROUTING_TABLES = DOCS / "routing-tables.md"  # the library, producers, versions
+STRATEGIES = DOCS / "strategies.md"  # the strategies, the simulator, budget limits
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
 
 
 def code_block(text: str, heading: str, language: str = "python") -> str:
@@ -22,16 +32,16 @@ def code_block(text: str, heading: str, language: str = "python") -> str:
     return found.group(1)
 
 
-def test_readme_library_example_runs(tmp_path, monkeypatch, capsys):
+def test_the_docs_library_example_runs(tmp_path, monkeypatch, capsys):
     import routeplan
 
-    example = code_block(README.read_text(), "## Using the library")
+    example = code_block(ROUTING_TABLES.read_text(), "## Using the library")
     imported = re.search(r"from routeplan import ([\w, ]+)\n", example)
     assert imported, example
     names = [n.strip() for n in imported.group(1).split(",")]
     assert set(names) <= set(routeplan.__all__)  # the example uses the public face only
     monkeypatch.chdir(tmp_path)
-    exec(compile(example, "README.md", "exec"), {})
+    exec(compile(example, ROUTING_TABLES.name, "exec"), {})
     imbalance, moves, worker = capsys.readouterr().out.split()
     assert float(imbalance) >= 0 and int(moves) >= 0
     published = routeplan.RoutingStore(tmp_path / "var" / "routing").load("clicks")
@@ -55,30 +65,30 @@ def test_every_public_name_exists_and_is_listed():
     assert set(routeplan.__all__) <= set(listed)
 
 
-def test_readme_budget_limits_table_is_the_registrys():
+def test_the_docs_budget_limits_table_is_the_registrys():
     """Each limit's row names exactly the strategies whose ``honours`` holds it."""
     from routeplan.model.plan import BUDGET_LIMITS
     from routeplan.planning.registry import get_strategy, strategy_names
 
-    text = README.read_text()
+    text = STRATEGIES.read_text()
     for limit in BUDGET_LIMITS:
         row = re.search(rf"^\| `{limit}` \| (.*) \|$", text, re.M)
-        assert row, f"README has no Budget limits row for {limit}"
+        assert row, f"{STRATEGIES.name} has no Budget limits row for {limit}"
         named = re.findall(r"`(\w+)`", row.group(1))
         honouring = [n for n in strategy_names() if limit in type(get_strategy(n)).honours]
         assert named == honouring, limit
 
 
-def test_readme_simulator_list_is_the_online_schemes():
+def test_the_docs_simulator_list_is_the_online_schemes():
     from routeplan.simulation import online
 
     schemes = online.ONLINE_SCHEMES
-    sentence = re.search(r"online form — (.*?) \(`routeplan", README.read_text(), re.S)
+    sentence = re.search(r"online form — (.*?) \(`routeplan", STRATEGIES.read_text(), re.S)
     assert sentence
     assert sorted(re.findall(r"`(\w+)`", sentence.group(1))) == sorted(schemes)
 
 
-@pytest.mark.parametrize("page", [README, ARCHITECTURE], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_relative_links_point_into_the_repository(page):
     text = page.read_text()
     targets = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text)
@@ -89,9 +99,9 @@ def test_relative_links_point_into_the_repository(page):
         assert REPO in path.parents or path == REPO, f"{page.name} links outside: {target}"
 
 
-def test_readme_commands_use_flags_the_cli_has():
-    """Every ``routeplan <command> --flag`` in the README's shell examples exists (so a rename
-    cannot leave the README behind)."""
+def test_the_docs_commands_use_flags_the_cli_has():
+    """Every ``routeplan <command> --flag`` in the shell examples of the README and the docs
+    pages exists (so a rename cannot leave the documentation behind)."""
     import argparse
 
     from routeplan.cli.main import build_parser
@@ -99,17 +109,58 @@ def test_readme_commands_use_flags_the_cli_has():
     commands = next(
         a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
     ).choices
-    text = README.read_text()
-    shell = "\n".join(re.findall(r"```bash\n(.*?)```", text, re.S)).replace("\\\n", " ")
-    inline = re.findall(r"`(routeplan [^`]+)`", text)
-    used = [line.strip() for line in shell.splitlines() if line.strip().startswith("routeplan ")]
     checked = 0
-    for line in used + inline:
-        words = line.split()
-        if len(words) < 2 or words[1] not in commands:
-            continue
-        known = set(commands[words[1]]._option_string_actions)
-        for flag in re.findall(r"(?<!\S)(--[a-z][a-z-]*)", line):
-            assert flag in known, f"README: `{line}` uses {flag}, which {words[1]} does not have"
-            checked += 1
+    for page in PAGES:
+        text = page.read_text()
+        shell = "\n".join(re.findall(r"```bash\n(.*?)```", text, re.S)).replace("\\\n", " ")
+        inline = re.findall(r"`(routeplan [^`]+)`", text)
+        used = [
+            line.strip() for line in shell.splitlines() if line.strip().startswith("routeplan ")
+        ]
+        for line in used + inline:
+            words = line.split()
+            if len(words) < 2 or words[1] not in commands:
+                continue
+            known = set(commands[words[1]]._option_string_actions)
+            for flag in re.findall(r"(?<!\S)(--[a-z][a-z-]*)", line):
+                assert flag in known, f"{page.name}: `{line}` uses {flag}, not in {words[1]}"
+                checked += 1
     assert checked > 10
+
+
+def build_site(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    """``mkdocs build --strict`` of ``config`` into ``site``, offline (no page, theme or plugin
+    of the site fetches anything)."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's end-of-life notice
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config)]
+    command += ["--site-dir", str(site)]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_the_documentation_site_builds_strict(tmp_path):
+    """``make docs``'s build: every page in the nav, every link and anchor found."""
+    site = tmp_path / "site"
+    done = build_site(REPO / "mkdocs.yml", site)
+    assert done.returncode == 0, done.stderr[-3000:]
+    home = (site / "index.html").read_text()  # the README is the site's home
+    assert "make demo" in home and "../README.md" not in home
+    assert "fonts.googleapis.com" not in home and "fonts.gstatic.com" not in home  # offline
+    # the running page links the name rule's schema: the site serves a copy of it
+    assert (site / "repo" / "schemas" / "name.schema.json").is_file()
+    running = (site / "running" / "index.html").read_text()
+    assert 'href="../repo/schemas/name.schema.json"' in running
+
+
+def test_a_broken_link_fails_the_documentation_build(tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs)
+    with (docs / "concepts.md").open("a") as page:
+        page.write("\nSee [a page](no-such-page.md) and [a file](../no/such/file.json).\n")
+    config = (REPO / "mkdocs.yml").read_text()
+    config = config.replace("docs_dir: docs", f"docs_dir: {docs}")
+    hooks = REPO / "scripts" / "mkdocs_hooks.py"
+    config = config.replace("- scripts/mkdocs_hooks.py", f"- {hooks}")
+    (tmp_path / "mkdocs.yml").write_text(config)
+    done = build_site(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode != 0
+    assert "no-such-page.md" in done.stderr and "no/such/file.json" in done.stderr

@@ -88,6 +88,7 @@ def test_every_setting_is_described():
         ("ROUTEPLAN_HOME", "s3://bucket/prefix", "home", "s3://bucket/prefix"),
         ("ROUTEPLAN_ROUTING", "/srv/routing", "routing", "/srv/routing"),
         ("ROUTEPLAN_API_AUTH", "none", "api_auth", "none"),
+        ("ROUTEPLAN_ROUTING_FILE_MODE", "0640", "routing_file_mode", "0640"),
         ("ROUTEPLAN_SPARK_CONN", "spark_cluster", "spark_conn", "spark_cluster"),
         ("ROUTEPLAN_JARS", "/opt/jars", "jars", Path("/opt/jars")),
         ("ROUTEPLAN_PY_FILES", "dist/routeplan.zip", "py_files", "dist/routeplan.zip"),
@@ -141,6 +142,18 @@ def test_an_invalid_value_is_one_clear_error(clean_env, capsys):
         assert capsys.readouterr().err == (
             "routeplan: error: ROUTEPLAN_API_AUTH='nope': input should be 'none' or 'airflow'\n"
         )
+
+
+@pytest.mark.parametrize("value", ["0200", "0o7777", "u+r", "644x", "0 644"])
+def test_a_routing_file_mode_is_three_octal_digits_the_owner_can_read(clean_env, value):
+    clean_env.setenv("ROUTEPLAN_ROUTING_FILE_MODE", value)
+    with pytest.raises(UsageError, match=r"file mode of three octal digits whose owner can read"):
+        settings.routing_file_mode()
+    for text, expected in (("0640", 0o640), ("600", 0o600), ("0o644", 0o644)):
+        clean_env.setenv("ROUTEPLAN_ROUTING_FILE_MODE", text)
+        assert settings.routing_file_mode() == expected
+    clean_env.delenv("ROUTEPLAN_ROUTING_FILE_MODE")
+    assert settings.routing_file_mode() == 0o644
 
 
 def test_config_table_and_unknown_variables(clean_env, capsys):

@@ -1,6 +1,8 @@
 """``routeplan.publishing.store``: publishing, reading and guarding routing tables."""
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -63,6 +65,49 @@ def test_tampered_table_fails_checksum(tmp_path, cg_table):
         store.load("s")
 
 
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.fixture
+def private_umask():
+    """A process umask of 077, as a hardened service account has: files 0600, folders 0700."""
+    before = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(before)
+
+
+def test_published_files_are_readable_by_every_user_whatever_the_umask(
+    tmp_path, cg_table, private_umask, monkeypatch
+):
+    """Versions, LATEST and HOLD get 0644 (a producer running as another user reads them);
+    ``ROUTEPLAN_ROUTING_FILE_MODE`` (or ``file_mode``) says otherwise. A folder's mode is never
+    changed."""
+    monkeypatch.delenv("ROUTEPLAN_ROUTING_FILE_MODE", raising=False)
+    store = RoutingStore(tmp_path)
+    store.publish(cg_table)
+    store.hold("s", "checking v1")
+    held = mode(tmp_path / "s" / "HOLD")
+    store.clear_hold("s")
+    store.publish(small_table("s"))
+    files = {p.name: mode(p) for p in (tmp_path / "s").iterdir() if p.name != ".lock"}
+    assert (files, held) == ({"v1.json": 0o644, "v2.json": 0o644, "LATEST": 0o644}, 0o644)
+    assert mode(tmp_path / "s") == 0o700  # made under the umask, never widened
+
+    shared = tmp_path / "shared"
+    (shared / "t").mkdir(parents=True)
+    shared.chmod(0o750)
+    (shared / "t").chmod(0o710)
+    monkeypatch.setenv("ROUTEPLAN_ROUTING_FILE_MODE", "0640")
+    RoutingStore(shared).publish(small_table("t"))
+    RoutingStore(shared, file_mode=0o600).publish(small_table("t", "w1"))
+    files = {p.name: mode(p) for p in (shared / "t").iterdir() if p.name != ".lock"}
+    assert files == {"v1.json": 0o640, "v2.json": 0o600, "LATEST": 0o600}
+    assert (mode(shared), mode(shared / "t")) == (0o750, 0o710)
+
+
 # --------------------------------------------------------------------------------------------
 # names from data never become paths unchecked; documents are bounded before they are parsed
 
@@ -99,6 +144,7 @@ STORE_CALLS = {
     "restore": lambda store, name: store.restore(small_table(name).published(1, None, "t"), "x"),
     "prune": lambda store, name: store.prune(name, 1),
     "doctor": lambda store, name: store.doctor(name),
+    "unpublished": lambda store, name: store.unpublished(name),
 }
 
 

@@ -120,6 +120,37 @@ def test_doctor_reports_and_repairs_on_both_back_ends(root):
     assert store.doctor("t").to_dict()["clean"] and store.stream_folders() == ["s"]
 
 
+def test_doctor_fix_sets_orphans_aside_on_both_back_ends(root):
+    """Versions LATEST's history never named go to ``s/unpublished/``, whole; on object storage
+    one newer than LATEST stays (its publisher may be about to move LATEST to it) until a newer
+    publish passes it."""
+    store = RoutingStore(root)
+    store.publish(table("s", 0))
+    store.publish(table("s", 1))
+    stamp = "2026-11-23T00:00:00+00:00"
+    write(root, "s", "v3.json", text=json.dumps(table("s", 7).published(3, 2, stamp).to_document()))
+    store.publish(table("s", 2))  # v4, built on v2 as v3 was
+    write(root, "s", "v5.json", text=json.dumps(table("s", 8).published(5, 4, stamp).to_document()))
+    assert store.doctor("s").orphan_versions == (3, 5)
+    fixed = store.doctor("s", fix=True)
+    moved = "moved v{} (never published) to unpublished/v{}.json"
+    if storage.is_remote(root):
+        assert fixed.fixed == (
+            moved.format(3, 3),
+            "left v5: newer than LATEST, a publish in flight?",
+        )
+        assert (store.versions("s"), store.unpublished("s")) == ([1, 2, 4, 5], [3])
+        assert store.publish(table("s", 3)).version == 6  # v5 is below LATEST now
+        assert store.doctor("s", fix=True).fixed == (moved.format(5, 5),)
+    else:
+        assert fixed.fixed == (moved.format(3, 3), moved.format(5, 5))
+        assert store.publish(table("s", 3)).version == 6  # no number given twice
+    assert (store.versions("s"), store.unpublished("s")) == ([1, 2, 4, 6], [3, 5])
+    aside = storage.read_bytes(storage.join(root, "s", "unpublished", "v3.json"))
+    assert json.loads(aside)["version"] == 3
+    assert store.doctor("s").clean and store.doctor("s").orphan_versions == ()
+
+
 def test_doctor_on_object_storage_leaves_a_latest_that_moved_meanwhile(s3_root):
     """``--fix`` moves a broken LATEST by a conditional write: a publisher that repaired it
     first wins, and the doctor reports the state it finds."""
@@ -198,7 +229,7 @@ def test_with_expected_latest_the_publisher_that_loses_the_race_is_stale(s3_root
     assert store.latest_version("s") == won[0].version and store.load("s") == won[0]
     report = store.doctor("s")
     assert report.clean and report.valid_versions == (1, 2, 3)
-    assert report.orphan_versions == ((3,) if won[0].version == 2 else ())
+    assert report.orphan_versions == ((3,) if won[0].version == 2 else (2,))  # never LATEST
 
 
 PUBLISHER = """

@@ -80,6 +80,28 @@ def test_a_rerun_on_the_same_loads_keeps_latest_and_new_loads_plan_again(loads):
     assert moved.kept is None
 
 
+def test_an_auto_rerun_keeps_latest_and_still_plans_every_candidate(loads):
+    """Issue 33, item 9: a rerun of an ``auto`` night records the same candidates as the run it
+    repeats — each with its numbers and why it was not chosen — beside the baseline; LATEST (the
+    first run's winner) is the selected one."""
+    policy = StreamPolicy(
+        "views", strategy="auto", candidates=("cg", "pkg"), goals=("imbalance", "memory")
+    )
+    first = plan_stream(policy, loads, None, WORKERS)
+    latest = replace(first.selected.plan.table, version=3)
+    again = plan_stream(policy, loads, latest, WORKERS)
+    assert [c.strategy for c in again.candidates] == [c.strategy for c in first.candidates]
+    assert [c.strategy for c in again.candidates] == ["cg", "pkg", "kg"]
+    assert again.kept and again.winner == first.winner and again.auto is None
+    assert again.selected.plan.table == latest and again.selected.choice == again.kept
+    for c in again.candidates:
+        assert c.choice and c.plan.predicted["imbalance"] >= 0
+        if not c.selected and c.strategy != "kg":
+            assert c.choice == f"auto candidate, not chosen: {again.kept}"
+    assert "baseline" in again.candidate("kg").choice
+    assert len(again.summary()["candidates"]) == 3
+
+
 def test_a_latest_of_the_other_kind_is_not_planned_from(loads):
     partitions = PartitionLoad("views", np.linspace(0.1, 1.0, 12))
     assignment = replace(

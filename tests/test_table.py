@@ -31,3 +31,37 @@ def test_partition_table_validation():
         PartitionAssignment.from_document(key_table.to_document())
     assert table_from_document(key_table.to_document()) == key_table
     assert table_from_document(table.to_document()) == table
+
+
+def test_a_document_is_published_with_a_jcs_checksum_and_an_old_one_verified_the_old_way():
+    from routeplan.model.table import LEGACY_CHECKSUM_PREFIX, checksum
+
+    table = RoutingTable("s", "t", Workers.homogeneous(2), ("w0", "w1"), predicted={"x": 1e-05})
+    doc = table.published(1, None, "2026-01-01T00:00:00+00:00").to_document()
+    assert doc["checksum"].startswith("jcs-sha256:")
+    assert table_from_document(doc).same_routing(table)
+    body = {k: v for k, v in doc.items() if k != "checksum"}
+    old = {**body, "checksum": checksum(body, LEGACY_CHECKSUM_PREFIX)}  # Python's "1e-05"
+    assert old["checksum"].startswith("sha256:") and old["checksum"][7:] != doc["checksum"][11:]
+    assert table_from_document(old).same_routing(table)
+    for tampered in ({**old, "version": 2}, {**doc, "checksum": "sha256:" + doc["checksum"][11:]}):
+        with pytest.raises(ValueError, match="checksum mismatch"):
+            table_from_document(tampered)
+
+
+def test_a_key_routing_document_with_a_seed_beyond_32_bits_or_a_key_split_twice_is_refused():
+    from routeplan.model.table import checksum
+
+    table = RoutingTable(
+        "s", "t", Workers.homogeneous(2), ("w0", "w1"), hot_keys={"k": [("w0", 1)]}
+    )
+    doc = table.published(1, None, "2026-01-01T00:00:00+00:00").to_document()
+    for changes, message in (
+        ({"hash": {"function": "murmur3_x86_32", "seed": 2**32}}, "seed must be an integer"),
+        ({"hash": {"function": "murmur3_x86_32", "seed": 1.5}}, "seed must be an integer"),
+        ({"hot_keys": doc["hot_keys"] * 2}, "listed twice"),
+    ):
+        bad = {**doc, **changes}
+        bad["checksum"] = checksum(bad)
+        with pytest.raises(ValueError, match=message):
+            table_from_document(bad)

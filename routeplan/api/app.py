@@ -1,7 +1,7 @@
 """HTTP API for published routing tables (``routeplan serve``, Airflow plugin); it publishes
 nothing.
 
-    GET /healthz                                   is the store readable, how many streams
+    GET /healthz                                   the store's root there, streams LATEST serves
     GET /streams                                   every stream, its versions and LATEST
     GET /streams/{stream}/versions                 one stream's versions and LATEST
     GET /streams/{stream}/latest                   LATEST's document (ETag, Cache-Control: no-cache)
@@ -32,29 +32,30 @@ the bounds of ``routeplan.contracts.documents`` (size, nesting). A stored docume
 those checks is never served: the answer is 500 naming the file and the failure.
 
 Bad input is a 4xx with a short message and never a server path: a stream name that breaks the
-name rule (``routeplan.model.names``) is 404, as a stream that does not exist. ``/streams`` lists a
-stream whose LATEST is broken with an ``error`` instead of failing for every stream.
+name rule (``routeplan.model.names``) is 404, as a stream that does not exist; a version that is
+not plain digits (``03``, ``+3``, ``3.0``, ``3e0``) is 422 in every route, so a version cached as
+immutable has one address. ``/streams`` lists a stream whose LATEST ``/latest`` cannot serve
+with an ``error`` instead of failing for every stream, and ``/healthz`` counts those streams
+(``routeplan.api.tables``: one check for the three); it is 503 ``unavailable`` when the store's
+local root does not exist or cannot be read.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
+from pydantic import BeforeValidator
 from starlette.concurrency import run_in_threadpool
 
-from routeplan import __version__, settings, storage
+from routeplan import __version__, settings
 from routeplan.api import offline_docs, prometheus, routing_views, ui
 from routeplan.api.dry_run import bounded_body, finite, plan_request
 from routeplan.api.openapi import (
@@ -64,13 +65,11 @@ from routeplan.api.openapi import (
     openapi_schema,
     schema_response,
 )
+from routeplan.api.tables import NotServable, Published, Tables, check_stream_name, refused
 from routeplan.api.ui import AirflowLinks
 from routeplan.contracts.documents import DEFAULT_MAX_BYTES
-from routeplan.model.names import InvalidNameError, check_name
-from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.diff import diff_tables
-from routeplan.publishing.store import BrokenLatestError, RoutingStore, version_runs
-from routeplan.publishing.store_files import LATEST
+from routeplan.publishing.store import RoutingStore
 from routeplan.streams.outcome_reports import read_outcomes
 
 log = logging.getLogger(__name__)
@@ -93,173 +92,6 @@ stream's inputs (a dry run).
 """
 
 
-@dataclass(frozen=True)
-class _Published:
-    """One version as served: the verified table, its JSON body and its file's identity."""
-
-    table: Table
-    body: bytes
-    checksum: str
-    file_id: tuple[Any, ...]  # RoutingStore.identity: changes when the file is replaced
-
-    @property
-    def etag(self) -> str:
-        return f'"{self.checksum}"'
-
-
-class _Tables:
-    """Reads a store for the API: verified versions in a bounded LRU, LATEST on every call."""
-
-    def __init__(self, store: RoutingStore, cache_size: int) -> None:
-        self.store = store
-        self.cache_size = cache_size
-        self._cache: OrderedDict[tuple[str, int], _Published] = OrderedDict()
-        self._lock = threading.Lock()
-        self._warned: dict[str, str] = {}  # stream (or "") -> the problem last logged
-
-    def stream_names(self) -> list[str]:
-        """Streams with a LATEST; 503 when the store's root cannot be read (no path said)."""
-        try:
-            if not self.store.is_remote:  # an object-store prefix is never "not a directory"
-                root = Path(self.store.root)
-                if not root.exists():
-                    return []
-                if not root.is_dir():
-                    raise self._unavailable("the routing store's root is not a directory")
-            streams = self.store.streams()
-        except OSError as err:
-            problem = f"the routing store is unreadable ({type(err).__name__})"
-            raise self._unavailable(problem) from None
-        self._recovered("")
-        return streams
-
-    def listing(self, streams: list[str] | None = None) -> list[dict[str, Any]]:
-        """``/streams``: each stream's versions, or an ``error`` when its LATEST is broken."""
-        entries: list[dict[str, Any]] = []
-        for stream in self.stream_names() if streams is None else streams:
-            try:
-                latest = self.store.checked_latest(stream)
-                versions = self.store.versions(stream)
-            except BrokenLatestError as err:
-                entries.append({"stream": stream, "error": self._warn(stream, err.problem)})
-                continue
-            except OSError as err:
-                problem = f"unreadable ({type(err).__name__})"
-                entries.append({"stream": stream, "error": self._warn(stream, problem)})
-                continue
-            self._recovered(stream)
-            if latest is not None:  # None: LATEST went away meanwhile
-                entries.append({"stream": stream, "latest_version": latest, "versions": versions})
-        return entries
-
-    def _recovered(self, stream: str) -> None:
-        with self._lock:
-            problem = self._warned.pop(stream, None)
-        if problem is not None:
-            log.info("stream %s is served again (was: %s)", stream or "(all)", problem)
-
-    def _warn(self, stream: str, problem: str) -> str:
-        """Log ``problem`` once (until it changes), not at every request; return it."""
-        with self._lock:
-            known = self._warned.get(stream)
-            self._warned[stream] = problem
-        if known != problem:
-            log.warning("stream %s cannot be served: %s", stream or "(all)", problem)
-        return problem
-
-    def _corrupt(self, stream: str, name: str, failure: object) -> HTTPException:
-        """500 naming the file relative to the store's root (the log has the full location): a
-        client learns which table is broken, never where the server keeps it."""
-        root = self.store.root
-        log.error("refusing to serve %s: %s", storage.join(root, stream, name), failure)
-        sep = "/" if self.store.is_remote else os.sep
-        hidden = str(failure).replace(f"{root}{sep}", "").replace(root, "<root>")
-        return HTTPException(
-            500, f"stored routing table file {stream}/{name} is not servable: {hidden}"
-        )
-
-    def _unavailable(self, problem: str) -> HTTPException:
-        return HTTPException(503, self._warn("", problem))
-
-    def versions(self, stream: str) -> dict[str, Any]:
-        """``{"stream", "latest_version", "versions"}``; 404 for an unknown stream."""
-        latest = self.latest(stream)
-        versions = self.store.versions(stream)
-        if latest not in versions:
-            raise self._corrupt(stream, LATEST, f"names v{latest}, not stored")
-        return {"stream": stream, "latest_version": latest, "versions": versions}
-
-    def latest(self, stream: str) -> int:
-        """The version LATEST names; 404 when the stream has none, 500 when LATEST is garbage."""
-        _check_name(stream)
-        try:
-            latest = self.store.latest_version(stream)
-        except (OSError, ValueError) as err:
-            raise self._corrupt(stream, LATEST, err) from err
-        if latest is None:
-            streams = self.store.streams()
-            known = f"streams: {', '.join(streams)}" if streams else "none published yet"
-            raise HTTPException(404, f"no routing tables for stream {stream!r} ({known})")
-        return latest
-
-    def get(self, stream: str, version: int) -> _Published:
-        """A verified version (cached while its file is unchanged); 404 if it is not stored."""
-        _check_name(stream)
-        try:
-            file_id = self.store.identity(stream, version)
-        except FileNotFoundError:
-            self._forget(stream, version)
-            raise self._no_version(stream, version) from None
-        except OSError as err:
-            raise self._corrupt(stream, f"v{version}.json", err) from err
-        with self._lock:
-            hit = self._cache.get((stream, version))
-            if hit is not None and hit.file_id == file_id:
-                self._cache.move_to_end((stream, version))
-                return hit
-        published = self._read(stream, version, file_id)
-        with self._lock:
-            self._cache[(stream, version)] = published
-            self._cache.move_to_end((stream, version))
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return published
-
-    def _read(self, stream: str, version: int, file_id: tuple[Any, ...]) -> _Published:
-        try:
-            doc = self.store.read_document(stream, version)  # JSON + schema
-            table = table_from_document(doc)  # checksum and consistency
-            if (doc["stream"], doc["version"]) != (stream, version):
-                raise ValueError(f"holds {doc['stream']!r} v{doc['version']}")
-        except FileNotFoundError:
-            raise self._no_version(stream, version) from None
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            self._forget(stream, version)
-            raise self._corrupt(stream, f"v{version}.json", err) from err
-        body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
-        return _Published(table, body, doc["checksum"], file_id)
-
-    def _forget(self, stream: str, version: int) -> None:
-        with self._lock:
-            self._cache.pop((stream, version), None)
-
-    def _no_version(self, stream: str, version: int) -> HTTPException:
-        self.latest(stream)  # an unknown stream says so
-        kept = self.store.versions(stream)
-        return HTTPException(
-            404,
-            f"no routing table v{version} for stream {stream!r} (versions {version_runs(kept)})",
-        )
-
-
-def _check_name(stream: str) -> None:
-    """404 for a name that breaks the name rule: no such stream can exist (never a path)."""
-    try:
-        check_name(stream)
-    except InvalidNameError as err:
-        raise HTTPException(404, f"no such stream: {err}") from None
-
-
 def etag_matches(if_none_match: str | None, checksum: str) -> bool:
     """RFC 9110 §13.1.2: ``*`` or any listed entity tag equal to ours by weak comparison."""
     if if_none_match is None:
@@ -269,7 +101,7 @@ def etag_matches(if_none_match: str | None, checksum: str) -> bool:
     return checksum in _ENTITY_TAG.findall(if_none_match)
 
 
-def _document_response(request: Request, published: _Published, cache_control: str) -> Response:
+def _document_response(request: Request, published: Published, cache_control: str) -> Response:
     headers = {"ETag": published.etag, "Cache-Control": cache_control}
     if etag_matches(request.headers.get("if-none-match"), published.checksum):
         return Response(status_code=304, headers=headers)
@@ -283,7 +115,27 @@ StreamParam = Annotated[
         "not starting with `.` or `-`; others are 404)"
     ),
 ]
-VersionParam = Annotated[int, PathParam(ge=1, le=MAX_VERSION, description="a published version")]
+_CANONICAL_VERSION = re.compile(r"[1-9][0-9]{0,18}")  # as a file name spells it: v<N>.json
+
+
+def canonical_version(value: object) -> object:
+    """Refuse a version not spelled as its file name spells it (422): ``1.0``, ``01``, ``+1``,
+    `` 1``, ``1e0``, ``1_0`` would all be 1 to a lax integer parser, so one table would have
+    many addresses (each cached forever as immutable)."""
+    if isinstance(value, str) and not _CANONICAL_VERSION.fullmatch(value):
+        raise ValueError(
+            "a version is a whole number written in plain digits, without a sign, leading "
+            f"zeros, a fraction, an exponent or spaces (3, not 03 or 3.0), from 1 to {MAX_VERSION}"
+        )
+    return value
+
+
+VERSION_RULE = "plain digits: 3, never 03, +3, 3.0 or 3e0 (those are 422)"
+VersionParam = Annotated[
+    int,
+    BeforeValidator(canonical_version),
+    PathParam(ge=1, le=MAX_VERSION, description=f"a published version, in {VERSION_RULE}"),
+]
 
 
 def create_app(
@@ -308,7 +160,7 @@ def create_app(
     dry runs plan at once. ``airflow`` says how the Routing pages reach Airflow when the app is
     mounted in its API server (``routeplan.api.ui``; None: ``routeplan serve``).
     """
-    tables = _Tables(RoutingStore(root, max_bytes=max_bytes), cache_size)
+    tables = Tables(RoutingStore(root, max_bytes=max_bytes), cache_size)
     reports = os.fspath(reports_root) if reports_root is not None else settings.reports_root()
     policies_path = (
         os.fspath(policies_file) if policies_file is not None else settings.policies_file()
@@ -329,10 +181,12 @@ def create_app(
             {"name": "plans", "description": "dry runs: what a night would plan (never published)"},
         ],
     )
+    app.add_exception_handler(NotServable, refused)
     document = schema_response("routing_table", "the routing-table document, as stored")
     document["headers"] = {
         "ETag": {
-            "description": 'the document\'s checksum, quoted: `"sha256:…"`',
+            "description": 'the document\'s checksum, quoted: `"jcs-sha256:…"` '
+            '(`"sha256:…"` for documents published before)',
             "schema": {"type": "string"},
         },
         "Cache-Control": {
@@ -397,7 +251,7 @@ def create_app(
         responses={200: document, **DOCUMENT_ERRORS},
     )
     def latest(stream: StreamParam, request: Request) -> Response:
-        published = tables.get(stream, tables.latest(stream))
+        published = tables.latest_document(stream)
         return _document_response(request, published, LATEST_CACHE_CONTROL)
 
     @app.get(
@@ -424,9 +278,15 @@ def create_app(
     def diff(
         stream: StreamParam,
         response: Response,
-        from_version: Annotated[int, Query(ge=1, le=MAX_VERSION, description="the older version")],
+        from_version: Annotated[
+            int,
+            BeforeValidator(canonical_version),
+            Query(ge=1, le=MAX_VERSION, description=f"the older version, in {VERSION_RULE}"),
+        ],
         to_version: Annotated[
-            int | None, Query(ge=1, le=MAX_VERSION, description="default: LATEST")
+            int | None,
+            BeforeValidator(canonical_version),
+            Query(ge=1, le=MAX_VERSION, description=f"default: LATEST; {VERSION_RULE}"),
         ] = None,
     ) -> dict[str, Any]:
         pinned = to_version is not None
@@ -457,7 +317,7 @@ def create_app(
     def plot(stream: StreamParam, request: Request) -> Response:
         from routeplan.plots import version_png
 
-        published = tables.get(stream, tables.latest(stream))
+        published = tables.latest_document(stream)
         table = published.table
         parent = None
         if table.parent_version is not None:
@@ -499,9 +359,7 @@ def create_app(
         try:
             found = read_outcomes(reports, stream=stream, days=days)
         except OSError as err:
-            raise tables._unavailable(
-                f"the reports are unreadable ({type(err).__name__})"
-            ) from None
+            raise tables.unavailable(f"the reports are unreadable ({type(err).__name__})") from None
         for warning in found.warnings:
             log.warning("outcomes of %s: %s", stream, warning)
         return found.records
@@ -545,7 +403,7 @@ def create_app(
         },
     )
     async def dry_run(stream: StreamParam, request: Request) -> Any:
-        _check_name(stream)
+        check_stream_name(stream)
         raw = await bounded_body(request, max_bytes)
         if not planning.acquire(blocking=False):
             raise HTTPException(429, f"{max_plans} dry runs are running; retry later")
@@ -558,10 +416,11 @@ def create_app(
     def _plan_inputs(stream: str, raw: bytes) -> dict[str, Any]:
         def current() -> Any:
             try:
-                latest = tables.store.latest_version(stream)
-            except (OSError, ValueError) as err:
-                raise tables._corrupt(stream, LATEST, err) from err
-            return tables.get(stream, latest).table if latest is not None else None
+                return tables.latest_document(stream).table
+            except HTTPException as err:
+                if err.status_code == 404:  # no LATEST: nothing published yet
+                    return None
+                raise
 
         return plan_request(stream, raw, max_bytes, policies_path, current)
 

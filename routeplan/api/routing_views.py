@@ -18,6 +18,7 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, HTTPException
 from fastapi import Path as PathParam
+from pydantic import BeforeValidator
 from starlette.concurrency import run_in_threadpool
 
 from routeplan.api.openapi import ERRORS, schema_response
@@ -53,8 +54,22 @@ class TableReader(Protocol):
 TAGS = [
     {"name": "explain", "description": "why a version routes as it does, where a stream stands"}
 ]
+
+
+def canonical(value: object) -> object:
+    """``routeplan.api.app.canonical_version``: one spelling per version (``03`` is 422),
+    imported when called (``app`` imports this module)."""
+    from routeplan.api.app import canonical_version
+
+    return canonical_version(value)
+
+
 Stream = Annotated[str, PathParam(description="stream name, e.g. `clicks`")]
-Version = Annotated[int, PathParam(ge=1, le=MAX_VERSION, description="a published version")]
+Version = Annotated[
+    int,
+    BeforeValidator(canonical),
+    PathParam(ge=1, le=MAX_VERSION, description="a published version, in plain digits"),
+]
 
 
 def stored_parent(tables: TableReader, table: Table) -> Table | None:

@@ -41,6 +41,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from pydantic import BeforeValidator
 from starlette.concurrency import run_in_threadpool
 
 from routeplan.api.routing_views import (
@@ -49,6 +50,7 @@ from routeplan.api.routing_views import (
     Stream,
     TableReader,
     Version,
+    canonical,
     explain,
     overview,
     stored_parent,
@@ -137,8 +139,12 @@ def router(
     async def stream_page(
         request: Request,
         stream: Stream,
-        from_version: Annotated[int | None, Query(ge=1, le=MAX_VERSION)] = None,
-        to_version: Annotated[int | None, Query(ge=1, le=MAX_VERSION)] = None,
+        from_version: Annotated[
+            int | None, BeforeValidator(canonical), Query(ge=1, le=MAX_VERSION)
+        ] = None,
+        to_version: Annotated[
+            int | None, BeforeValidator(canonical), Query(ge=1, le=MAX_VERSION)
+        ] = None,
     ) -> HTMLResponse:
         context = await run_in_threadpool(_stream_context, stream, from_version, to_version)
         return render(request, "stream.html", **context)
@@ -248,7 +254,11 @@ def router(
     async def rollback_page(
         request: Request,
         stream: Stream,
-        version: Annotated[int, Query(ge=1, le=MAX_VERSION, description="the version to restore")],
+        version: Annotated[
+            int,
+            BeforeValidator(canonical),
+            Query(ge=1, le=MAX_VERSION, description="the version to restore"),
+        ],
     ) -> HTMLResponse:
         def gather() -> dict[str, Any]:
             latest = tables.latest(stream)

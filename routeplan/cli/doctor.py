@@ -1,33 +1,41 @@
 """``routeplan doctor [--stream S] [--fix] [--json]``: a routing store's state after faults.
 
 Prints ``RoutingStore.doctor``'s report for one stream, or for every stream folder: LATEST's
-state, corrupt version files, temp files and orphan versions left by killed publishers, and the
-stream's hold when it is held (``routeplan hold``). With
-``--fix`` it removes temp files and points a broken LATEST at the newest valid version (the store
-does the work, under the publish lock, or by a conditional write on object storage; this module
-only formats). Exit code 0 when every stream is clean (orphans do no harm and are only listed),
-1 while problems remain. ``--routing`` may be a directory or a URI (``s3://bucket/routing``).
+state, corrupt version files, temp files and orphan versions (LATEST's history never named them:
+left by killed publishers), and the stream's hold when it is held (``routeplan hold``). With
+``--fix`` it removes temp files, points a broken LATEST at the newest valid version and moves the
+orphans to ``<stream>/unpublished/`` (the store does the work, under the publish lock, or by
+conditional writes on object storage; this module only formats). Exit code 0 when every stream
+is clean (orphans do no harm), 1 while problems remain — and when there is no store at
+``--routing`` (a local folder that does not exist). ``--routing`` may be a directory or a URI
+(``s3://bucket/routing``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from routeplan.cli.versions import open_store
+from routeplan.errors import InputError
 from routeplan.parsing import stream_name
-from routeplan.publishing.store import DoctorReport, version_runs
+from routeplan.publishing.store import version_runs
+from routeplan.publishing.store_doctor import UNPUBLISHED, DoctorReport
 
 DESCRIPTION = """\
 Check a routing store after crashes or interrupted publishes: LATEST's state, corrupt version
-files, temp files and orphan versions (written, never published), and held streams (routeplan
-hold). Exit code 0 when every stream is clean (a hold is no problem), 1 while problems remain.
---fix removes temp files and points a broken LATEST at the newest valid version; orphans are
-only listed."""
+files, temp files, orphan versions (written, never published: LATEST's history never named
+them) and held streams (routeplan hold). Exit code 0 when every stream is clean (a hold or an
+orphan is no problem), 1 while problems remain or when there is no store at --routing.
+--fix removes temp files, points a broken LATEST at the newest valid version and moves orphans
+to <stream>/unpublished/ (never deleted, never served)."""
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     store = open_store(args)
+    if not store.is_remote and not Path(store.root).is_dir():
+        raise InputError(f"no routing store at {store.root}: the folder does not exist")
     streams = [args.stream] if args.stream is not None else store.stream_folders()
     if args.stream is not None and args.stream not in store.stream_folders():
         raise FileNotFoundError(
@@ -37,6 +45,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     reports = [store.doctor(stream, fix=args.fix) for stream in streams]
     if args.json:
         print(json.dumps([report.to_dict() for report in reports], indent=1))
+    elif not reports:
+        print(f"{store.root}: no stream folders (nothing published yet)")
     else:
         for report in reports:
             print(format_report(report, hint=not args.fix))
@@ -58,8 +68,15 @@ def format_report(report: DoctorReport, hint: bool = True) -> str:
     lines += [f"  problem: {problem}" for problem in report.problems]
     if report.orphan_versions:
         lines.append(
-            f"  orphan versions {version_runs(list(report.orphan_versions))}: newer than LATEST, "
-            "never published (left alone; the next publish numbers above them)"
+            f"  orphan versions {version_runs(list(report.orphan_versions))}: LATEST never named "
+            f"them, never published (--fix moves them to {report.stream}/{UNPUBLISHED}/; no "
+            "number is given twice)"
+        )
+    if report.unknown_versions:
+        lines.append(
+            f"  versions {version_runs(list(report.unknown_versions))}: below v"
+            f"{report.history_break}, which cannot be read: whether LATEST ever named them "
+            "cannot be told (left alone)"
         )
     if report.hold is not None:
         hold = report.hold
@@ -95,7 +112,8 @@ Examples:
     p.add_argument(
         "--fix",
         action="store_true",
-        help="remove temp files; point a broken LATEST at the newest valid version",
+        help="remove temp files; point a broken LATEST at the newest valid version; move "
+        "orphan versions to <stream>/unpublished/",
     )
     p.add_argument("--json", action="store_true", help="one report per stream")
     p.set_defaults(func=cmd_doctor)

@@ -16,8 +16,10 @@ from routeplan.cli import (
     hold,
     outcomes,
     plan,
+    route,
     show,
     simulate,
+    vectors,
     versions,
 )
 from routeplan.errors import InputError, OutputError, UsageError
@@ -81,6 +83,8 @@ Examples:
     simulate.add_parsers(sub)  # routeplan simulate / compare: online strategies replayed
     config.add_parser(sub)  # routeplan config: every setting, its variable and value
     docs.add_parser(sub)  # routeplan docs: serve the validate job's Data Docs
+    route.add_parser(sub)  # routeplan route: keys on stdin routed by a table file
+    vectors.add_parser(sub)  # routeplan vectors: the clients' shared test vectors
     return parser
 
 

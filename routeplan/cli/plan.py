@@ -296,7 +296,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         plan = strategy.plan(snapshot, current, workers, budget)
     seconds = time.perf_counter() - started
     if args.out:
-        Path(args.out).write_text(json_text(plan.table.to_document(), indent=1) + "\n")
+        storage.write_text(args.out, json_text(plan.table.to_document(), indent=1) + "\n")
     summary = plan_summary(plan, seconds)
     summary["out"] = args.out
     if args.plot:

@@ -36,7 +36,8 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from routeplan.model.hashing import DEFAULT_SEED, HASH_FUNCTION
+from routeplan.contracts.jcs import canonical_json
+from routeplan.model.hashing import DEFAULT_SEED, HASH_FUNCTION, MAX_NUM_KEY_GROUPS
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.model.workers import Workers
 
@@ -103,14 +104,9 @@ class Table:
     def from_document(cls, doc: Mapping[str, Any], verify: bool = True) -> Self:
         """Parse a document of the kind it names (``Table.from_document``: either kind; a
         subclass: its own kind only); with ``verify`` the checksum must match the document as
-        stored."""
+        stored (``verify_checksum``: by the scheme its prefix names)."""
         if verify:
-            expected = checksum(doc)
-            if doc.get("checksum") != expected:
-                raise ValueError(
-                    f"routing table {doc.get('stream')} v{doc.get('version')}: checksum mismatch "
-                    f"({doc.get('checksum')} != {expected})"
-                )
+            verify_checksum(doc)
         kind = doc.get("kind")
         if kind not in _BY_KIND:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -209,8 +205,16 @@ class RoutingTable(Table):
     def _parse(cls, doc: Mapping[str, Any], common: dict[str, Any]) -> RoutingTable:
         if doc["hash"]["function"] != HASH_FUNCTION:
             raise ValueError(f"unsupported hash function {doc['hash']['function']!r}")
+        seed = doc["hash"]["seed"]
+        if not (isinstance(seed, int | float) and float(seed).is_integer() and 0 <= seed < 2**32):
+            raise ValueError(f"hash.seed must be an integer in [0, 2^32), got {seed!r}")
+        if not 1 <= doc["num_key_groups"] <= MAX_NUM_KEY_GROUPS:
+            raise ValueError(f"num_key_groups must be in [1, 2^24], got {doc['num_key_groups']}")
         if len(doc["key_group_worker"]) != doc["num_key_groups"]:
             raise ValueError("key_group_worker must have num_key_groups entries")
+        hot_keys = [h["key"] for h in doc.get("hot_keys", [])]
+        if len(set(hot_keys)) != len(hot_keys):
+            raise ValueError("a key is listed twice in hot_keys")
         if doc.get("partition_consumer"):
             raise ValueError("partition_consumer belongs to partition_assignment tables")
         return cls(
@@ -312,8 +316,41 @@ def planning_load(loads: Loads) -> dict[str, Any]:
     }
 
 
-def checksum(doc: Mapping[str, Any]) -> str:
-    """``sha256:<hex>`` of the canonical JSON of the document without its ``checksum`` field."""
+CHECKSUM_PREFIX = "jcs-sha256:"  # what every document is published with
+LEGACY_CHECKSUM_PREFIX = "sha256:"  # documents published before: Python's own JSON spelling
+
+
+def checksum(doc: Mapping[str, Any], prefix: str = CHECKSUM_PREFIX) -> str:
+    """The checksum of the document without its ``checksum`` field.
+
+    ``jcs-sha256:<hex>`` (``CHECKSUM_PREFIX``): SHA-256 of the RFC 8785 canonical JSON
+    (``routeplan.contracts.jcs``), which any language reproduces (docs/routing-spec.md).
+    ``sha256:<hex>`` (``LEGACY_CHECKSUM_PREFIX``, documents published before): SHA-256 of
+    ``json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, whose number
+    spelling is Python's; still verified for the documents that carry it, never written.
+    """
     body = {k: v for k, v in doc.items() if k != "checksum"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    if prefix == CHECKSUM_PREFIX:
+        return CHECKSUM_PREFIX + hashlib.sha256(canonical_json(body)).hexdigest()
+    if prefix == LEGACY_CHECKSUM_PREFIX:
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return LEGACY_CHECKSUM_PREFIX + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    raise ValueError(f"unknown checksum scheme {prefix!r}")
+
+
+def verify_checksum(doc: Mapping[str, Any]) -> None:
+    """ValueError unless ``doc["checksum"]`` is its checksum, by the scheme its prefix names
+    (``jcs-sha256:``, or ``sha256:`` for a document published before)."""
+    stated = doc.get("checksum")
+    prefix = LEGACY_CHECKSUM_PREFIX if str(stated).startswith("sha256:") else CHECKSUM_PREFIX
+    try:
+        expected = checksum(doc, prefix)
+    except (ValueError, TypeError, OverflowError) as err:
+        raise ValueError(
+            f"routing table {doc.get('stream')} v{doc.get('version')}: cannot canonicalise: {err}"
+        ) from None
+    if stated != expected:
+        raise ValueError(
+            f"routing table {doc.get('stream')} v{doc.get('version')}: checksum mismatch "
+            f"({stated} != {expected})"
+        )

@@ -11,6 +11,9 @@ back ends (``routeplan.publishing.store_files``), chosen from the root
 * a local path: a version is a temp file, fsynced, then hard-linked to its name (the link fails
   if the name exists); ``LATEST`` moves by an atomic rename. Publishers of one stream take an
   exclusive lock (``<stream>/.lock``), so two publishes never race for a number or for LATEST.
+  Every file written (versions, LATEST, HOLD) has the mode ``ROUTEPLAN_ROUTING_FILE_MODE`` says
+  (0644: any user, e.g. a producer's, reads it), whatever the umask; a folder's mode is never
+  changed.
 * object storage (fsspec; conditional writes on S3): a PUT is atomic, so there are no temp files.
   A version is a conditional create (``If-None-Match: *``, refused when the object exists).
   ``LATEST`` is read with its ETag and moved by a conditional PUT (``If-Match`` on that ETag, or
@@ -21,7 +24,7 @@ back ends (``routeplan.publishing.store_files``), chosen from the root
   against an older table); one without retries from the top, up to ``PUBLISH_ATTEMPTS`` times
   (each refusal is another publish's success: progress, never a livelock). The version written
   by a refused attempt stays, never deleted: LATEST never names it, and ``doctor`` lists it as a
-  harmless orphan while it is newer than LATEST. LATEST therefore only moves forward, two
+  harmless orphan. LATEST therefore only moves forward, two
   publishers never lose an update, and a reader never sees a torn table. ``doctor --fix`` moves
   a broken LATEST by the same conditional write; ``prune`` deletes objects. Other fsspec schemes
   (``gs://``, ``memory://``) are read the same way, but publishing needs S3's conditional writes.
@@ -38,7 +41,10 @@ A stream name becomes a folder, so every method that takes one refuses a name th
 name rule (``routeplan.model.names``) with ``InvalidNameError`` before it touches storage.
 Documents are read within ``routeplan.contracts.documents``' bounds (size, nesting). After a fault
 — a garbage ``LATEST``, a publisher killed mid-way — ``doctor`` says what is wrong and repairs what
-it safely can; a publish refuses to build on a broken ``LATEST`` and says to run it.
+it safely can; a publish refuses to build on a broken ``LATEST`` and says to run it. A version
+LATEST's history never named (``routeplan.publishing.store_doctor``: an orphan, never published)
+is moved by ``doctor --fix`` to ``<stream>/unpublished/``; a publish numbers above those too, so
+no number is given twice.
 """
 
 from __future__ import annotations
@@ -47,12 +53,12 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from itertools import groupby
 from pathlib import Path
 from types import EllipsisType
-from typing import Any, Literal
+from typing import Any
 
 from routeplan import storage
 from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document
@@ -60,6 +66,13 @@ from routeplan.contracts.schemas import validate_document
 from routeplan.errors import one_line
 from routeplan.model.names import check_name, is_valid_name
 from routeplan.model.table import Table, table_from_document
+from routeplan.publishing.store_doctor import (
+    UNPUBLISHED,
+    DoctorReport,
+    LatestState,
+    Links,
+    latest_history,
+)
 from routeplan.publishing.store_files import (
     HOLD,
     LATEST,
@@ -76,8 +89,6 @@ PUBLISH_ATTEMPTS = 50
 HOLD_MAX_BYTES = 64 * 2**10  # a HOLD document is a few hundred bytes; more is garbage
 MAX_HOLD_REASON = 2000  # characters of a hold's reason
 
-LatestState = Literal["ok", "missing", "garbage", "missing_version", "invalid_version"]
-
 
 class RoutingStore:
     """Versions of each stream's routing table under one root: a local directory or an
@@ -85,7 +96,9 @@ class RoutingStore:
 
     ``max_bytes`` bounds the version files it reads (``routeplan.contracts.documents``);
     ``storage_options`` go to fsspec for a URI root (default: ``routeplan.storage``'s, from the
-    AWS variables). ``root`` is the root as a string (``s3a://`` spelled ``s3://``).
+    AWS variables). ``file_mode`` is the mode of the files it writes on a local disk (default:
+    the setting ``ROUTEPLAN_ROUTING_FILE_MODE``, 0644). ``root`` is the root as a string
+    (``s3a://`` spelled ``s3://``).
     """
 
     def __init__(
@@ -93,11 +106,12 @@ class RoutingStore:
         root: str | os.PathLike[str],
         max_bytes: int = DEFAULT_MAX_BYTES,
         storage_options: Mapping[str, Any] | None = None,
+        file_mode: int | None = None,
     ) -> None:
         self._files: Files = (
             ObjectFiles(os.fspath(root), storage_options)
             if storage.is_remote(root)
-            else LocalFiles(root)
+            else LocalFiles(root, file_mode)
         )
         self.root = self._files.root
         self.max_bytes = max_bytes
@@ -120,8 +134,12 @@ class RoutingStore:
         return sorted(name for name in self._files.folders() if is_valid_name(name))
 
     def versions(self, stream: str) -> list[int]:
-        found = (_VERSION_FILE.match(name) for name in self._files.names(check_name(stream)))
-        return sorted(int(m.group(1)) for m in found if m)
+        return _version_numbers(self._files.names(check_name(stream)))
+
+    def unpublished(self, stream: str) -> list[int]:
+        """The versions ``doctor --fix`` set aside (``<stream>/unpublished/``): never published,
+        never served; their numbers are never given again."""
+        return _version_numbers(self._files.names(f"{check_name(stream)}/{UNPUBLISHED}"))
 
     def latest_version(self, stream: str) -> int | None:
         """The version ``LATEST`` names (None: no LATEST); ValueError when it names none."""
@@ -227,7 +245,7 @@ class RoutingStore:
                     raise StaleLatestError(
                         f"{stream}: expected LATEST v{expected_latest}, found v{parent}"
                     )
-                version = max(self.versions(stream), default=0) + 1
+                version = max(self.versions(stream) + self.unpublished(stream), default=0) + 1
                 while True:
                     published = table.published(version, parent, created, reason, restored_version)
                     doc = published.to_document()
@@ -373,12 +391,15 @@ class RoutingStore:
 
         Checks ``LATEST`` (missing, garbage, naming a missing or corrupt version), every version
         file (bounded JSON, schema, checksum, the stream and version it holds), temp files left
-        by interrupted publishes and orphans (valid versions newer than LATEST: a publisher died
-        between writing the file and moving LATEST, or lost the race for LATEST on object
-        storage). ``fix`` removes temp files and, only when LATEST is broken or missing, points
-        it at the newest valid version (on object storage by a conditional write: when LATEST
-        moved meanwhile it is left as it is). It never deletes a version file and never promotes
-        an orphan over a valid LATEST.
+        by interrupted publishes and orphans: valid versions LATEST's history never named
+        (``routeplan.publishing.store_doctor``), however many versions came after them — a
+        publisher died between writing the file and moving LATEST, or lost the race for LATEST
+        on object storage. ``fix`` removes temp files; only when LATEST is broken or missing, it
+        points it at the newest valid version (on object storage by a conditional write: when
+        LATEST moved meanwhile it is left as it is); then, LATEST whole, it moves the orphans to
+        ``<stream>/unpublished/`` (on object storage only those below LATEST: one above may be a
+        publish in flight). It never deletes a version file, never moves one LATEST's history
+        names and never promotes an orphan over a valid LATEST.
         """
         check_name(stream)
         if not self._files.has_folder(stream):
@@ -395,22 +416,31 @@ class RoutingStore:
                 newest = found.valid_versions[-1]
                 if self._files.move_latest(stream, f"{_version_name(newest)}\n", tag):
                     done.append(f"LATEST now names v{newest} ({found.latest_was})")
+            found = self._inspect(stream)[0]
+            if found.latest == "ok" and found.latest_version is not None:
+                for version in found.orphan_versions:
+                    name = _version_name(version)
+                    if self.is_remote and version > found.latest_version:
+                        # its publisher's conditional move of LATEST may still come
+                        done.append(f"left v{version}: newer than LATEST, a publish in flight?")
+                        continue
+                    if self._files.set_aside(stream, name, UNPUBLISHED):
+                        done.append(f"moved v{version} (never published) to {UNPUBLISHED}/{name}")
+                    else:
+                        done.append(f"left v{version}: {UNPUBLISHED}/{name} is another file")
             return replace(self._inspect(stream)[0], fixed=tuple(done))
 
     def _inspect(self, stream: str) -> tuple[DoctorReport, str | None]:
         """The report, and the tag of the LATEST it read (for a conditional repair)."""
         names = sorted(self._files.names(stream))
-        found = (_VERSION_FILE.match(name) for name in names)
-        versions = sorted(int(m.group(1)) for m in found if m)
-        valid, corrupt = [], []
-        for version in versions:
+        links: dict[int, tuple[int | None, int | None]] = {}
+        corrupt = []
+        for version in _version_numbers(names):
             try:
-                self._check_version(stream, version)
+                links[version] = self._check_version(stream, version)
             except (OSError, ValueError, KeyError, TypeError) as err:
                 corrupt.append((version, one_line(err)))
-            else:
-                valid.append(version)
-        corrupt_versions = {version for version, _ in corrupt}
+        valid = sorted(links)
         latest: LatestState = "missing"
         named, detail, tag = None, "", None
         read = self._files.read_latest(stream) if LATEST in names else None
@@ -421,10 +451,10 @@ class RoutingStore:
             except ValueError as err:
                 latest, detail = "garbage", str(err)
             else:
-                latest = "ok" if named in valid else "missing_version"
-                if named in corrupt_versions:
+                latest = "ok" if named in links else "missing_version"
+                if any(version == named for version, _ in corrupt):
                     latest = "invalid_version"
-        orphans = () if latest == "garbage" else (v for v in valid if named is None or v > named)
+        orphans, unknown, broken = _never_named(latest, named, links)
         report = DoctorReport(
             stream=stream,
             latest=latest,
@@ -432,87 +462,42 @@ class RoutingStore:
             latest_detail=detail,
             valid_versions=tuple(valid),
             corrupt_versions=tuple(corrupt),
-            orphan_versions=tuple(orphans),
+            orphan_versions=orphans,
+            unknown_versions=unknown,
+            history_break=broken,
             temp_files=tuple(n for n in names if n.startswith(TEMP_PREFIX)),
             hold=self.held(stream) if HOLD in names else None,
         )
         return report, tag
 
-    def _check_version(self, stream: str, version: int) -> None:
-        """Raise unless ``v<version>.json`` is whole: JSON, schema, checksum, what it says."""
+    def _check_version(self, stream: str, version: int) -> tuple[int | None, int | None]:
+        """Raise unless ``v<version>.json`` is whole: JSON, schema, checksum, what it says;
+        its ``(parent_version, restored_version)``."""
         where = f"{stream}/{_version_name(version)}"
         doc = parse_document(self.read_bytes(stream, version), where, self.max_bytes)
         validate_document("routing_table", doc, where=where)
-        table_from_document(doc)
+        table = table_from_document(doc)
         if (doc["stream"], doc["version"]) != (stream, version):
             raise ValueError(f"{where} holds {doc['stream']!r} v{doc['version']}")
+        return table.parent_version, table.restored_version
 
 
-@dataclass(frozen=True)
-class DoctorReport:
-    """One stream's files as ``RoutingStore.doctor`` found them (after ``fix``, if asked)."""
+def _never_named(
+    latest: LatestState, named: int | None, links: Links
+) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
+    """``(orphans, unknown, where the history breaks)`` among the valid versions (``links``).
 
-    stream: str
-    latest: LatestState  # ok | missing | garbage | missing_version | invalid_version
-    latest_version: int | None  # the version LATEST names, when it names one
-    latest_detail: str = ""  # why LATEST is garbage
-    valid_versions: tuple[int, ...] = ()
-    corrupt_versions: tuple[tuple[int, str], ...] = ()  # (version, why)
-    orphan_versions: tuple[int, ...] = ()  # valid, newer than LATEST: never published
-    temp_files: tuple[str, ...] = ()  # file names, left by interrupted publishes
-    fixed: tuple[str, ...] = field(default=())  # what ``fix`` did
-    hold: Mapping[str, Any] | None = None  # the HOLD document: no problem, listed
-
-    @property
-    def latest_problem(self) -> str | None:
-        """What is wrong with LATEST, or None (no LATEST and no version file is no problem)."""
-        if self.latest == "garbage":
-            return self.latest_detail
-        if self.latest == "missing_version":
-            return f"LATEST names v{self.latest_version}, not stored"
-        if self.latest == "invalid_version":
-            return f"LATEST names v{self.latest_version}, which is corrupt"
-        if self.latest == "missing" and (self.valid_versions or self.corrupt_versions):
-            return "LATEST is missing"
-        return None
-
-    @property
-    def latest_was(self) -> str:
-        """The broken LATEST in a few words, for what ``fix`` did."""
-        return {
-            "garbage": "it did not name a version file",
-            "missing_version": f"it named v{self.latest_version}, not stored",
-            "invalid_version": f"it named v{self.latest_version}, corrupt",
-            "missing": "there was none",
-        }.get(self.latest, "it was fine")
-
-    @property
-    def problems(self) -> tuple[str, ...]:
-        """Everything that is wrong, one line each (orphans are not: they harm nothing)."""
-        found = [self.latest_problem] if self.latest_problem else []
-        found += [f"temp file {name} (left by an interrupted publish)" for name in self.temp_files]
-        found += [f"v{version} is corrupt: {why}" for version, why in self.corrupt_versions]
-        return tuple(found)
-
-    @property
-    def clean(self) -> bool:
-        return not self.problems
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-ready data (``routeplan doctor --json``)."""
-        return {
-            "stream": self.stream,
-            "clean": self.clean,
-            "latest": self.latest,
-            "latest_version": self.latest_version,
-            "valid_versions": list(self.valid_versions),
-            "corrupt_versions": [{"version": v, "error": why} for v, why in self.corrupt_versions],
-            "orphan_versions": list(self.orphan_versions),
-            "temp_files": list(self.temp_files),
-            "problems": list(self.problems),
-            "fixed": list(self.fixed),
-            "hold": None if self.hold is None else dict(self.hold),
-        }
+    Without LATEST every valid version is an orphan; with a garbage one nothing can be told. A
+    LATEST naming a missing or corrupt version breaks its history at once: the versions above
+    it are orphans (LATEST only moves forward), those below it unknown."""
+    if latest == "garbage":
+        return (), (), None
+    if named is None:
+        return tuple(sorted(links)), (), None
+    history, broken = latest_history(named, links)
+    outside = [v for v in sorted(links) if v not in history]
+    orphans = tuple(v for v in outside if v > broken)
+    return orphans, tuple(v for v in outside if v < broken), broken or None
 
 
 def parse_latest(text: str, where: str = "LATEST") -> int:
@@ -557,6 +542,12 @@ def version_runs(versions: list[int]) -> str:
     """``[1, 2, 3, 5]`` → ``"1–3, 5"``; ``"none"`` for no versions."""
     runs = [[v for _, v in run] for _, run in groupby(enumerate(versions), lambda p: p[1] - p[0])]
     return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs) or "none"
+
+
+def _version_numbers(names: list[str]) -> list[int]:
+    """The versions among file names (``v3.json`` → 3), sorted."""
+    found = (_VERSION_FILE.match(name) for name in names)
+    return sorted(int(m.group(1)) for m in found if m)
 
 
 def _version_name(version: int) -> str:

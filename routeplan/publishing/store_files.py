@@ -11,7 +11,15 @@ holds the logic over it: numbering, publishing, rollback, prune, doctor.
   Other schemes are read-only.
 
 Both write a small file whole with ``replace`` (a stream's ``HOLD``): a rename on disk, one PUT on
-object storage.
+object storage. Both set a file aside (``set_aside``: ``doctor --fix`` with a version LATEST never
+named) into a folder of the stream's, never overwriting and never losing it: a hard link then an
+unlink on disk; a conditional create then a delete on object storage.
+
+On disk every file written gets ``file_mode`` (``0o644`` unless the setting
+``ROUTEPLAN_ROUTING_FILE_MODE`` says otherwise), whatever the process's umask: a temp file is
+created private (``mkstemp``), so it is given its mode before it is linked or renamed into place.
+Folders are made with the umask's mode and a folder's mode is never changed. Object stores have
+no modes.
 
 A back end reads at most what it is asked for (``limit + 1`` bytes; ``LATEST_MAX_BYTES + 1`` of
 ``LATEST``), so a huge or garbage file is never read whole.
@@ -28,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from routeplan import storage
+from routeplan import settings, storage
 from routeplan.contracts.documents import read_limited
 
 TEMP_PREFIX = ".tmp-"
@@ -54,6 +62,7 @@ class Files(Protocol):
     def create(self, stream: str, name: str, text: str) -> None: ...
     def move_latest(self, stream: str, text: str, tag: str | None) -> bool: ...
     def replace(self, stream: str, name: str, text: str) -> None: ...
+    def set_aside(self, stream: str, name: str, folder: str) -> bool: ...
     def delete(self, stream: str, names: list[str]) -> None: ...
     def locked(
         self, stream: str, create: bool = False
@@ -62,11 +71,20 @@ class Files(Protocol):
 
 class LocalFiles:
     """A directory: write once by hard link, LATEST moved by rename, one lock per stream folder;
-    every change fsynced (file and folder)."""
+    every change fsynced (file and folder); every file written has ``file_mode``."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], file_mode: int | None = None) -> None:
         self.base = Path(root)
         self.root = str(self.base)
+        self._file_mode = file_mode
+
+    @property
+    def file_mode(self) -> int:
+        """The mode of the files written: the one given, else the setting's, read at the first
+        write (a store opened only to read never depends on the settings)."""
+        if self._file_mode is None:
+            self._file_mode = settings.routing_file_mode()
+        return self._file_mode
 
     def location(self, *names: str) -> str:
         return storage.join(self.base, *names)
@@ -102,7 +120,7 @@ class LocalFiles:
 
     def create(self, stream: str, name: str, text: str) -> None:
         path = self.base / stream / name
-        tmp = _fsynced_temp(path.parent, text)
+        tmp = _fsynced_temp(path.parent, text, self.file_mode)
         try:
             os.link(tmp, path)  # fails with FileExistsError: a version is never rewritten
         finally:
@@ -112,15 +130,32 @@ class LocalFiles:
     def move_latest(self, stream: str, text: str, tag: str | None) -> bool:
         """Always moves: the caller holds the stream's lock."""
         folder = self.base / stream
-        os.replace(_fsynced_temp(folder, text), folder / LATEST)
+        os.replace(_fsynced_temp(folder, text, self.file_mode), folder / LATEST)
         _fsync_dir(folder)
         return True
 
     def replace(self, stream: str, name: str, text: str) -> None:
         """Write ``name`` whole, replacing it atomically (a reader sees the old or the new)."""
         folder = self.base / stream
-        os.replace(_fsynced_temp(folder, text), folder / name)
+        os.replace(_fsynced_temp(folder, text, self.file_mode), folder / name)
         _fsync_dir(folder)
+
+    def set_aside(self, stream: str, name: str, folder: str) -> bool:
+        """Move ``name`` into ``<stream>/<folder>/`` (made when missing): a hard link, then the
+        old name unlinked. False, and nothing changed, when ``folder`` holds another file of
+        that name; a link left by an earlier, interrupted move is finished."""
+        source = self.base / stream / name
+        aside = self.base / stream / folder
+        aside.mkdir(exist_ok=True)
+        try:
+            os.link(source, aside / name)
+        except FileExistsError:
+            if not os.path.samefile(source, aside / name):
+                return False
+        _fsync_dir(aside)
+        source.unlink()
+        _fsync_dir(source.parent)
+        return True
 
     def delete(self, stream: str, names: list[str]) -> None:
         for name in names:
@@ -264,6 +299,18 @@ class ObjectFiles:
         """One unconditional PUT (atomic: a reader sees the old or the new object)."""
         self._put(stream, name, text)
 
+    def set_aside(self, stream: str, name: str, folder: str) -> bool:
+        """Copy ``name`` to ``<stream>/<folder>/<name>`` by a conditional create, then delete it.
+        False, and nothing changed, when ``folder`` holds another object of that name; a copy
+        left by an earlier, interrupted move is finished."""
+        data = self._read(stream, name, 2**62)[0]
+        target = f"{folder}/{name}"
+        created = self._put(stream, target, data.decode("utf-8"), IfNoneMatch="*")
+        if not created and self._read(stream, target, len(data))[0] != data:
+            return False
+        self.delete(stream, [name])
+        return True
+
     def delete(self, stream: str, names: list[str]) -> None:
         if names:
             self.fs.rm([self._path(stream, name) for name in names])
@@ -304,8 +351,11 @@ def _condition_refused(err: BaseException) -> bool:
     return False
 
 
-def _fsynced_temp(folder: Path, text: str) -> Path:
+def _fsynced_temp(folder: Path, text: str, mode: int) -> Path:
+    """A new temp file in ``folder`` holding ``text``, fsynced, with ``mode`` (``mkstemp``
+    makes it private: 0600)."""
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX)
+    os.fchmod(fd, mode)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
         handle.flush()

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from routeplan import storage
 from routeplan.model.hashing import DEFAULT_NUM_KEY_GROUPS, key_groups
 from routeplan.model.names import check_name
 from routeplan.model.workers import Worker, Workers
@@ -212,14 +213,14 @@ def generate(
             removed,
         )
     folder = config.landing / config.day.isoformat()
-    folder.mkdir(parents=True, exist_ok=True)
+    storage.make_folder(folder)
     summary = {"landing": str(config.landing), "day": config.day.isoformat(), "streams": {}}
     for s, stream in enumerate(config.streams):
         rng = np.random.default_rng([config.seed, s])
         counts = _write_stream(config, stream, days[stream], rng, folder, on_step)
         summary["streams"][stream] = counts
     records = [{"stream": st, **w} for st in config.streams for w in days[st].workers.to_records()]
-    config.workers_out.parent.mkdir(parents=True, exist_ok=True)
+    storage.make_folder(config.workers_out.parent, writing=config.workers_out)
     config.workers_out.write_text(json.dumps({"workers": records}, indent=1) + "\n")
     summary["workers_file"] = str(config.workers_out)
     summary["config"] = {k: str(v) for k, v in asdict(config).items()}

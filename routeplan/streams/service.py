@@ -5,12 +5,15 @@ the HTTP API's dry run share.
 policy (``routeplan.streams.policy``), the loads of its planning window, its LATEST table (or
 None), its workers and the load each worker was logged with — and returns a ``StreamPlan``:
 
-1. **the rerun rule** — LATEST is kept, alone, when it was planned by one of the policy's
+1. **the policy's strategy**, or every candidate of ``auto`` ranked by the policy's goals
+   (``routeplan.streams.auto.choose``), each with the policy's budget;
+2. **the rerun rule** — LATEST is selected as it is when it was planned by one of the policy's
    strategies with the same parameters on the same loads and workers (``rerun_of``): a rerun of
    a night must not publish again, and a strategy applied to its own result may move more
-   (paper 002's MWF and paper 004's one-pass Flux are not fixed points);
-2. otherwise **the policy's strategy**, or every candidate of ``auto`` ranked by the policy's
-   goals (``routeplan.streams.auto.choose``), each with the policy's budget;
+   (paper 002's MWF and paper 004's one-pass Flux are not fixed points). That strategy's
+   candidate is then LATEST itself (no moves); every other candidate is still planned, with its
+   numbers, and its ``choice`` says LATEST was kept: a rerun records the same candidates as the
+   run it repeats;
 3. **the baseline of its kind** (``kg`` for key routing, ``kafka_range`` for partitions), planned
    without budget limits (it honours none), for comparison;
 4. the observed imbalance (logged loads) and LATEST's imbalance on these loads.
@@ -62,8 +65,9 @@ class StreamPlan:
     """What planning one stream decided.
 
     ``candidates`` holds the policy's plans (every candidate of ``auto``) and the baseline's, in
-    that order; exactly one is ``selected``. ``kept`` is the rerun rule's sentence when LATEST is
-    kept as it is (its plan is then LATEST itself), else None."""
+    that order, on a rerun as on the run it repeats; exactly one is ``selected``. ``kept`` is the
+    rerun rule's sentence when LATEST is kept as it is (the selected plan is then LATEST itself),
+    else None."""
 
     stream: str
     kind: str
@@ -170,14 +174,19 @@ def _policy_plans(
     chosen, ``auto``'s choice, and the rerun rule's sentence when LATEST is kept."""
     built = policy.build()
     kept = rerun_of(current, loads, workers, built)
-    if kept is not None:
-        assert current is not None
-        plans = {current.strategy: finish_plan(current, loads, current)}
-        return plans, current.strategy, {current.strategy: kept}, None, kept
     plans = {
-        name: strategy.plan(loads, current, workers, policy.budget)
+        name: finish_plan(current, loads, current)
+        if kept is not None and current is not None and name == current.strategy
+        else strategy.plan(loads, current, workers, policy.budget)
         for name, strategy in built.items()
     }
+    if kept is not None:  # every candidate planned all the same: a rerun loses none
+        assert current is not None
+        reasons = {
+            name: kept if name == current.strategy else f"auto candidate, not chosen: {kept}"
+            for name in plans
+        }
+        return plans, current.strategy, reasons, None, kept
     if not policy.is_auto:
         return plans, policy.strategy, {policy.strategy: "the stream's policy names it"}, None, None
     try:

@@ -1,0 +1,76 @@
+// Package kafkagoroute is a segmentio/kafka-go Balancer that sends each message to the Kafka
+// partition of its worker in a routeplan table:
+//
+//	router, _ := routeplan.Open("http://routeplan:8080", "clicks",
+//		routeplan.Options{ReloadInterval: 30 * time.Second, Kafka: true})
+//	w := &kafka.Writer{Addr: kafka.TCP("kafka:9092"), Topic: "clicks",
+//		Balancer: kafkagoroute.Balancer(router, nil)}
+//
+// kafka-go's Balancer cannot return an error: a message without a key, or whose worker's
+// partition the topic lacks, is given partition -1, which the write then fails; onError
+// (default: a log line per distinct reason) says why. Check a writer's topic first with
+// router.CheckPartitions(topic, n).
+package kafkagoroute
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/segmentio/kafka-go"
+
+	routeplan "routeplan.dev/client"
+)
+
+// Balancer routes each message by router (routeplan.Router.Partition).
+func Balancer(router *routeplan.Router, onError func(kafka.Message, error)) kafka.Balancer {
+	b := &balancer{router: router, onError: onError}
+	if onError == nil {
+		b.onError = b.logOnce
+	}
+	return b
+}
+
+type balancer struct {
+	router  *routeplan.Router
+	onError func(kafka.Message, error)
+	mu      sync.Mutex
+	logged  map[string]bool
+}
+
+func (b *balancer) Balance(msg kafka.Message, partitions ...int) int {
+	partition, err := b.router.Partition(msg.Key)
+	if err == nil && !contains(partitions, int(partition)) {
+		err = fmt.Errorf("routeplan: the message's worker maps to partition %d, which topic %q "+
+			"does not have (%d partitions)", partition, msg.Topic, len(partitions))
+	}
+	if err != nil {
+		b.onError(msg, err)
+		return -1
+	}
+	return int(partition)
+}
+
+func contains(partitions []int, p int) bool {
+	if p < len(partitions) && partitions[p] == p { // the usual case: 0 … n-1
+		return true
+	}
+	for _, q := range partitions {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *balancer) logOnce(msg kafka.Message, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.logged == nil {
+		b.logged = map[string]bool{}
+	}
+	if !b.logged[err.Error()] {
+		b.logged[err.Error()] = true
+		slog.Error("routeplan: message not routed", "topic", msg.Topic, "error", err)
+	}
+}

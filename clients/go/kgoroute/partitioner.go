@@ -1,0 +1,79 @@
+// Package kgoroute is a franz-go (github.com/twmb/franz-go) partitioner that sends each record
+// to the Kafka partition of its worker in a routeplan table:
+//
+//	router, _ := routeplan.Open("http://routeplan:8080", "clicks",
+//		routeplan.Options{ReloadInterval: 30 * time.Second, Kafka: true})
+//	client, _ := kgo.NewClient(kgo.SeedBrokers("kafka:9092"),
+//		kgo.RecordPartitioner(kgoroute.Partitioner(router, nil)))
+//	client.Produce(ctx, &kgo.Record{Topic: "clicks", Key: []byte("user-42")}, done)
+//
+// franz-go's partitioner cannot return an error: a record without a key, or whose worker's
+// partition the topic lacks, is given partition -1, which franz-go fails through the record's
+// promise ("invalid record partitioning choice"); onError (default: a log line per distinct
+// reason) says why.
+package kgoroute
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	routeplan "routeplan.dev/client"
+)
+
+// Partitioner routes each record by router (routeplan.Router.Partition); onError, if not nil,
+// is called for each record it cannot place.
+func Partitioner(router *routeplan.Router, onError func(*kgo.Record, error)) kgo.Partitioner {
+	p := &partitioner{router: router, onError: onError}
+	if onError == nil {
+		p.onError = p.logOnce
+	}
+	return p
+}
+
+type partitioner struct {
+	router  *routeplan.Router
+	onError func(*kgo.Record, error)
+	mu      sync.Mutex
+	logged  map[string]bool
+}
+
+func (p *partitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	return &topicPartitioner{p: p, topic: topic}
+}
+
+func (p *partitioner) logOnce(r *kgo.Record, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.logged == nil {
+		p.logged = map[string]bool{}
+	}
+	if !p.logged[err.Error()] {
+		p.logged[err.Error()] = true
+		slog.Error("routeplan: record not produced", "topic", r.Topic, "error", err)
+	}
+}
+
+type topicPartitioner struct {
+	p     *partitioner
+	topic string
+}
+
+// RequiresConsistency is true: a key's partition is its worker's, even while it is down (then
+// franz-go's index into the topic's partitions is the partition number).
+func (t *topicPartitioner) RequiresConsistency(*kgo.Record) bool { return true }
+
+func (t *topicPartitioner) Partition(r *kgo.Record, n int) int {
+	partition, err := t.p.router.Partition(r.Key)
+	if err == nil && int(partition) >= n {
+		err = fmt.Errorf("routeplan: the record's worker maps to partition %d, which topic %q does "+
+			"not have (partitions 0-%d)", partition, t.topic, n-1)
+	}
+	if err != nil {
+		t.p.onError(r, err)
+		return -1
+	}
+	return int(partition)
+}

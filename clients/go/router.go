@@ -1,0 +1,291 @@
+// Package routeplan routes keys as a published routeplan routing table says
+// (docs/routing-spec.md in the routeplan repository).
+//
+//	router, err := routeplan.Open("http://routeplan:8080", "clicks", routeplan.Options{
+//		ReloadInterval: 30 * time.Second, Token: os.Getenv("ROUTEPLAN_TOKEN")})
+//	worker, err := router.Route("user-42") // "w7"
+//	partition, err := router.Partition([]byte("user-42")) // 7
+//	defer router.Close()
+//
+// A source is a table file (.json or .json.gz), a routing store directory
+// (<dir>/<stream>/LATEST naming v<N>.json, as routeplan publishes it), or the routing-table
+// HTTP API (http(s)://base: GET base/streams/<stream>/latest with If-None-Match). A reload that
+// fails (unreachable, not JSON, wrong checksum, wrong kind, a worker without a partition) is
+// logged once and the last good table keeps serving.
+package routeplan
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure Open.
+type Options struct {
+	// ReloadInterval > 0 polls the source in a goroutine; 0 loads once.
+	ReloadInterval time.Duration
+	// Token is sent as "Authorization: Bearer <Token>" to an HTTP source.
+	Token string
+	// Timeout bounds each HTTP request (default 10 s).
+	Timeout time.Duration
+	// WorkerPartition maps workers to Kafka partitions; a worker it does not name is the integer
+	// its name ends with.
+	WorkerPartition map[string]int32
+	// Kafka refuses a table (keeping the last good one) unless each of its workers has a
+	// partition of its own: set it when the router serves a producer.
+	Kafka bool
+	// Logger receives the reload messages (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Router routes keys by the last good key_routing table of a source.
+type Router struct {
+	snap   atomic.Pointer[snapshot]
+	mu     sync.Mutex // installs; Route never takes it
+	poll   sync.Mutex // one Reload at a time
+	slots  map[string]int32
+	names  []string
+	counts []int64 // shared with every snapshot (same backing array while it is large enough)
+
+	opts     Options
+	src      source
+	tag      string
+	log      *slog.Logger
+	rejected string // the version last logged as refused
+	down     bool   // an outage has been logged
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+type split struct {
+	slots      []int32
+	capacities []float64
+}
+
+// snapshot is one table compiled for routing; swapped whole, never changed.
+type snapshot struct {
+	table     *Table
+	seed      uint32
+	n         uint32
+	m         uint64  // Lemire's fastmod multiplier for n: ceil(2^64 / n)
+	groupSlot []int32 // key group -> slot; ^slot when a split key hashes to this group
+	hot       map[string]split
+	names     []string // slot -> worker
+	counts    []int64  // slot -> messages routed (the local load)
+	partition []int32  // slot -> Kafka partition, -1: none
+	noPart    string   // why a worker has no partition
+}
+
+// NewRouter routes by table alone (no source, no reload).
+func NewRouter(table *Table, opts Options) (*Router, error) {
+	r := &Router{opts: opts, slots: map[string]int32{}, log: opts.Logger}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if err := r.install(table); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Open loads the table of stream from location and, with opts.ReloadInterval, keeps following
+// it. It fails when the first load fails.
+func Open(location, stream string, opts Options) (*Router, error) {
+	src, err := newSource(location, stream, opts)
+	if err != nil {
+		return nil, err
+	}
+	fetched, err := src.fetch("")
+	if err != nil {
+		return nil, err
+	}
+	table, err := fetched.table()
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewRouter(table, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fetched.where, err)
+	}
+	r.src, r.tag = src, fetched.tag
+	if opts.ReloadInterval > 0 {
+		r.stop, r.done = make(chan struct{}), make(chan struct{})
+		go r.follow(opts.ReloadInterval)
+	}
+	return r, nil
+}
+
+var trailingInt = regexp.MustCompile(`[0-9]+$`)
+
+func (r *Router) install(t *Table) error {
+	if t.Kind != KeyRouting {
+		return fmt.Errorf("%s v%d is a %s table, not a key_routing one", t.Stream, t.Version, t.Kind)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &snapshot{table: t, seed: t.Seed, n: uint32(len(t.KeyGroupWorker)), hot: map[string]split{}}
+	s.m = ^uint64(0)/uint64(s.n) + 1
+	names, counts := r.names, r.counts
+	for _, w := range t.Workers {
+		if _, ok := r.slots[w.Name]; !ok {
+			r.slots[w.Name] = int32(len(names))
+			names = append(names, w.Name)
+			counts = append(counts, 0) // a copy when it grows: old snapshots keep theirs
+		}
+	}
+	slotOf := func(i int32) int32 { return r.slots[t.Workers[i].Name] }
+	s.groupSlot = make([]int32, len(t.KeyGroupWorker))
+	for g, w := range t.KeyGroupWorker {
+		s.groupSlot[g] = slotOf(w)
+	}
+	for key, targets := range t.HotKeys {
+		sp := split{}
+		for _, target := range targets {
+			sp.slots = append(sp.slots, slotOf(target.Worker))
+			sp.capacities = append(sp.capacities, t.Workers[target.Worker].Capacity)
+		}
+		s.hot[key] = sp
+		if g := Murmur3(key, s.seed) % s.n; s.groupSlot[g] >= 0 {
+			s.groupSlot[g] = ^s.groupSlot[g] // look the key up in hot only in such groups
+		}
+	}
+	s.partition = make([]int32, len(names))
+	for i, name := range names {
+		s.partition[i] = -1
+		if p, ok := r.opts.WorkerPartition[name]; ok {
+			s.partition[i] = p
+		} else if m := trailingInt.FindString(name); m != "" {
+			if p, err := strconv.ParseInt(m, 10, 32); err == nil {
+				s.partition[i] = int32(p)
+			}
+		}
+	}
+	owner := map[int32]string{}
+	for _, w := range t.Workers {
+		p := s.partition[r.slots[w.Name]]
+		if p < 0 {
+			s.noPart = fmt.Sprintf("worker %q has no trailing integer to use as its partition", w.Name)
+		} else if other, dup := owner[p]; dup {
+			s.noPart = fmt.Sprintf("workers %q and %q both map to partition %d", other, w.Name, p)
+		}
+		if s.noPart != "" {
+			break
+		}
+		owner[p] = w.Name
+	}
+	if r.opts.Kafka && s.noPart != "" {
+		return errors.New(s.noPart)
+	}
+	s.names, s.counts = names, counts
+	r.names, r.counts = names, counts
+	r.snap.Store(s)
+	return nil
+}
+
+// Table is the table now serving.
+func (r *Router) Table() *Table { return r.snap.Load().table }
+
+// Route is the worker of the next message of key (docs/routing-spec.md §3): its key group's,
+// or for a split key the candidate this router has sent least to relative to its capacity.
+// It never blocks and allocates nothing. Concurrent calls are safe; a local load is a plain
+// counter (counts.go), so under concurrent calls it may miss an increment — an estimate either
+// way, as in Python and Java — and atomic under the race detector.
+func (r *Router) Route(key string) (string, error) {
+	s := r.snap.Load()
+	return s.names[s.route(key)], nil
+}
+
+func (s *snapshot) route(key string) int32 { return routeKey(s, key) }
+
+func routeKey[T ~string | ~[]byte](s *snapshot, key T) int32 {
+	slot := s.groupSlot[group(Murmur3(key, s.seed), s.m, s.n)]
+	if slot < 0 { // a split key hashes to this group: is it one?
+		if sp, ok := s.hot[string(key)]; ok { // no allocation for a map lookup
+			return s.splitTo(sp)
+		}
+		slot = ^slot
+	}
+	increment(&s.counts[slot])
+	return slot
+}
+
+// group is hash mod n as Lemire's fastmod computes it (a multiplication instead of a division;
+// exact for every 32-bit hash, m = ceil(2^64 / n)).
+func group(hash uint32, m uint64, n uint32) uint32 {
+	hi, _ := bits.Mul64(m*uint64(hash), uint64(n))
+	return uint32(hi)
+}
+
+func (s *snapshot) splitTo(sp split) int32 {
+	best := sp.slots[0]
+	bestLoad := float64(load(&s.counts[best])) / sp.capacities[0]
+	for i := 1; i < len(sp.slots); i++ {
+		load := float64(load(&s.counts[sp.slots[i]])) / sp.capacities[i]
+		if load < bestLoad {
+			best, bestLoad = sp.slots[i], load
+		}
+	}
+	increment(&s.counts[best])
+	return best
+}
+
+// Partition is the Kafka partition of the next message of key (its worker's, docs/routing-spec.md
+// §4). A nil key is an error: a routed topic has no place for a record without a key.
+func (r *Router) Partition(key []byte) (int32, error) {
+	if key == nil {
+		return -1, errors.New("routeplan: the record has no key (a routed topic needs one)")
+	}
+	s := r.snap.Load()
+	if s.noPart != "" {
+		return -1, errors.New("routeplan: " + s.noPart)
+	}
+	return s.partition[routeKey(s, key)], nil
+}
+
+// RoutePartition routes the next message of key: its worker and its Kafka partition.
+func (r *Router) RoutePartition(key string) (string, int32, error) {
+	s := r.snap.Load()
+	if s.noPart != "" {
+		return "", -1, errors.New("routeplan: " + s.noPart)
+	}
+	slot := s.route(key)
+	return s.names[slot], s.partition[slot], nil
+}
+
+// CheckPartitions returns an error when a topic with n partitions lacks one the table needs.
+func (r *Router) CheckPartitions(topic string, n int) error {
+	s := r.snap.Load()
+	if s.noPart != "" {
+		return errors.New("routeplan: " + s.noPart)
+	}
+	for _, w := range s.table.Workers {
+		if p := s.partition[r.slotOf(w.Name)]; int(p) >= n {
+			return fmt.Errorf("routeplan: worker %q maps to partition %d, which topic %q does not have "+
+				"(partitions 0-%d; table %s v%d)", w.Name, p, topic, n-1, s.table.Stream,
+				s.table.Version)
+		}
+	}
+	return nil
+}
+
+func (r *Router) slotOf(name string) int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.slots[name]
+}
+
+// LocalLoads is the number of messages this router has routed to each worker.
+func (r *Router) LocalLoads() map[string]int64 {
+	s := r.snap.Load()
+	loads := make(map[string]int64, len(s.names))
+	for i, name := range s.names {
+		loads[name] = load(&s.counts[i])
+	}
+	return loads
+}

@@ -1,0 +1,428 @@
+package dev.routeplan.client;
+
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Routes keys as the last good key_routing table of a source says (docs/routing-spec.md §3–4).
+ *
+ * <pre>{@code
+ * try (Router router = Router.open("https://routeplan.example", "clicks",
+ *     Router.options().reloadInterval(Duration.ofSeconds(30)).token(System.getenv("TOKEN")))) {
+ *   String worker = router.route("user-42");   // "w7"
+ *   int partition = router.partition("user-42".getBytes(UTF_8)); // 7
+ * }
+ * }</pre>
+ *
+ * <p>A source is a table file (.json or .json.gz), a routing store directory ({@code
+ * <dir>/<stream>/LATEST} naming {@code v<N>.json}, as routeplan publishes), or the routing-table
+ * HTTP API at an http(s) base URL (bearer token, ETag / 304). With a reload interval a daemon
+ * thread polls it; a version that is refused (not JSON, wrong checksum, wrong kind, a worker
+ * without a partition for a Kafka router) or a source that is down is logged once and the last
+ * good table keeps serving. {@code route} takes no lock and allocates nothing for a plain key;
+ * under concurrent calls a local load may miss an increment (an estimate either way).
+ */
+public final class Router implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(Router.class.getName());
+  private static final Pattern TRAILING_INT = Pattern.compile("([0-9]+)$");
+
+  /** How a router is opened. */
+  public static final class Options {
+    Duration reloadInterval;
+    String token;
+    Duration timeout = Duration.ofSeconds(10);
+    Map<String, Integer> workerPartition = Map.of();
+    boolean kafka;
+
+    /** Poll the source this often (default: load once). */
+    public Options reloadInterval(Duration interval) {
+      this.reloadInterval = interval;
+      return this;
+    }
+
+    /** Sent as "Authorization: Bearer TOKEN" to an HTTP source. */
+    public Options token(String token) {
+      this.token = token;
+      return this;
+    }
+
+    /** Bounds each HTTP request (default 10 s). */
+    public Options timeout(Duration timeout) {
+      this.timeout = timeout;
+      return this;
+    }
+
+    /** Worker → partition where a worker's name does not end with its partition. */
+    public Options workerPartition(Map<String, Integer> map) {
+      this.workerPartition = Map.copyOf(map);
+      return this;
+    }
+
+    /** Refuse (keeping the last good one) a table whose workers have no partition each. */
+    public Options kafka(boolean kafka) {
+      this.kafka = kafka;
+      return this;
+    }
+  }
+
+  public static Options options() {
+    return new Options();
+  }
+
+  /** One table compiled for routing; swapped whole, never changed. */
+  private static final class Snapshot {
+    Table table;
+    int seed;
+    int n;
+    long m; // Lemire's fastmod multiplier for n: ceil(2^64 / n)
+    int[] groupSlot; // key group -> slot; ~slot when a split key hashes to this group
+    Map<String, int[]> splitSlots;
+    Map<String, double[]> splitCapacities;
+    String[] names; // slot -> worker
+    long[] counts; // slot -> messages routed (the local load)
+    int[] partition; // slot -> Kafka partition, -1: none
+    String noPartition; // why the table's workers have no partition each, or null
+    int[] splitHashes; // the split keys' hashes, ascending (duplicates next to each other)
+    byte[][] splitBytes; // their UTF-8 bytes, in the same order
+    String[] splitKeys;
+  }
+
+  private volatile Snapshot snap;
+  private final Object installLock = new Object();
+  private final Map<String, Integer> slots = new HashMap<>();
+  private final List<String> names = new ArrayList<>();
+  private long[] counts = new long[0];
+  private final Options opts;
+  private Source source;
+  private String tag;
+  private String rejected;
+  private boolean down;
+  private ScheduledExecutorService poller;
+
+  /** A router of {@code table} alone (no source, no reload). */
+  public Router(Table table, Options opts) {
+    this.opts = opts;
+    install(table);
+  }
+
+  public Router(Table table) {
+    this(table, options());
+  }
+
+  /** Loads the table of {@code stream} from {@code location} and, with a reload interval, keeps
+   * following it; throws when the first load fails. */
+  public static Router open(String location, String stream, Options opts) throws IOException {
+    Source source = Source.of(location, stream, opts);
+    Source.Fetched fetched = source.fetch(null);
+    Router router = new Router(fetched.table(), opts);
+    router.source = source;
+    router.tag = fetched.tag;
+    if (opts.reloadInterval != null) {
+      router.poller = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "routeplan-reload-" + stream);
+        t.setDaemon(true);
+        return t;
+      });
+      long ms = Math.max(1, opts.reloadInterval.toMillis());
+      router.poller.scheduleWithFixedDelay(router::reload, ms, ms, TimeUnit.MILLISECONDS);
+    }
+    return router;
+  }
+
+  private void install(Table table) {
+    if (!Table.KEY_ROUTING.equals(table.kind)) {
+      throw new InvalidTableException(table.stream + " v" + table.version + " is a " + table.kind
+          + " table, not a key_routing one");
+    }
+    synchronized (installLock) {
+      Snapshot s = new Snapshot();
+      s.table = table;
+      s.seed = table.seed;
+      s.n = table.numKeyGroups();
+      s.m = Long.divideUnsigned(-1L, s.n) + 1;
+      Map<String, Integer> newSlots = new HashMap<>(slots);
+      List<String> newNames = new ArrayList<>(names);
+      for (String w : table.workers) {
+        if (!newSlots.containsKey(w)) {
+          newSlots.put(w, newNames.size());
+          newNames.add(w);
+        }
+      }
+      int[] workerSlot = table.workers.stream().mapToInt(newSlots::get).toArray();
+      s.groupSlot = new int[s.n];
+      for (int g = 0; g < s.n; g++) {
+        s.groupSlot[g] = workerSlot[table.keyGroupWorker[g]];
+      }
+      s.splitSlots = new HashMap<>();
+      s.splitCapacities = new HashMap<>();
+      for (Map.Entry<String, int[]> e : table.hotKeys.entrySet()) {
+        int[] targets = e.getValue();
+        int[] sl = new int[targets.length];
+        double[] caps = new double[targets.length];
+        for (int i = 0; i < targets.length; i++) {
+          sl[i] = workerSlot[targets[i]];
+          caps[i] = table.capacities[targets[i]];
+        }
+        s.splitSlots.put(e.getKey(), sl);
+        s.splitCapacities.put(e.getKey(), caps);
+        int g = Integer.remainderUnsigned(Murmur3.hashUtf8(e.getKey(), s.seed), s.n);
+        if (s.groupSlot[g] >= 0) {
+          s.groupSlot[g] = ~s.groupSlot[g];
+        }
+      }
+      List<String> split = new ArrayList<>(table.hotKeys.keySet());
+      split.sort(java.util.Comparator.comparingInt(k -> Murmur3.hashUtf8(k, s.seed)));
+      s.splitKeys = split.toArray(new String[0]);
+      s.splitHashes = split.stream().mapToInt(k -> Murmur3.hashUtf8(k, s.seed)).toArray();
+      s.splitBytes = split.stream().map(k -> k.getBytes(StandardCharsets.UTF_8))
+          .toArray(byte[][]::new);
+      s.names = newNames.toArray(new String[0]);
+      s.partition = new int[s.names.length];
+      Map<Integer, String> owner = new HashMap<>();
+      for (int i = 0; i < s.names.length; i++) {
+        Integer p = opts.workerPartition.get(s.names[i]);
+        Matcher m = TRAILING_INT.matcher(s.names[i]);
+        s.partition[i] = p != null ? p : m.find() && m.group(1).length() < 10
+            ? Integer.parseInt(m.group(1)) : -1;
+      }
+      for (int i = 0; i < workerSlot.length && s.noPartition == null; i++) {
+        String name = table.workers.get(i);
+        int p = s.partition[workerSlot[i]];
+        if (p < 0) {
+          s.noPartition = "worker '" + name + "' has no trailing integer to use as its partition";
+        } else if (owner.containsKey(p)) {
+          s.noPartition = "workers '" + owner.get(p) + "' and '" + name
+              + "' both map to partition " + p;
+        }
+        owner.put(p, name);
+      }
+      if (opts.kafka && s.noPartition != null) {
+        throw new InvalidTableException(s.noPartition);
+      }
+      if (counts.length < s.names.length) {
+        counts = java.util.Arrays.copyOf(counts, s.names.length); // old snapshots keep theirs
+      }
+      s.counts = counts;
+      slots.clear();
+      slots.putAll(newSlots);
+      names.clear();
+      names.addAll(newNames);
+      snap = s;
+    }
+  }
+
+  /** The table now serving. */
+  public Table table() {
+    return snap.table;
+  }
+
+  /** The worker of the next message of {@code key}. */
+  public String route(String key) {
+    Snapshot s = snap;
+    return s.names[slot(s, key)];
+  }
+
+  private static int slot(Snapshot s, String key) {
+    int slot = s.groupSlot[group(Murmur3.hashUtf8(key, s.seed), s.m, s.n)];
+    if (slot < 0) { // a split key hashes to this group: is it one?
+      int[] split = s.splitSlots.get(key);
+      if (split != null) {
+        return splitTo(s, split, s.splitCapacities.get(key));
+      }
+      slot = ~slot;
+    }
+    s.counts[slot]++;
+    return slot;
+  }
+
+  /**
+   * The key group of an unsigned 32-bit hash: {@code hash mod n}, as Lemire's fastmod computes
+   * it (a multiplication instead of a division; exact for every 32-bit hash, {@code m =
+   * ceil(2^64 / n)}).
+   */
+  static int group(int hash, long m, int n) {
+    long low = m * (hash & 0xFFFFFFFFL);
+    return (int) (Math.multiplyHigh(low, n) + ((low >> 63) & n)); // unsigned high 64 bits
+  }
+
+  private static int splitTo(Snapshot s, int[] split, double[] capacities) {
+    int best = split[0];
+    double bestLoad = s.counts[best] / capacities[0];
+    for (int i = 1; i < split.length; i++) {
+      double load = s.counts[split[i]] / capacities[i];
+      if (load < bestLoad) {
+        best = split[i];
+        bestLoad = load;
+      }
+    }
+    s.counts[best]++;
+    return best;
+  }
+
+  /** The worker of the next message whose key is the UTF-8 {@code key}. */
+  public String route(byte[] key) {
+    Snapshot s = snap;
+    return s.names[slot(s, key)];
+  }
+
+  private static int slot(Snapshot s, byte[] key) {
+    int hash = Murmur3.hash(key, 0, key.length, s.seed);
+    int slot = s.groupSlot[group(hash, s.m, s.n)];
+    if (slot < 0) { // a split key hashes to this group: compare bytes, allocate nothing
+      int i = java.util.Arrays.binarySearch(s.splitHashes, hash);
+      while (i > 0 && s.splitHashes[i - 1] == hash) {
+        i--;
+      }
+      for (; i >= 0 && i < s.splitHashes.length && s.splitHashes[i] == hash; i++) {
+        if (java.util.Arrays.equals(s.splitBytes[i], key)) {
+          String text = s.splitKeys[i];
+          return splitTo(s, s.splitSlots.get(text), s.splitCapacities.get(text));
+        }
+      }
+      slot = ~slot;
+    }
+    s.counts[slot]++;
+    return slot;
+  }
+
+  /** The Kafka partition of the next message whose key is the UTF-8 {@code key}. */
+  public int partition(byte[] key) {
+    Snapshot s = snap;
+    if (s.noPartition != null) {
+      throw new InvalidTableException(s.noPartition);
+    }
+    return s.partition[slot(s, key)];
+  }
+
+  /** The worker and partition of the next message of {@code key}. */
+  public Routed routePartition(String key) {
+    Snapshot s = snap;
+    if (s.noPartition != null) {
+      throw new InvalidTableException(s.noPartition);
+    }
+    int slot = slot(s, key);
+    return new Routed(s.names[slot], s.partition[slot]);
+  }
+
+  /** A message's worker and partition. */
+  public record Routed(String worker, int partition) {}
+
+  /** The fewest partitions a topic needs for the table now serving (its largest + 1). */
+  public int partitionsNeeded() {
+    Snapshot s = snap;
+    if (s.noPartition != null) {
+      throw new InvalidTableException(s.noPartition);
+    }
+    int most = -1;
+    for (String w : s.table.workers) {
+      most = Math.max(most, s.partition[slots(w)]);
+    }
+    return most + 1;
+  }
+
+  /** The worker needing the largest partition. */
+  String widestWorker() {
+    Snapshot s = snap;
+    String widest = null;
+    for (String w : s.table.workers) {
+      if (widest == null || s.partition[slots(w)] > s.partition[slots(widest)]) {
+        widest = w;
+      }
+    }
+    return widest;
+  }
+
+  private int slots(String name) {
+    synchronized (installLock) {
+      return slots.get(name);
+    }
+  }
+
+  /** Messages this router has routed to each worker. */
+  public Map<String, Long> localLoads() {
+    Snapshot s = snap;
+    Map<String, Long> loads = new HashMap<>();
+    for (int i = 0; i < s.names.length; i++) {
+      loads.put(s.names[i], s.counts[i]);
+    }
+    return loads;
+  }
+
+  /**
+   * Polls the source once; true when a new table now serves. Never throws for the source's
+   * sake: a refused version or an outage is logged once (WARNING) and the last good table
+   * keeps serving.
+   */
+  public synchronized boolean reload() {
+    if (source == null) {
+      return false;
+    }
+    Table old = snap.table;
+    Source.Fetched fetched;
+    try {
+      fetched = source.fetch(tag);
+    } catch (InvalidTableException e) {
+      reject(e.getMessage(), e);
+      return false;
+    } catch (IOException | RuntimeException e) {
+      if (!down) {
+        LOG.log(Level.WARNING, "stream {0}: source unavailable, keeps serving v{1}: {2}",
+            old.stream, old.version, e.toString());
+        down = true;
+      }
+      return false;
+    }
+    if (down) {
+      LOG.log(Level.INFO, "stream {0}: source available again (serving v{1})", old.stream,
+          old.version);
+      down = false;
+    }
+    if (fetched == null) {
+      return false;
+    }
+    tag = fetched.tag; // a bad version is not fetched again
+    try {
+      install(fetched.table());
+    } catch (InvalidTableException e) {
+      reject(fetched.tag, e);
+      return false;
+    }
+    if (rejected != null) {
+      LOG.log(Level.INFO, "stream {0}: v{1} is good, after rejecting {2}", old.stream,
+          snap.table.version, rejected);
+      rejected = null;
+    }
+    LOG.log(Level.INFO, "stream {0}: now serving v{1} (was v{2})", old.stream,
+        snap.table.version, old.version);
+    return true;
+  }
+
+  private void reject(String what, Exception e) {
+    if (!what.equals(rejected)) {
+      Table t = snap.table;
+      LOG.log(Level.WARNING, "stream {0}: rejected {1}, keeps serving v{2}: {3}", t.stream, what,
+          t.version, e.getMessage());
+      rejected = what;
+    }
+  }
+
+  /** Stops following the source; the current table keeps serving. */
+  @Override
+  public void close() {
+    if (poller != null) {
+      poller.shutdownNow();
+      poller = null;
+    }
+  }
+}

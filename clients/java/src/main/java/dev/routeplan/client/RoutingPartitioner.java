@@ -1,0 +1,120 @@
+package dev.routeplan.client;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.kafka.clients.producer.Partitioner;
+import org.apache.kafka.common.Cluster;
+import org.apache.kafka.common.KafkaException;
+
+/**
+ * A Kafka {@link Partitioner} that sends each record to the partition of its worker in a
+ * routeplan table (docs/routing-spec.md §4). Configured through the producer's properties:
+ *
+ * <pre>
+ * partitioner.class=dev.routeplan.client.RoutingPartitioner
+ * routeplan.table.location=https://routeplan.example   (or a store directory, or a table file)
+ * routeplan.stream=clicks
+ * routeplan.reload.interval.ms=30000                   (default: 30000; 0: never reload)
+ * routeplan.http.token=...                             (optional: a bearer token)
+ * routeplan.worker.partitions=a=0,b=1                  (optional: workers not named wN)
+ * </pre>
+ *
+ * <p>{@code send} throws a {@link RoutingException} for a record without a key, or when the
+ * topic has fewer partitions than the table needs; a bad table published later is logged and
+ * the last good one keeps serving.
+ */
+public class RoutingPartitioner implements Partitioner {
+  public static final String LOCATION = "routeplan.table.location";
+  public static final String STREAM = "routeplan.stream";
+  public static final String RELOAD_MS = "routeplan.reload.interval.ms";
+  public static final String TOKEN = "routeplan.http.token";
+  public static final String WORKER_PARTITIONS = "routeplan.worker.partitions";
+
+  /** Why a record cannot be routed (thrown from {@code KafkaProducer.send}). */
+  public static class RoutingException extends KafkaException {
+    private static final long serialVersionUID = 1L;
+
+    public RoutingException(String message) {
+      super(message);
+    }
+  }
+
+  /** The instance a producer configured last (ProduceKeys reloads its table by hand). */
+  static volatile RoutingPartitioner lastConfigured;
+
+  private Router router;
+
+  @Override
+  public void configure(Map<String, ?> configs) {
+    Object location = configs.get(LOCATION);
+    if (location == null) {
+      throw new RoutingException(LOCATION + " is required (a table file, a routing store "
+          + "directory or the routing-table HTTP API's URL)");
+    }
+    Object stream = configs.get(STREAM);
+    Object reload = configs.get(RELOAD_MS);
+    long reloadMs = reload == null ? 30000 : Long.parseLong(String.valueOf(reload));
+    Router.Options opts = Router.options().kafka(true);
+    if (reloadMs > 0) {
+      opts.reloadInterval(Duration.ofMillis(reloadMs));
+    }
+    if (configs.get(TOKEN) != null) {
+      opts.token(String.valueOf(configs.get(TOKEN)));
+    }
+    if (configs.get(WORKER_PARTITIONS) != null) {
+      Map<String, Integer> map = new HashMap<>();
+      for (String pair : String.valueOf(configs.get(WORKER_PARTITIONS)).split(",")) {
+        String[] kv = pair.trim().split("=", 2);
+        if (kv.length != 2) {
+          throw new RoutingException(WORKER_PARTITIONS + ": expected worker=partition, got "
+              + pair);
+        }
+        map.put(kv[0].trim(), Integer.parseInt(kv[1].trim()));
+      }
+      opts.workerPartition(map);
+    }
+    try {
+      router = Router.open(String.valueOf(location),
+          stream == null ? "" : String.valueOf(stream), opts);
+    } catch (IOException e) {
+      throw new RoutingException("routeplan: cannot load the table from " + location + ": " + e);
+    } catch (IllegalArgumentException | UncheckedIOException e) {
+      throw new RoutingException("routeplan: " + e.getMessage());
+    }
+    lastConfigured = this;
+  }
+
+  /** The router this partitioner follows. */
+  public Router router() {
+    return router;
+  }
+
+  @Override
+  public int partition(String topic, Object key, byte[] keyBytes, Object value, byte[] valueBytes,
+      Cluster cluster) {
+    if (keyBytes == null) {
+      throw new RoutingException("routeplan: a record to topic '" + topic
+          + "' has no key (a routed topic has no place for one; the empty key is a key)");
+    }
+    Integer count = cluster.partitionCountForTopic(topic);
+    int needed = router.partitionsNeeded();
+    if (count == null || count < needed) {
+      Table t = router.table();
+      throw new RoutingException("routeplan: worker '" + router.widestWorker()
+          + "' maps to partition " + (needed - 1) + ", which topic '" + topic
+          + "' does not have (" + count + " partitions; table " + t.stream + " v" + t.version
+          + ")");
+    }
+    return router.partition(keyBytes);
+  }
+
+  @Override
+  public void close() {
+    if (router != null) {
+      router.close();
+    }
+  }
+}

@@ -1,0 +1,195 @@
+package dev.routeplan.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.common.Cluster;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RouterTest {
+  static void publish(Path dir, String version, byte[] body) throws IOException {
+    Files.write(dir.resolve(version), body);
+    Files.writeString(dir.resolve("LATEST"), version);
+  }
+
+  @Test
+  void reloadKeepsTheLastGoodTableOnEveryBadVersion(@TempDir Path root) throws IOException {
+    Path dir = Files.createDirectory(root.resolve("vectors"));
+    byte[] good = VectorsTest.bytes("tables/kr-seed42.json");
+    publish(dir, "v1.json", good);
+    try (Router router = Router.open(root.toString(), "vectors", Router.options().kafka(true))) {
+      String before = router.routePartition("user-1").worker();
+      Map<String, byte[]> bad = Map.of(
+          "v2.json", VectorsTest.bytes("refused/bad-checksum.json"),
+          "v3.json", Arrays.copyOf(good, good.length / 2),
+          "v4.json", VectorsTest.bytes("tables/pa-basic.json"));
+      for (Map.Entry<String, byte[]> e : bad.entrySet()) {
+        publish(dir, e.getKey(), e.getValue());
+        assertFalse(router.reload(), e.getKey());
+        assertEquals(1, router.table().version, e.getKey());
+      }
+      Files.writeString(dir.resolve("LATEST"), "garbage");
+      assertFalse(router.reload());
+      Files.delete(dir.resolve("LATEST"));
+      assertFalse(router.reload());
+      assertEquals(before, router.routePartition("user-1").worker());
+      publish(dir, "v6.json", VectorsTest.bytes("tables/kr-legacy.json"));
+      assertTrue(router.reload());
+      assertEquals(2, router.table().version); // kr-legacy is version 2
+    }
+  }
+
+  @Test
+  void anHttpSourceGetsTheTokenAndFollowsEtags() throws IOException {
+    byte[] body = VectorsTest.bytes("tables/kr-seed42.json");
+    AtomicInteger notModified = new AtomicInteger();
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.createContext("/api/streams/vectors/latest", exchange -> {
+      String auth = exchange.getRequestHeaders().getFirst("Authorization");
+      if (!"Bearer s3cret".equals(auth)) {
+        exchange.sendResponseHeaders(401, -1);
+      } else if ("\"v1\"".equals(exchange.getRequestHeaders().getFirst("If-None-Match"))) {
+        notModified.incrementAndGet();
+        exchange.sendResponseHeaders(304, -1);
+      } else {
+        exchange.getResponseHeaders().add("ETag", "\"v1\"");
+        exchange.sendResponseHeaders(200, body.length);
+        try (OutputStream out = exchange.getResponseBody()) {
+          out.write(body);
+        }
+      }
+      exchange.close();
+    });
+    server.start();
+    String base = "http://127.0.0.1:" + server.getAddress().getPort() + "/api/";
+    try {
+      IOException refused = assertThrows(IOException.class,
+          () -> Router.open(base, "vectors", Router.options().token("wrong")));
+      assertTrue(refused.getMessage().contains("HTTP 401"), refused.getMessage());
+      try (Router router = Router.open(base, "vectors", Router.options().token("s3cret"))) {
+        assertFalse(router.reload());
+        assertEquals(1, notModified.get());
+        assertEquals("vectors", router.table().stream);
+      }
+      assertThrows(IllegalArgumentException.class,
+          () -> Router.open(base, "../etc", Router.options()));
+    } finally {
+      server.stop(0);
+    }
+  }
+
+  static Cluster cluster(String topic, int partitions) {
+    Node node = new Node(0, "127.0.0.1", 9092);
+    List<PartitionInfo> infos = new ArrayList<>();
+    for (int p = 0; p < partitions; p++) {
+      infos.add(new PartitionInfo(topic, p, node, new Node[] {node}, new Node[] {node}));
+    }
+    return new Cluster("c", List.of(node), infos, Set.of(), Set.of());
+  }
+
+  @Test
+  void thePartitionerRoutesByTheTableAndRefusesWhatItCannotRoute() {
+    RoutingPartitioner partitioner = new RoutingPartitioner();
+    partitioner.configure(Map.of(RoutingPartitioner.LOCATION,
+        VectorsTest.VECTORS.resolve("tables/kr-seed42.json").toString(),
+        RoutingPartitioner.RELOAD_MS, "0"));
+    Router reference = new Router(partitioner.router().table());
+    for (String key : List.of("hot-a", "user-1", "", "hot-a", "ключ")) {
+      byte[] k = key.getBytes(StandardCharsets.UTF_8);
+      assertEquals(Integer.parseInt(reference.route(key).substring(1)),
+          partitioner.partition("clicks", key, k, null, null, cluster("clicks", 8)));
+    }
+    RoutingPartitioner.RoutingException noKey = assertThrows(
+        RoutingPartitioner.RoutingException.class,
+        () -> partitioner.partition("clicks", null, null, null, null, cluster("clicks", 8)));
+    assertTrue(noKey.getMessage().contains("has no key"), noKey.getMessage());
+    RoutingPartitioner.RoutingException small = assertThrows(
+        RoutingPartitioner.RoutingException.class,
+        () -> partitioner.partition("clicks", "k", new byte[] {'k'}, null, null,
+            cluster("clicks", 4)));
+    assertTrue(small.getMessage().contains(
+        "worker 'w4' maps to partition 4, which topic 'clicks' does not have (4 partitions"),
+        small.getMessage());
+    partitioner.close();
+    RoutingPartitioner.RoutingException missing = assertThrows(
+        RoutingPartitioner.RoutingException.class,
+        () -> new RoutingPartitioner().configure(Map.of()));
+    assertTrue(missing.getMessage().contains("routeplan.table.location is required"));
+  }
+
+  @Test
+  void aSplitKeyGoesToTheLeastLoadedCandidateByCapacity() throws IOException {
+    Router router = new Router(VectorsTest.table("tables/kr-seed42.json"));
+    // "hot-a": w0 (weight 0.7, capacity 1) then w1 (0.3, capacity 2)
+    List<String> got = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      got.add(router.route("hot-a"));
+    }
+    assertEquals(List.of("w0", "w1", "w1", "w0", "w1", "w1"), got);
+    assertEquals(2L, router.localLoads().get("w0"));
+    assertEquals(4L, router.localLoads().get("w1"));
+  }
+
+  @Test
+  void murmur3OfAStringIsMurmur3OfItsUtf8Bytes() {
+    for (String key : List.of("", "a", "ab", "abc", "abcd", "é", "€uro", "😀x", "ascii-😀-é-€")) {
+      byte[] b = key.getBytes(StandardCharsets.UTF_8);
+      for (int seed : new int[] {0, 42, -1}) {
+        assertEquals(Murmur3.hash(b, 0, b.length, seed), Murmur3.hashUtf8(key, seed), key);
+      }
+    }
+    assertEquals(0x2e4ff723, Murmur3.hash("The quick brown fox jumps over the lazy dog"
+        .getBytes(StandardCharsets.UTF_8), 0, 43, 0));
+  }
+
+  @Test
+  void routeAllocatesNothingForAPlainKey() throws IOException {
+    Router router = RouteBench.router();
+    String[] keys = RouteBench.keys();
+    byte[] raw = "user-12345".getBytes(StandardCharsets.UTF_8);
+    for (int i = 0; i < 20_000; i++) { // load the classes first
+      router.route(keys[i % keys.length]);
+      router.partition(raw);
+    }
+    long before = RouteBench.allocated();
+    for (int i = 0; i < 100_000; i++) {
+      router.route(keys[i % keys.length]);
+      router.partition(raw);
+    }
+    long bytes = RouteBench.allocated() - before;
+    assertTrue(bytes < 10_000, bytes + " bytes for 200 000 calls");
+  }
+
+  @Test
+  void theKeyGroupIsTheUnsignedHashModuloTheGroupCount() {
+    java.util.Random random = new java.util.Random(7);
+    for (int n : new int[] {1, 2, 3, 7, 1000, 1024, 4096, 65537, 1 << 23, (1 << 24) - 1, 1 << 24}) {
+      long m = Long.divideUnsigned(-1L, n) + 1;
+      for (int hash : new int[] {0, 1, -1, Integer.MIN_VALUE, Integer.MAX_VALUE, n, -n}) {
+        assertEquals(Integer.remainderUnsigned(hash, n), Router.group(hash, m, n));
+      }
+      for (int i = 0; i < 20_000; i++) {
+        int hash = random.nextInt();
+        assertEquals(Integer.remainderUnsigned(hash, n), Router.group(hash, m, n));
+      }
+    }
+  }
+}

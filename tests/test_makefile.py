@@ -1,0 +1,71 @@
+"""Each make target installs only what it uses: ``make demo`` the virtualenv, Delta Lake's jars
+and Airflow's SQLite database — not S3A's jars with the ~690 MB AWS SDK bundle, MinIO compiled
+from its Go module, the executors' zip, PostgreSQL or Chromium, which the targets using them
+install (``make test`` all of them: CI runs it on a clean clone).
+
+Read from ``make --dry-run --always-make``: the commands a fresh checkout would run, none run."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# what a line of the dry run installs, by a pattern of its command
+INSTALLS = {
+    "virtualenv": r"pip install .*-c constraints\.txt",
+    "delta_jars": r"mvn (?!.*-P)\S.*-f jars/pom\.xml dependency:copy-dependencies",
+    "s3a_jars": r"mvn .*-Ps3a -f jars/pom\.xml dependency:copy-dependencies",
+    "airflow_sqlite": r"airflow db migrate",
+    "minio": r"go install github\.com/minio/minio@",
+    "executors_zip": r"scripts/build_zip\.py dist/routeplan\.zip",
+    "postgresql": r"apt-get install \S+ \S+ postgresql",
+    "chromium": r"apt-get install \S+ \S+ chromium",
+}
+LOCAL = {"virtualenv", "delta_jars", "airflow_sqlite"}
+SPARK_CLUSTER = {"virtualenv", "delta_jars", "s3a_jars", "minio", "executors_zip"}
+EVERYTHING = set(INSTALLS)
+
+
+def installs(target: str) -> set[str]:
+    """What ``make <target>`` would install on a fresh checkout."""
+    done = subprocess.run(
+        ["make", "--dry-run", "--always-make", target],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return {name for name, pattern in INSTALLS.items() if re.search(pattern, done.stdout)}
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("demo", LOCAL),
+        ("airflow", LOCAL),
+        ("cluster-demo", SPARK_CLUSTER | {"postgresql"}),
+        ("bench", SPARK_CLUSTER),
+        ("docs", {"virtualenv"}),
+        ("setup", EVERYTHING),
+        ("test", EVERYTHING),
+    ],
+)
+def test_each_target_installs_only_what_it_uses(target, expected):
+    assert installs(target) == expected
+
+
+def test_the_demos_jars_leave_s3a_to_its_profile():
+    """Maven without the profile resolves Delta Lake alone: hadoop-aws (and with it the AWS SDK
+    bundle) is a dependency of the profile ``s3a`` only."""
+    pom = (REPO / "jars" / "pom.xml").read_text()
+    profiles = pom.index("<profiles>")
+    assert "<artifactId>delta-spark_" in pom[:profiles]
+    assert "<artifactId>hadoop-aws</artifactId>" not in pom[:profiles]
+    s3a = re.search(r"<profile>.*?<id>s3a</id>(.*?)</profile>", pom, re.S)
+    assert s3a and "<artifactId>hadoop-aws</artifactId>" in s3a.group(1)
