@@ -76,8 +76,9 @@ def free_port() -> int:
 
 def start_server(root: Path, port: int) -> subprocess.Popen:
     """``routeplan.api.app.serve`` in a child process; returns once it answers."""
-    code = (
-        "import sys; from routeplan.api.app import serve; serve(sys.argv[1], port=int(sys.argv[2]))"
+    code = (  # the API is closed by default; this local benchmark opens it on purpose
+        "import sys; from routeplan.api.app import serve; "
+        "serve(sys.argv[1], port=int(sys.argv[2]), allow_anonymous_read=True)"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", code, str(root), str(port)],

@@ -49,6 +49,7 @@ from routeplan_tasks import (
 
 from routeplan.contracts.schemas import load_schema
 from routeplan.model.plan import MIGRATION_COST_UNITS
+from routeplan.planning.catalog import label
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
 
 # a stream name as schemas/name.schema.json has it (the rule of routeplan.model.names)
@@ -129,9 +130,13 @@ as shown. Empty fields mean "the default":
   stream's kind, strategy (or `auto`: the best of several by goals in order), parameters,
   budget, load metric, planning window and workers; empty: `$ROUTEPLAN_HOME/config/streams.yaml`
   (without it, every stream is planned with `cg`). The run's first task checks it.
-* **strategy** and the strategy parameters, **planning_window**, **load_metric** and the budget
-  — empty: each stream's policy; set, they override it for this run's streams (a strategy of
-  another kind than a stream's fails the run naming both: select the streams it suits).
+* **strategy** (listed as "cg — Consistent Grouping (paper 000)" and so on), **planning_window**,
+  **load_metric** and the budget — empty: each stream's policy; set, they override it for this
+  run's streams (a strategy of another kind than a stream's fails the run naming both: select
+  the streams it suits).
+* **each strategy's parameters**, in its own section — all optional: only the ones you fill in
+  go to the chosen strategy; an empty one keeps the stream's policy value (the strategy's
+  default when the policy names another strategy). They are ignored without a strategy.
 * **landing_path**, **workers_path** — empty: `$ROUTEPLAN_HOME/landing` (files under
   `<landing>/<YYYY-MM-DD>/`) and `$ROUTEPLAN_HOME/config/workers.json`.
 * **max_bad_files**, **max_quarantined_share** — a landing file that cannot be read goes whole
@@ -197,19 +202,23 @@ FORM = {
         "max_migration_cost": "Most migration cost",
         "migration_cost_unit": "Migration cost unit",
     },
-    "Strategy parameters: cg, porc, chbl (paper 000)": {
+    f"{label('cg')}: its parameters (ε also porc's and chbl's)": {
         "epsilon": "ε",
         "virtual_workers_per_worker": "Virtual workers per worker (α)",
         "theta_busy": "Busy threshold θ_b",
         "theta_idle": "Idle threshold θ_i",
-        "tokens_per_worker": "Ring tokens per worker (chbl)",
     },
-    "Strategy parameters: milp, albic (paper 004)": {
+    f"{label('chbl')}: its parameters": {
+        "tokens_per_worker": "Ring tokens per worker",
+    },
+    f"{label('milp')}: its parameters (also albic's)": {
         "solver": "MILP solver",
         "max_load_distance": "Most load distance",
-        "score_factor": "ALBIC score factor sF",
     },
-    "Strategy parameters: partition assignment (paper 002)": {
+    f"{label('albic')}: its parameters": {
+        "score_factor": "Score factor sF",
+    },
+    "Partition strategies (paper 002: mwf, bfd, …): their parameters": {
         "consumer_capacity": "Consumer capacity (bytes/s)",
     },
     "Validate and publish": {
@@ -248,6 +257,18 @@ def budget_param(limit: str, kind: str, maximum: float, what: str) -> Param:
     )
 
 
+def strategy_param(kind: str, what: str, default: str, **schema) -> Param:
+    """An optional strategy parameter: empty (None) by default, so that a run with a strategy
+    override keeps the stream's policy value for it (the strategy's own default, ``default``,
+    when the policy has none or names another strategy)."""
+    return Param(
+        None,
+        type=["null", kind],
+        description=f"{what}; empty: the policy's value (else the strategy's default, {default})",
+        **schema,
+    )
+
+
 def interval_day(params: dict, data_interval_start, dag_run) -> str:
     """The day to process: the ``date`` Param, else the run's data interval, else yesterday."""
     if params.get("date"):
@@ -259,8 +280,9 @@ def interval_day(params: dict, data_interval_start, dag_run) -> str:
 
 def strategy_params(params: dict) -> str:
     """``--params-json``: with a ``strategy`` override, the form's strategy parameters that it
-    accepts (empty ones left to the strategy's default); without one, none (each stream's policy
-    has its own); plus the deprecated budget Params that are set."""
+    accepts and that are set (empty ones keep the policy's value, else the strategy's default);
+    without one, none (each stream's policy has its own); plus the deprecated budget Params that
+    are set."""
     accepted = strategy_parameters(params["strategy"]) if params.get("strategy") else ()
     chosen = {k: params.get(k) for k in STRATEGY_PARAMS if k in accepted}
     deprecated = {k: params.get(k) for k in DEPRECATED_BUDGET_PARAMS}
@@ -316,9 +338,10 @@ with DAG(
                 None,
                 type=["null", "string"],
                 enum=[None, *strategy_names()],
+                values_display={name: label(name) for name in strategy_names()},
                 description="Plan the selected streams (all, if none is selected) with this "
-                "strategy for this run, with the parameters below; empty: each stream's "
-                "policy (policies_path)",
+                "strategy for this run, with the parameters in its section below; empty: each "
+                "stream's policy (policies_path)",
             ),
             "policies_path": Param(
                 None,
@@ -374,28 +397,20 @@ with DAG(
                 description="What a key's load is: its messages, bytes or processing cost; empty: "
                 "each stream's policy (default messages)",
             ),
-            "epsilon": Param(
-                0.01, type="number", minimum=0, maximum=10, description="PoRC ε (cg, porc, chbl)"
+            "epsilon": strategy_param(
+                "number", "PoRC ε (cg, porc, chbl)", "0.01", minimum=0, maximum=10
             ),
-            "virtual_workers_per_worker": Param(
-                10,
-                type="integer",
-                minimum=1,
-                maximum=1000,
-                description="cg α: virtual workers per worker",
+            "virtual_workers_per_worker": strategy_param(
+                "integer", "cg α: virtual workers per worker", "10", minimum=1, maximum=1000
             ),
-            "tokens_per_worker": Param(
-                10,
-                type="integer",
-                minimum=1,
-                maximum=1000,
-                description="chbl: ring tokens per worker",
+            "tokens_per_worker": strategy_param(
+                "integer", "chbl: ring tokens per worker", "10", minimum=1, maximum=1000
             ),
-            "theta_busy": Param(
-                1.03, type="number", minimum=1, maximum=10, description="cg busy threshold θ_b"
+            "theta_busy": strategy_param(
+                "number", "cg busy threshold θ_b", "1.03", minimum=1, maximum=10
             ),
-            "theta_idle": Param(
-                0.97, type="number", minimum=0, maximum=1, description="cg idle threshold θ_i"
+            "theta_idle": strategy_param(
+                "number", "cg idle threshold θ_i", "0.97", minimum=0, maximum=1
             ),
             "consumer_capacity": Param(
                 None,
@@ -445,26 +460,18 @@ with DAG(
                 description="Deprecated: use migration_cost_unit (keys = distinct_keys; this one "
                 "still sets it for one release); empty: unset",
             ),
-            "solver": Param(
-                "highs",
-                type="string",
-                enum=["highs", "cbc"],
-                description="milp, albic: MILP solver",
+            "solver": strategy_param(
+                "string", "milp, albic: MILP solver", "highs", enum=[None, "highs", "cbc"]
             ),
-            "score_factor": Param(
-                1.5,
-                type="number",
-                exclusiveMinimum=0,
-                maximum=100,
-                description="albic sF (§4.3.2)",
+            "score_factor": strategy_param(
+                "number", "albic sF (§4.3.2)", "1.5", exclusiveMinimum=0, maximum=100
             ),
-            "max_load_distance": Param(
-                None,
-                type=["null", "number"],
+            "max_load_distance": strategy_param(
+                "number",
+                "milp, albic: most load distance d, a share of the mean load (albic maxLD)",
+                "albic 0.10, milp no bound",
                 minimum=0,
                 maximum=10,
-                description="milp, albic: most load distance d, a share of the mean load (albic "
-                "maxLD); empty: the strategy's default (albic 0.10, milp no bound)",
             ),
             "imbalance_tolerance": Param(
                 0.10,

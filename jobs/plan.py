@@ -22,9 +22,12 @@ the stream has a LATEST of the same kind, the selected plan is backtested
 (``jobs/backtest.py``): every window of the interval routed in Spark through it and through
 LATEST, each window's imbalance by ``routeplan.planning.metrics``; the figures go with it
 (``backtest`` JSON, ``backtest_regression`` = the candidate's mean minus LATEST's, checked by
-the validate job against the policy's ``regression_tolerance``). What the stream was planned
-from goes to ``<home>/reports/<day>/plan-inputs/<stream>.json``: ``routeplan plan --policies …
---stream S --loads`` that file decides exactly what this job decided, without Spark.
+the validate job against the policy's ``regression_tolerance``). The day's report
+(``<home>/reports/<day>/plan.json``) has, per stream, the selected plan, the budget it ran under
+(``budget``, ``migration_cost_unit``) and every candidate with its numbers (``candidates``: what
+the Routing page shows of auto's choice). What the stream was planned from goes to
+``<home>/reports/<day>/plan-inputs/<stream>.json``: ``routeplan plan --policies … --stream S
+--loads`` that file decides exactly what this job decided, without Spark.
 
 The strategy's ``kind`` says what it plans from: a ``key_routing`` strategy a ``LoadSnapshot``
 of key groups and hot keys (``silver.key_group_load``, ``silver.key_load``), beside the ``kg``
@@ -549,6 +552,8 @@ def main(argv: list[str] | None = None) -> dict:
                 "choice": r["choice"],
                 "params": json.loads(r["params"]),
                 "budget": chosen[r["stream"]].budget.limits(),
+                "migration_cost_unit": chosen[r["stream"]].budget.migration_cost_unit,
+                "candidates": candidates(rows, r["stream"]),
                 "observed_imbalance": r["observed_imbalance"],
                 "predicted_imbalance": r["predicted_imbalance"],
                 "moves": r["moves"],
@@ -576,6 +581,23 @@ def solver_quality(metrics: dict) -> dict | None:
     if "load_distance_bound" not in metrics:
         return None
     return {k: metrics.get(k) for k in QUALITY}
+
+
+def candidates(rows: list[dict], stream: str) -> list[dict]:
+    """The plan report's ``candidates`` of ``stream``: every strategy its policy weighed (one
+    for a fixed strategy, several for ``auto``) with its numbers and whether it was chosen (the
+    Routing page and ``routeplan.streams.publications`` read them)."""
+    return [
+        {
+            "strategy": r["strategy"],
+            "selected": r["selected"],
+            "choice": r["choice"],
+            "moves": r["moves"],
+            "predicted": json.loads(r["metrics"]),
+        }
+        for r in rows
+        if r["stream"] == stream
+    ]
 
 
 def parse_json_object(text: str) -> dict:

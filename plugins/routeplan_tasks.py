@@ -7,13 +7,17 @@ Downstream DAGs run on a new routing table by scheduling on its asset::
     with DAG("reload_router", schedule=[routing_table_asset("clicks")]): ...
 
 (or on ``ROUTING_TABLES``, the alias every publish and rollback adds its events through). Each
-event's ``extra`` holds ``stream``, ``version``, ``action`` and ``reason``.
+event's ``extra`` (``event_extra``) holds ``stream``, ``version``, ``action`` and ``reason``, the
+version's ``strategy`` and ``predicted_imbalance`` (from its document; the report's when the store
+cannot be read), ``restored_version`` for a rollback, and ``routing_page``: the version's page in
+the Routing UI (``[api] base_url`` + ``/routeplan/ui/…``).
 """
 
 from __future__ import annotations
 
 import json
 from datetime import date, timedelta
+from urllib.parse import quote
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, AssetAlias, task
@@ -171,15 +175,49 @@ def check_landing(day: str, *, params=None) -> int:
     return len(files)
 
 
+def routing_page(stream: str, version: int, base_url: str | None = None) -> str:
+    """The version's page in the Routing UI, under Airflow's ``[api] base_url``."""
+    if base_url is None:
+        from airflow.configuration import conf
+
+        base_url = conf.get("api", "base_url", fallback="http://localhost:8080")
+    return (
+        f"{base_url.rstrip('/')}/routeplan/ui/streams/{quote(stream, safe='')}/versions/{version}"
+    )
+
+
+def event_extra(outcome: dict, routing: str, base_url: str | None = None) -> dict:
+    """An asset event's ``extra`` for a report's ``outcome`` (a published or rolled-back
+    version): what the report says, plus the version's strategy, predicted imbalance (and, for a
+    rollback, the version it routes as) from its document in the store at ``routing``, and its
+    Routing page. A document that cannot be read leaves the report's own figures."""
+    from routeplan.publishing.store import RoutingStore
+
+    extra = {k: outcome[k] for k in ("stream", "version", "action", "reason")}
+    try:
+        doc = RoutingStore(routing).read_document(outcome["stream"], outcome["version"])
+    except (OSError, ValueError) as err:
+        print(f"{outcome['stream']} v{outcome['version']}: document unreadable ({err})")
+        doc = {}
+    extra["strategy"] = doc.get("strategy", outcome.get("strategy"))
+    predicted = doc.get("predicted", {}).get("imbalance", outcome.get("predicted_imbalance"))
+    extra["predicted_imbalance"] = predicted
+    if doc.get("restored_version") is not None:
+        extra["restored_version"] = doc["restored_version"]
+    extra["routing_page"] = routing_page(outcome["stream"], outcome["version"], base_url)
+    return extra
+
+
 @task(outlets=[ROUTING_TABLES], execution_timeout=TIMEOUTS["announce"])
 def announce(report_path: str, *, outlet_events=None) -> list[dict]:
     """One asset event per stream the job's report (a path or URI) says got a new version."""
     report = json.loads(storage.read_bytes(report_path))
     announced = []
+    routing = settings.routing_root(HOME)
     for outcome in report["streams"]:
         if outcome["action"] not in ANNOUNCED:
             continue
-        extra = {k: outcome[k] for k in ("stream", "version", "action", "reason")}
+        extra = event_extra(outcome, routing)
         outlet_events[ROUTING_TABLES].add(routing_table_asset(outcome["stream"]), extra=extra)
         announced.append(extra)
     print(f"asset events: {announced or 'none (no stream got a new version)'}")

@@ -8,9 +8,12 @@
 - ``pareto_png``: ``routeplan binpack``'s strategies as mean consumers vs mean Rscore, with the
   Pareto front of those that never overload a consumer.
 - ``compare_png``: ``routeplan compare``'s simulated strategies, imbalance and queues over time.
+- ``outcomes_png``: a stream's outcomes night by night, realized against predicted (the Routing
+  page).
 
 The CLI (``routeplan show / plan / binpack / compare --plot``), the HTTP API
-(``/streams/{stream}/plot.png``) and the publish job only call these and write the bytes.
+(``/streams/{stream}/plot.png``, the Routing pages) and the publish job only call these and
+write the bytes.
 """
 
 from __future__ import annotations
@@ -22,9 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
-from routeplan.model.table import PartitionAssignment, RoutingTable, Table
-from routeplan.model.workers import Workers
+from routeplan.model.loads import Loads
+from routeplan.model.table import PartitionAssignment, Table
 from routeplan.planning import metrics
 from routeplan.planning.partitions.scores import pareto_front
 
@@ -64,12 +66,12 @@ def worker_loads(
         raise ValueError(f"{table.stream} v{table.version}: the table records no planning load")
     if current is not None and current.kind != table.kind:
         raise ValueError(f"cannot compare a {current.kind} table with a {table.kind} one")
-    after_by_name, workers, reference = _relative_loads(table, loads)
+    after_by_name, workers, reference = metrics.relative_worker_loads(table, loads)
     names = list(after_by_name)
     by_name = {w.name: w for w in workers.items}
     before = None
     if current is not None:
-        before_by_name, old_workers, _ = _relative_loads(current, loads)
+        before_by_name, old_workers, _ = metrics.relative_worker_loads(current, loads)
         names += [n for n in before_by_name if n not in after_by_name]
         by_name = {w.name: w for w in old_workers.items} | by_name  # the plan's say wins
         before = np.array([before_by_name.get(n, 0.0) for n in names])
@@ -110,31 +112,6 @@ def version_png(table: Table, parent: Table | None) -> tuple[bytes, str | None]:
         title = _default_title(table)
         data = worker_loads(table, title=f"{title}\n({note})" if note else title)
     return worker_load_png(data), note
-
-
-def _relative_loads(table: Table, loads: Loads) -> tuple[dict[str, float], Workers, str]:
-    """Worker → load relative to capacity, the table's workers, and what 1.0 means."""
-    if isinstance(table, RoutingTable):
-        if not isinstance(loads, LoadSnapshot):
-            raise ValueError("a key_routing table needs key-group loads")
-        workers = table.workers
-        load = metrics.worker_load(table, loads)
-        relative = metrics.normalised_load(load, workers.capacities, workers.is_active)
-        return dict(zip(workers.names, relative.tolist(), strict=True)), workers, "fair share"
-    if not isinstance(table, PartitionAssignment) or not isinstance(loads, PartitionLoad):
-        raise ValueError("a partition_assignment table needs partition loads")
-    params = table.params
-    capacity = float(params.get("bin_capacity", params.get("capacity", 0.0)))
-    if capacity <= 0:
-        raise ValueError(f"{table.stream}: the table records no bin_capacity")
-    partitions = list(table.partition_consumer)
-    rates = metrics.partition_rates(loads, partitions)
-    by_consumer = dict.fromkeys(table.consumers.names, 0.0)
-    for p, rate in zip(partitions, rates.tolist(), strict=True):
-        by_consumer[table.partition_consumer[p]] += rate / capacity
-    used = Workers(tuple(w for w in table.consumers.items if by_consumer[w.name] > 0))
-    relative = {n: v for n, v in by_consumer.items() if v > 0}
-    return relative, used if used.items else table.consumers, "bin capacity C"
 
 
 def _default_title(table: Table) -> str:
@@ -248,6 +225,41 @@ def compare_png(results: Sequence[SimulationResult], title: str = "") -> bytes:
     axes[0].legend(fontsize=8)
     if title:
         fig.suptitle(title)
+    return png_bytes(fig)
+
+
+def outcomes_png(records: Sequence[Mapping[str, Any]], title: str = "") -> bytes:
+    """A stream's outcome records (``routeplan outcomes``, oldest first) as the headline
+    measure predicted (dashed) and realized (solid) night by night, each point labelled with
+    the version in force; a regressed night is marked red."""
+    fig = new_figure(width=max(6.0, min(14.0, 2.5 + 0.6 * len(records))), height=3.6)
+    ax = fig.add_subplot()
+    days = [str(r["interval_start"]) for r in records]
+    x = np.arange(len(days))
+
+    def values(key: str) -> np.ndarray:
+        return np.array([np.nan if r.get(key) is None else float(r[key]) for r in records])
+
+    predicted, realized = values("predicted"), values("realized")
+    ax.plot(x, predicted, linestyle="--", marker="o", color=BEFORE_COLOR, label="predicted")
+    ax.plot(x, realized, marker="o", color=AFTER_COLOR, label="realized")
+    for i, record in enumerate(records):
+        if record.get("verdict") == "regressed":
+            ax.plot([i], [realized[i]], marker="o", markersize=10, color=OVER_COLOR)
+        ax.annotate(
+            f"v{record['version']}",
+            (i, realized[i]),
+            xytext=(0, 6),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+        )
+    measure = records[0]["measure"] if records else "imbalance"
+    ax.set_xticks(x, days, rotation=30 if len(days) > 6 else 0, fontsize=8)
+    ax.set_ylabel(f"{measure} (lower is better)")
+    ax.set_title(title or f"{measure}: predicted and realized, night by night", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     return png_bytes(fig)
 
 

@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -94,9 +94,16 @@ class Settings(BaseSettings):
         "The store never changes a folder's mode; object stores have no modes",
     )
     api_auth: Literal["none", "airflow"] = Field(
-        "none",
-        description="the Airflow plugin's routing-table API: open to all (none), or only to "
-        "requests with an Airflow token (airflow)",
+        "airflow",
+        description="the Airflow plugin's routes (/routeplan/…): only Airflow users who may read "
+        "routeplan's DAGs, or requests with api_token (airflow, the default); none opens read "
+        "access to anyone who can reach the API server (an explicit opt-in)",
+    )
+    api_token: SecretStr | None = Field(
+        None,
+        description="the bearer token `routeplan serve` requires (Authorization: Bearer <token>) "
+        "and the Airflow plugin accepts besides an Airflow login: for producers and Prometheus; "
+        "never printed",
     )
     schemas: Path = Field(
         SOURCE_ROOT / "schemas",

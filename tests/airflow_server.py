@@ -247,6 +247,8 @@ class NightlyAirflow:
     def __init__(self, home: Path):
         self.home = home
         self.env = makefile_env(home)
+        # an admin and a viewer (who may read but not trigger: the Routing page's Roll back)
+        self.env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] = "admin:admin,viewer:viewer"
         Path(self.env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
         self._stack = contextlib.ExitStack()
         self.af: AirflowClient | None = None

@@ -1,7 +1,8 @@
 """routeplan's HTTP API mounted as an Airflow plugin (plugins/routeplan_plugin.py) inside
 Airflow's real API-server app (``airflow.api_fastapi.app``): the plugin is listed, its routes
-answer under ``/routeplan`` from the store ``routeplan.settings.routing_root()`` names, and
-``ROUTEPLAN_API_AUTH`` decides whether they need an Airflow token.
+answer under ``/routeplan`` from the store ``routeplan.settings.routing_root()`` names, closed by
+default (an Airflow login who may read routeplan's DAGs, or ``$ROUTEPLAN_API_TOKEN``), open with
+``ROUTEPLAN_API_AUTH=none``; the OpenAPI page is public and served without internet.
 
 (Triggering the DAG over Airflow's own REST API is tests/test_airflow_trigger.py.)
 
@@ -48,6 +49,7 @@ def probe() -> dict:
                 "status": resp.status_code,
                 "headers": dict(resp.headers),
                 "json": resp.json() if is_json else None,
+                "text": None if is_json else resp.text[:20000],
                 "size": len(resp.content),
             }
 
@@ -63,6 +65,14 @@ def probe() -> dict:
         )
         bearer = f"Bearer {token.json()['access_token']}"
         results["streams_with_token"] = answer("/routeplan/streams", {"Authorization": bearer})
+        results["streams_bad_token"] = answer(
+            "/routeplan/streams", {"Authorization": "Bearer not-a-jwt"}
+        )
+        service = {"Authorization": f"Bearer {os.environ.get('ROUTEPLAN_API_TOKEN', '-')}"}
+        results["streams_service_token"] = answer("/routeplan/streams", service)
+        results["metrics_service_token"] = answer("/routeplan/metrics", service)
+        results["docs"] = answer("/routeplan/docs")
+        results["docs_css"] = answer("/routeplan/docs/assets/swagger-ui.css")
     return results
 
 
@@ -84,8 +94,8 @@ def run_probe(airflow_home: Path, tmp_path: Path, **env: str) -> dict:
     return json.loads(out.read_text())
 
 
-def test_the_plugin_mounts_the_api_in_airflow_without_airflow_auth(airflow_home, tmp_path):
-    results = run_probe(airflow_home, tmp_path)  # the store: $ROUTEPLAN_HOME/routing
+def test_the_plugin_mounts_the_api_open_only_with_routeplan_api_auth_none(airflow_home, tmp_path):
+    results = run_probe(airflow_home, tmp_path, ROUTEPLAN_API_AUTH="none")  # $HOME/routing
 
     (plugin,) = [p for p in results["plugins"] if p["name"] == "routeplan"]
     assert plugin["source"] == "$PLUGINS_FOLDER/routeplan_plugin.py"
@@ -109,30 +119,41 @@ def test_the_plugin_mounts_the_api_in_airflow_without_airflow_auth(airflow_home,
     assert results["latest_304"]["size"] == 0
     assert results["latest_304"]["headers"]["etag"] == latest["headers"]["etag"]
     assert results["openapi"]["json"]["info"]["title"] == "routeplan routing tables"
-    # Airflow's own API wants a token; the mounted app answers without one
+    # Airflow's own API wants a token; the mounted app, opened on purpose, answers without one
     assert results["airflow_dags"]["status"] == 401
 
 
-def test_with_routeplan_api_auth_airflow_every_request_needs_an_airflow_token(
-    airflow_home, tmp_path
-):
+def test_by_default_every_route_needs_an_airflow_login_or_the_api_token(airflow_home, tmp_path):
     results = run_probe(
         airflow_home,
         tmp_path,
-        ROUTEPLAN_API_AUTH="airflow",
         ROUTEPLAN_ROUTING=str(tmp_path / "elsewhere"),
+        ROUTEPLAN_API_TOKEN="routeplan-scrape-token",
     )
 
     assert results["streams"]["status"] == 401
     assert results["latest"]["status"] == 401
     assert "etag" not in results["latest"]["headers"]
+    assert results["streams_bad_token"]["status"] == 403  # not a valid Airflow JWT
     assert results["openapi"]["status"] == 200  # the description stays public
-    assert results["streams_with_token"]["status"] == 200
+    assert results["streams_with_token"]["status"] == 200  # an Airflow login (admin)
     # the store is $ROUTEPLAN_ROUTING, not $ROUTEPLAN_HOME/routing
     assert results["streams_with_token"]["json"] == {
         "streams": [{"stream": "clicks", "latest_version": 1, "versions": [1]}]
     }
     assert not (tmp_path / "routing").exists()
+    # the routeplan token (Prometheus, producers) instead of an Airflow login
+    assert results["streams_service_token"]["status"] == 200
+    metrics = results["metrics_service_token"]
+    assert metrics["status"] == 200
+    assert 'routeplan_stream_latest_version{stream="clicks"} 1.0' in metrics["text"]
+    # the OpenAPI page: public, every asset from /routeplan/docs/assets (no CDN)
+    docs = results["docs"]
+    assert docs["status"] == 200
+    assert "/routeplan/docs/assets/swagger-ui-bundle.js" in docs["text"]
+    assert "/routeplan/openapi.json" in docs["text"]
+    assert "http" not in docs["text"].replace("http-equiv", "")
+    assert results["docs_css"]["status"] == 200 and results["docs_css"]["size"] > 10_000
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
 import signal
 import subprocess
@@ -270,23 +271,27 @@ def test_a_small_cache_still_serves_each_version_its_own_document(tmp_path):
             assert resp.headers["etag"] == f'"{docs[version - 1]["checksum"]}"'
 
 
-def test_serve_runs_the_api_on_the_given_host_and_port(tmp_path):
+def test_serve_runs_the_api_on_the_given_host_and_port_closed_by_its_token(tmp_path):
     RoutingStore(tmp_path).publish(key_table("served"))
     port = free_port()
     code = (
         "import sys; from routeplan.api.app import serve; serve(sys.argv[1], port=int(sys.argv[2]))"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(port)])
+    env = {**os.environ, "ROUTEPLAN_API_TOKEN": "serve-token"}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(port)], env=env)
+    url = f"http://127.0.0.1:{port}/streams/served/versions"
     try:
         deadline = time.monotonic() + 30
         while True:
             assert proc.poll() is None, "serve() exited"
             try:
-                resp = httpx.get(f"http://127.0.0.1:{port}/streams/served/versions", timeout=1)
+                resp = httpx.get(url, timeout=1)
                 break
             except httpx.TransportError:
                 assert time.monotonic() < deadline, "serve() did not answer within 30 s"
                 time.sleep(0.1)
+        assert resp.status_code == 401 and resp.headers["www-authenticate"] == "Bearer"
+        resp = httpx.get(url, headers={"Authorization": "Bearer serve-token"}, timeout=5)
         assert resp.json() == {"stream": "served", "latest_version": 1, "versions": [1]}
     finally:
         proc.terminate()
@@ -404,6 +409,9 @@ def test_openapi_documents_every_endpoint_with_its_schema(api):
         "/streams/{stream}/plot.png",
         "/streams/{stream}/outcomes",
         "/streams/{stream}/plan",
+        "/streams/{stream}/overview",
+        "/streams/{stream}/versions/{version}/explain",
+        "/metrics",
     }
     outcomes = paths["/streams/{stream}/outcomes"]["get"]["responses"]
     schema = outcomes["200"]["content"]["application/json"]["schema"]

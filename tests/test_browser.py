@@ -14,6 +14,13 @@ table published per stream with LATEST on it; the fixture then checks nothing ou
 The form is kept as a screenshot: ``var/test-artifacts/trigger-form.png`` (or
 ``$ROUTEPLAN_TEST_ARTIFACTS/trigger-form.png``); its path is printed.
 
+After that run, on the same server and without another nightly run, the Routing pages
+(``routeplan.api.ui``) are used as an operator and a viewer would: reached from Airflow's
+navigation, their numbers compared with the API's JSON, a key-routing and a partition version
+explained, one Roll back (a short routeplan_rollback run), the run's "Plans of this run" tab,
+the viewer's refused rollback and ``/routeplan/docs`` with every other host blocked; each page is
+a screenshot ``routing-*.png`` beside the form's.
+
 Needs ``/usr/bin/chromium`` (``make chromium`` installs it, as ``make test`` does) and the
 ``playwright`` package (the ``dev`` extra); never ``playwright install``: the browser is Debian's.
 """
@@ -144,6 +151,199 @@ def test_trigger_form_submits_with_its_defaults_and_the_run_succeeds(nightly_air
         assert table["stream"] == stream
         if outcome["action"] == "published":
             assert table["strategy"] == "cg"  # the default strategy
+
+
+def publish_second_versions(routing: Path) -> dict[str, int]:
+    """Versions with moves to explain and roll back, without a second nightly run: a by-hand v2
+    of the night's key-routing ``clicks`` (its heaviest key group moved off the busiest worker),
+    and a partition stream ``payments`` (v1: two partitions on c0, over the bin capacity; v2: one
+    moved to c1). The nightly run plans every stream with cg: it makes no partition assignment.
+    Their LATEST versions."""
+    from routeplan.model.table import PartitionAssignment
+    from routeplan.model.workers import Workers
+    from routeplan.planning.metrics import worker_load_by_name
+    from routeplan.publishing.store import RoutingStore
+
+    store = RoutingStore(routing)
+    clicks = store.load("clicks")
+    loads = worker_load_by_name(clicks, clicks.planning_snapshot())
+    busiest = max(loads, key=loads.get)
+    idlest = min((w for w in loads if w != busiest), key=loads.get)
+    groups = clicks.planning_snapshot().key_group_load
+    owners = list(clicks.key_group_worker)
+    heaviest = max((g for g, w in enumerate(owners) if w == busiest), key=lambda g: groups[g])
+    owners[heaviest] = idlest
+    moved_keys = type(clicks)(**{**clicks.__dict__, "key_group_worker": tuple(owners)})
+    reason = "by hand (tests/test_browser.py): one unit moved"
+
+    def payments(assign: dict[int, str]) -> PartitionAssignment:
+        return PartitionAssignment(
+            "payments",
+            "mwf",
+            Workers.homogeneous(2, prefix="c"),
+            assign,
+            params={"bin_capacity": 4.0, "consumer_capacity": 4.0},
+            planning_load={"partition_load": [3.0, 2.0, 1.0]},
+            predicted={"imbalance": 0.0, "consumers": 2.0},
+        )
+
+    store.publish(payments({0: "c0", 1: "c0", 2: "c1"}), reason=reason)
+    return {
+        "clicks": store.publish(moved_keys, reason=reason).version,
+        "payments": store.publish(payments({0: "c0", 1: "c1", 2: "c1"}), reason=reason).version,
+    }
+
+
+def log_in(page, base_url: str, user: str, password: str) -> None:
+    page.goto(f"{base_url}/")  # → the simple auth manager's login page
+    page.get_by_label("Username").fill(user)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{base_url}/")
+
+
+def field_values(frame, stream: str) -> dict[str, str]:
+    """The Streams table's ``data-field`` → ``data-value`` of ``stream``'s row."""
+    cells = frame.locator(f'tr[data-stream="{stream}"] [data-field]')
+    return {
+        cells.nth(i).get_attribute("data-field"): cells.nth(i).get_attribute("data-value")
+        for i in range(cells.count())
+    }
+
+
+def routing_pages(
+    af, shots: Path, run_id: str, versions: dict[str, int], expect_run_report: bool = True
+) -> None:
+    """The Routing pages in Airflow's UI, as an operator (admin) and a viewer use them."""
+    import re
+    from urllib.parse import quote
+
+    from playwright.sync_api import expect, sync_playwright
+
+    base = af.base_url
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            outside: list[str] = []
+
+            def block(route):  # every request to another host is blocked, and noted
+                outside.append(route.request.url)
+                route.abort()
+
+            context.route(re.compile(r"^(?!https?://127\.0\.0\.1[:/]).*"), block)
+            page = context.new_page()
+            page.set_default_timeout(UI_TIMEOUT_MS)
+            log_in(page, base, "admin", af.password("admin"))
+
+            # Airflow's navigation leads to the Routing page (an iframe of /routeplan/ui/)
+            page.get_by_role("link", name="Routing").first.click()
+            page.wait_for_url(re.compile(r"/plugin/routing"))
+            frame = page.frame_locator('iframe[title="Routing"]')
+            frame.locator('tr[data-stream="clicks"]').wait_for()
+            page.screenshot(path=str(shots / "routing-streams.png"), full_page=True)
+            listed = af._ok(af.get("/routeplan/streams"))["streams"]
+            assert {s["stream"] for s in listed} >= set(versions)
+            for entry in listed:  # the page's numbers are the API's, for every stream
+                stream = entry["stream"]
+                cells = field_values(frame, stream)
+                latest = af._ok(af.get(f"/routeplan/streams/{stream}/latest"))
+                outcomes = af._ok(af.get(f"/routeplan/streams/{stream}/outcomes"))
+                assert int(cells["latest_version"]) == latest["version"]
+                assert latest["version"] == versions.get(stream, latest["version"])
+                assert cells["strategy"] == latest["strategy"]
+                predicted = latest["predicted"].get("imbalance")
+                assert float(cells["predicted_imbalance"]) == pytest.approx(predicted)
+                last = outcomes[-1] if outcomes else {}
+                assert cells["verdict"] == last.get("verdict", "")
+                realized = last.get("realized_imbalance")
+                assert (cells["realized_imbalance"] or None) == (
+                    None if realized is None else str(realized)
+                )
+
+            # a stream, then a version explained: a key-routing and a partition stream
+            frame.get_by_role("link", name="clicks", exact=True).click()
+            frame.locator("#versions").wait_for()
+            page.screenshot(path=str(shots / "routing-stream.png"), full_page=True)
+            for stream, unit in (("clicks", "key_group:"), ("payments", "partition:")):
+                page.goto(f"{base}/routeplan/ui/streams/{stream}/versions/{versions[stream]}")
+                moves = page.locator("#moves tr[data-unit]")
+                expect(moves).to_have_count(1)
+                assert moves.first.get_attribute("data-unit").startswith(unit)
+                assert "%" in moves.first.inner_text()  # its share of the load
+                page.screenshot(path=str(shots / f"routing-explain-{stream}.png"), full_page=True)
+
+            # roll clicks back to the night's version with the button; wait for the new one
+            before = versions["clicks"]
+            target = before - 1
+            page.goto(f"{base}/routeplan/ui/streams/clicks/versions/{target}")
+            page.locator("#rollback-link").click()
+            expect(page.locator("#what-changes")).to_contain_text(
+                f"routes as v{target}, replacing LATEST v{before}: 1 move (1 key group"
+            )
+            page.screenshot(path=str(shots / "routing-rollback-confirm.png"), full_page=True)
+            page.locator("#confirm").click()
+            page.locator("#run-link").wait_for()
+            expect(page.locator("#new-version")).to_have_text(f"v{before + 1}", timeout=10 * 60_000)
+            page.screenshot(path=str(shots / "routing-rollback-done.png"), full_page=True)
+            restored = af._ok(af.get("/routeplan/streams/clicks/latest"))
+            assert (restored["version"], restored["restored_version"]) == (before + 1, target)
+
+            # the nightly run's "Plans of this run" tab (an iframe of /routeplan/ui/runs/…)
+            page.goto(f"{base}/dags/routeplan_nightly/runs/{quote(run_id)}/plugin/routeplan-run")
+            tab = page.frame_locator('iframe[title="Plans of this run"]')
+            expect(tab.locator("h1")).to_have_text("Plans of this run")
+            expect(tab.locator("body")).to_contain_text(run_id)
+            page.screenshot(path=str(shots / "routing-run.png"), full_page=True)
+            page.goto(f"{base}/routeplan/ui/runs/routeplan_nightly/{quote(run_id)}")
+            if expect_run_report:
+                expect(page.locator("#run-streams")).to_contain_text("clicks")
+
+            # the OpenAPI page renders with every other host blocked
+            page.goto(f"{base}/routeplan/docs")
+            expect(page.locator(".swagger-ui .info .title")).to_contain_text(
+                "routeplan routing tables"
+            )
+            page.screenshot(path=str(shots / "routing-docs.png"))
+            assert outside == [], f"requests to other hosts: {outside}"
+            context.close()
+
+            # a viewer may read, but not roll back: no working button, and Airflow says 403
+            viewer = browser.new_context(viewport={"width": 1400, "height": 1000})
+            page = viewer.new_page()
+            page.set_default_timeout(UI_TIMEOUT_MS)
+            log_in(page, base, "viewer", af.password("viewer"))
+            page.goto(f"{base}/routeplan/ui/streams/clicks/rollback?version={target}")
+            expect(page.locator("#not-allowed")).to_be_visible()
+            expect(page.locator("#confirm")).to_be_disabled()
+            status = page.evaluate(
+                """async () => (await fetch("/api/v2/dags/routeplan_rollback/dagRuns", {
+                    method: "POST", credentials: "same-origin",
+                    headers: {"Content-Type": "application/json"},
+                    body: JSON.stringify({logical_date: null,
+                                          conf: {stream: "clicks", version: 1, reason: "x"}})
+                })).status"""
+            )
+            assert status == 403
+            page.screenshot(path=str(shots / "routing-rollback-viewer.png"), full_page=True)
+            viewer.close()
+        finally:
+            browser.close()
+
+
+def test_routing_pages_in_airflows_navigation_explain_and_roll_back(nightly_airflow):  # noqa: F811
+    """After the nightly run above: the Routing page reached from Airflow's navigation shows
+    the API's numbers for every stream; a key-routing and a partition version are explained
+    move by move; Roll back triggers routeplan_rollback as the logged-in user and the new
+    version appears; a viewer gets no working Roll back (403 from Airflow's API); /docs renders
+    with every other host blocked. Screenshots: var/test-artifacts/routing-*.png."""
+    server = nightly_airflow
+    report = server.publish_report(DAY)  # the trigger test's night
+    assert any(o["stream"] == "clicks" and o["action"] == "published" for o in report["streams"])
+    versions = publish_second_versions(server.home / "routing")
+    started = time.monotonic()
+    routing_pages(server.af, artifacts_dir(), report["run_id"], versions)
+    print(f"routing pages {time.monotonic() - started:.0f}s")
 
 
 def test_maintenance_form_submits_with_its_defaults_and_the_run_succeeds(nightly_airflow):  # noqa: F811

@@ -79,6 +79,43 @@ def test_every_form_field_has_a_section_a_title_and_a_description(dag):
     )
 
 
+def test_the_strategy_dropdown_says_each_strategys_name_and_paper(dag):
+    from routeplan.planning.catalog import label
+    from routeplan.planning.registry import strategy_names
+
+    schema = ui_params(dag)["strategy"]["schema"]  # as the Trigger form receives it
+    assert schema["values_display"] == {name: label(name) for name in strategy_names()}
+    assert schema["values_display"]["cg"] == "cg — Consistent Grouping (paper 000)"
+    assert schema["values_display"]["mwf"] == "mwf — Modified Worst Fit (paper 002)"
+
+
+def test_strategy_parameters_are_optional_each_in_its_strategys_section(dag):
+    import json
+
+    from routeplan.planning.catalog import label
+
+    strategy_params = dag.user_defined_macros["strategy_params"]
+    names = ("epsilon", "virtual_workers_per_worker", "theta_busy", "theta_idle")
+    sections = {
+        "cg": names,
+        "chbl": ("tokens_per_worker",),
+        "milp": ("solver", "max_load_distance"),
+        "albic": ("score_factor",),
+    }
+    for strategy, params in sections.items():
+        for name in params:
+            param = dag.params.get_param(name)
+            assert param.schema["section"].startswith(label(strategy)), name
+            assert dag.params[name] is None, name  # unset: the policy's value
+            assert "null" in param.schema["type"] and "empty: the policy's value" in (
+                param.description
+            )
+    # the form submitted as shown with a strategy sends none of them: the policy's stay
+    for strategy in ("cg", "chbl", "milp", "albic", "mwf"):
+        defaults = {name: dag.params[name] for name in dag.params}
+        assert json.loads(strategy_params({**defaults, "strategy": strategy})) == {}
+
+
 def test_rollback_dag_needs_stream_version_and_reason(bag):
     from airflow.sdk.definitions.param import ParamValidationError
 
@@ -610,3 +647,42 @@ def test_check_landing_gets_ingests_day_and_fails_at_once_without_files(dag, tmp
     (folder / "more" / "orders.csv").parent.mkdir()
     (folder / "more" / "orders.csv").write_text("ts,key\n1,k\n")
     assert count(day, params=params) == 2
+
+
+def test_an_asset_events_extra_says_strategy_prediction_and_the_routing_page(tmp_path, monkeypatch):
+    """announce's extra: the report's stream, version, action and reason, plus the version's
+    strategy, predicted imbalance and (a rollback) restored version from its document, and a
+    link to its page in the Routing UI; the report's figures when the store has no document."""
+    monkeypatch.syspath_prepend(str(REPO / "plugins"))
+    from routeplan_tasks import event_extra
+    from test_api_views import sample_home
+
+    from routeplan.publishing.store import RoutingStore
+
+    home = sample_home(tmp_path)
+    store = RoutingStore(home / "routing")
+    restored, _ = store.rollback("clicks", 1, "the guard said so")
+    base = "http://airflow.example:8080/"
+    outcome = {"stream": "clicks", "version": 3, "action": "rolled_back", "reason": "r"}
+    extra = event_extra(outcome, str(home / "routing"), base)
+    assert extra == {
+        **outcome,
+        "strategy": "cg",
+        "predicted_imbalance": 0.05,
+        "restored_version": 1,
+        "routing_page": "http://airflow.example:8080/routeplan/ui/streams/clicks/versions/3",
+    }
+    gone = {
+        "stream": "views",
+        "version": 7,
+        "action": "published",
+        "reason": "r",
+        "strategy": "milp",
+        "predicted_imbalance": 0.2,
+    }
+    assert event_extra(gone, str(home / "routing"), base) == {
+        **{k: gone[k] for k in ("stream", "version", "action", "reason")},
+        "strategy": "milp",
+        "predicted_imbalance": 0.2,
+        "routing_page": "http://airflow.example:8080/routeplan/ui/streams/views/versions/7",
+    }

@@ -294,6 +294,18 @@ def test_plan_kg_reproduces_the_logs_and_cg_improves_them(spark, home):
             assert p.predicted_imbalance < p.observed_imbalance / 2
             assert json.loads(p.params)["epsilon"] == 0.02
     assert report["streams"]["clicks"]["current_version"] is None
+    # the report lists every candidate with gold.plans' numbers, and the budget's unit
+    clicks = report["streams"]["clicks"]
+    rows = {p.strategy: p for p in plans if p.stream == "clicks"}
+    assert [(c["strategy"], c["selected"]) for c in clicks["candidates"]] == [
+        ("cg", True),
+        ("kg", False),
+    ]
+    for candidate in clicks["candidates"]:
+        row = rows[candidate["strategy"]]
+        assert candidate["predicted"] == json.loads(row.metrics)
+        assert (candidate["moves"], candidate["choice"]) == (row.moves, row.choice)
+    assert (clicks["budget"], clicks["migration_cost_unit"]) == ({}, "moves")
 
 
 def test_validate_gate_stops_a_bad_plan(home):

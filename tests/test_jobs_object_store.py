@@ -235,5 +235,7 @@ def test_the_airflow_tasks_read_policies_and_reports_from_the_bucket(object_stor
     announced = routeplan_tasks.announce.function(
         report, outlet_events={routeplan_tasks.ROUTING_TABLES: Events()}
     )
-    assert announced == [outcomes[0]]
-    assert added == [("x-routeplan://routing/clicks", outcomes[0])]
+    (extra,) = announced  # no document in the bucket's store: the report's figures
+    assert {k: extra[k] for k in outcomes[0]} == outcomes[0]
+    assert extra["routing_page"].endswith("/routeplan/ui/streams/clicks/versions/2")
+    assert added == [("x-routeplan://routing/clicks", extra)]

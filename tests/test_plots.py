@@ -157,3 +157,18 @@ def test_the_publish_report_links_each_published_version_plot(key_plans, tmp_pat
     expected = tmp_path / "reports" / "2026-11-20" / "s-v2.png"
     assert outcomes[0]["plot"] == str(expected) and "plot" not in outcomes[1]
     assert expected.read_bytes() == version_png(store.load("s", 2), store.load("s", 1))[0]
+
+
+def test_outcomes_plot_draws_each_night_and_survives_unknown_numbers():
+    from test_api import outcome_row
+
+    from routeplan.plots import outcomes_png
+
+    rows = [
+        outcome_row("s", f"2026-11-{d}", v, verdict)
+        for d, v, verdict in ((19, 1, "as_predicted"), (20, 1, "regressed"), (21, 2, "improved"))
+    ]
+    rows[2] = {**rows[2], "realized": None}  # a night without traffic: no point, no error
+    narrow = png_size(outcomes_png(rows[:1]))
+    wide = png_size(outcomes_png(rows))
+    assert wide[1] >= narrow[1] > 0

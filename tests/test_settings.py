@@ -60,8 +60,9 @@ def test_defaults(clean_env, capsys):
     assert settings.home() == str(REPO / "var")
     assert settings.routing_root() == str(REPO / "var" / "routing")
     assert settings.workers_file() == str(REPO / "var" / "config" / "workers.json")
+    assert (current.api_auth, current.api_token) == ("airflow", None)  # closed by default
     assert (current.api_auth, current.spark_conn, current.spark_master) == (
-        "none",
+        "airflow",
         "spark_local",
         "local[2]",
     )
@@ -86,7 +87,7 @@ def test_every_setting_is_described():
     [
         ("ROUTEPLAN_HOME", "s3://bucket/prefix", "home", "s3://bucket/prefix"),
         ("ROUTEPLAN_ROUTING", "/srv/routing", "routing", "/srv/routing"),
-        ("ROUTEPLAN_API_AUTH", "airflow", "api_auth", "airflow"),
+        ("ROUTEPLAN_API_AUTH", "none", "api_auth", "none"),
         ("ROUTEPLAN_ROUTING_FILE_MODE", "0640", "routing_file_mode", "0640"),
         ("ROUTEPLAN_SPARK_CONN", "spark_cluster", "spark_conn", "spark_cluster"),
         ("ROUTEPLAN_JARS", "/opt/jars", "jars", Path("/opt/jars")),
@@ -118,7 +119,17 @@ def test_an_empty_variable_counts_as_unset(clean_env):
     clean_env.setenv("ROUTEPLAN_API_AUTH", "")
     assert settings.home() == str(REPO / "var")
     assert settings.home(default="/given") == "/given"
-    assert settings.current().api_auth == "none"
+    assert settings.current().api_auth == "airflow"
+
+
+def test_the_api_token_is_read_but_never_printed(clean_env, capsys):
+    clean_env.setenv("ROUTEPLAN_API_TOKEN", "s3cret-token")
+    assert settings.current().api_token.get_secret_value() == "s3cret-token"
+    assert "s3cret" not in repr(settings.current())
+    row = config_json(capsys)["api_token"]
+    assert (row["value"], row["source"]) == ("**********", "environment")
+    assert main(["config"]) == 0
+    assert "s3cret" not in capsys.readouterr().out
 
 
 def test_an_invalid_value_is_one_clear_error(clean_env, capsys):

@@ -177,3 +177,37 @@ def test_cli_versions_diff_rollback(tmp_path, kg, cg, capsys):
     assert main(["show", *routing, "--stream", "s"]) == 0
     assert "reason: rollback to v1: bad" in capsys.readouterr().out
     assert Path(tmp_path, "s", "v3.json").is_file()
+
+
+def test_cli_explain_prints_why_a_version_routes_as_it_does(tmp_path, kg, cg, capsys):
+    """``routeplan explain``: LATEST by default, the night's budget from the reports; --json is
+    the API's document; an unknown stream or version is exit code 1."""
+    store = RoutingStore(tmp_path / "routing")
+    store.publish(kg, reason="first")
+    store.publish(cg, reason="cg plan")
+    day = tmp_path / "reports" / "2026-11-20"
+    day.mkdir(parents=True)
+    (day / "publish.json").write_text(
+        json.dumps(
+            {"run_id": "r1", "streams": [{"stream": "s", "action": "published", "version": 2}]}
+        )
+    )
+    (day / "plan.json").write_text(json.dumps({"streams": {"s": {"budget": {"max_moves": 5000}}}}))
+    where = ["--routing", str(tmp_path / "routing"), "--reports", str(tmp_path / "reports")]
+
+    assert main(["explain", *where, "--stream", "s", "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    explained = diff_tables(kg, store.load("s"))
+    assert out.startswith("s v2 (key_routing, cg: Consistent Grouping, paper 000)")
+    assert f"moves against v1: {len(explained['moves'])}" in out
+    assert f"budget: max_moves {len(explained['moves'])} of 5000" in out
+    assert f"… {len(explained['moves']) - 3} more" in out
+
+    assert main(["explain", *where, "--stream", "s", "--version", "1", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    validate_document("routing_explain", first)
+    assert (first["version"], first["published_by"], first["moves"]) == (1, "first", [])
+    assert main(["explain", *where, "--stream", "s", "--version", "9"]) == 1
+    assert "v9" in capsys.readouterr().err
+    assert main(["explain", *where, "--stream", "nope"]) == 1
+    assert "no routing table published for stream 'nope'" in capsys.readouterr().err

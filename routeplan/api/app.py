@@ -9,7 +9,12 @@ nothing.
     GET /streams/{stream}/diff?from_version=A&to_version=B   what changes from A to B (B: LATEST)
     GET /streams/{stream}/plot.png                 LATEST's worker loads before and after (PNG)
     GET /streams/{stream}/outcomes?days=N          what its versions did, day by day (the guard)
+    GET /streams/{stream}/overview                 LATEST, its last outcome, a hold (routing_views)
+    GET /streams/{stream}/versions/{version}/explain   why a version routes as it does
     POST /streams/{stream}/plan                    a dry run: plan a stream's inputs by its policy
+    GET /metrics                                   Prometheus metrics (routeplan.api.prometheus)
+    GET /docs                                      Swagger UI from installed assets (offline_docs)
+    GET /ui/…                                      the Routing pages (HTML; routeplan.api.ui)
 
 ``/outcomes`` serves the outcomes stage's reports (``<reports>/<day>/outcomes.json``) as
 ``routeplan outcomes`` prints them (``schemas/plan_outcomes.schema.json``). ``/plan`` takes a
@@ -51,6 +56,7 @@ from pydantic import BeforeValidator
 from starlette.concurrency import run_in_threadpool
 
 from routeplan import __version__, settings
+from routeplan.api import offline_docs, prometheus, routing_views, ui
 from routeplan.api.dry_run import bounded_body, finite, plan_request
 from routeplan.api.openapi import (
     DETAIL,
@@ -60,6 +66,7 @@ from routeplan.api.openapi import (
     schema_response,
 )
 from routeplan.api.tables import NotServable, Published, Tables, check_stream_name, refused
+from routeplan.api.ui import AirflowLinks
 from routeplan.contracts.documents import DEFAULT_MAX_BYTES
 from routeplan.publishing.diff import diff_tables
 from routeplan.publishing.store import RoutingStore
@@ -140,6 +147,7 @@ def create_app(
     reports_root: str | os.PathLike[str] | None = None,
     policies_file: str | os.PathLike[str] | None = None,
     max_plans: int = 2,
+    airflow: AirflowLinks | None = None,
 ) -> FastAPI:
     """The API over the routing store at ``root`` (``<root>/<stream>/v<N>.json``, ``LATEST``):
     a directory or an object-store URI (``s3://bucket/routing``, ``s3a://…``).
@@ -149,7 +157,8 @@ def create_app(
     before every endpoint, e.g. the Airflow plugin's authentication. ``reports_root`` (default
     ``settings.reports_root()``) holds the outcomes reports, ``policies_file`` (default
     ``settings.policies_file()``, read at each dry run) the streams' policies; ``max_plans``
-    dry runs plan at once.
+    dry runs plan at once. ``airflow`` says how the Routing pages reach Airflow when the app is
+    mounted in its API server (``routeplan.api.ui``; None: ``routeplan serve``).
     """
     tables = Tables(RoutingStore(root, max_bytes=max_bytes), cache_size)
     reports = os.fspath(reports_root) if reports_root is not None else settings.reports_root()
@@ -415,6 +424,17 @@ def create_app(
 
         return plan_request(stream, raw, max_bytes, policies_path, current)
 
+    # --- routeplan.api.routing_views: explain a version, a stream's overview
+    app.openapi_tags = [*(app.openapi_tags or []), *routing_views.TAGS]
+    app.include_router(routing_views.router(tables, reports))
+    # --- /docs from installed assets (no CDN); /metrics and the request metrics
+    offline_docs.install(app)
+    scrape, _, request_metrics = prometheus.metrics(tables, reports)
+    app.include_router(scrape)
+    app.add_middleware(prometheus.RequestMetrics, **request_metrics)
+    # --- the Routing pages (/ui/)
+    app.include_router(ui.router(tables, reports, airflow))
+
     return app
 
 
@@ -423,8 +443,18 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     log_level: str = "info",
+    *,
+    allow_anonymous_read: bool = False,
 ) -> None:
-    """Serve the API over ``root`` with uvicorn until interrupted."""
+    """Serve the API over ``root`` with uvicorn until interrupted: closed unless
+    ``$ROUTEPLAN_API_TOKEN`` is set (clients send it as a bearer token) or
+    ``allow_anonymous_read`` opens it (``routeplan.api.auth.serve_dependencies``; neither is a
+    ``UsageError`` before anything listens)."""
     import uvicorn
 
-    uvicorn.run(create_app(root), host=host, port=port, log_level=log_level)
+    from routeplan.api.auth import serve_dependencies
+
+    dependencies = serve_dependencies(allow_anonymous_read)
+    uvicorn.run(
+        create_app(root, dependencies=dependencies), host=host, port=port, log_level=log_level
+    )

@@ -76,7 +76,7 @@ Examples:
     show.add_parser(sub)  # routeplan show: one published table
     plan.add_parser(sub)  # routeplan plan: any batch strategy on a loads file
     binpack.add_parser(sub)  # routeplan binpack: partitions onto consumers over time (paper 002)
-    versions.add_parsers(sub)  # routeplan diff / rollback / versions / serve
+    versions.add_parsers(sub)  # routeplan diff / explain / rollback / versions / serve
     doctor.add_parser(sub)  # routeplan doctor: a store's state after faults, --fix
     hold.add_parser(sub)  # routeplan hold: publish nothing new for a stream; --clear, --list
     outcomes.add_parser(sub)  # routeplan outcomes: what published versions did, the guard

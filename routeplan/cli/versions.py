@@ -1,5 +1,6 @@
-"""``routeplan diff``, ``routeplan rollback``, ``routeplan versions`` and ``routeplan serve``:
-operating on published routing-table versions (``$ROUTEPLAN_HOME/routing`` by default).
+"""``routeplan diff``, ``routeplan explain``, ``routeplan rollback``, ``routeplan versions`` and
+``routeplan serve``: operating on published routing-table versions (``$ROUTEPLAN_HOME/routing``
+by default).
 
 ``rollback`` only needs the JSON store, so it works during an incident without Spark; the Delta
 history (``gold.routing_tables``) records the new version at the next publish or rollback job.
@@ -15,8 +16,10 @@ from routeplan import settings, storage
 from routeplan.errors import InputError, UsageError
 from routeplan.files import json_text, reading
 from routeplan.parsing import checked, nonnegative_int, port, stream_name, version_number
-from routeplan.publishing.diff import diff_tables, format_diff
+from routeplan.publishing.diff import diff_tables, format_diff, stored_parent
+from routeplan.publishing.explain import format_explanation
 from routeplan.publishing.store import RoutingStore
+from routeplan.streams.publications import explain_published
 
 
 def routing_root(args: argparse.Namespace) -> str:
@@ -67,6 +70,23 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no routing table published for stream {args.stream!r}")
     diff = diff_tables(old, new)
     print(json_text(diff, indent=1) if args.json else format_diff(diff, args.limit))
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    with reading(store.folder(args.stream)):  # a corrupt stored file: exit code 1
+        table = store.load(args.stream, args.version)
+        if table is None:
+            raise FileNotFoundError(f"no routing table published for stream {args.stream!r}")
+        parent = stored_parent(store, table)
+    reports = args.reports or settings.reports_root()
+    explained, warnings = explain_published(table, parent, reports)
+    for warning in warnings:
+        print(f"routeplan explain: warning: {warning}", file=sys.stderr)
+    print(
+        json_text(explained, indent=1) if args.json else format_explanation(explained, args.limit)
+    )
     return 0
 
 
@@ -129,7 +149,13 @@ def cmd_versions(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from routeplan.api.app import serve
 
-    serve(routing_root(args), host=args.host, port=args.port, log_level=args.log_level)
+    serve(
+        routing_root(args),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        allow_anonymous_read=args.allow_anonymous_read,
+    )
     return 0
 
 
@@ -140,6 +166,14 @@ HELP = {  # subcommand → (one line for the list of subcommands, description, e
         "default): key groups, hot keys or partitions, heaviest first, with the load they carry.",
         "routeplan diff --stream clicks --from-version 3\n"
         "routeplan diff --stream clicks --from-version 3 --to-version 5 --json",
+    ),
+    "explain": (
+        "why a version routes as it does: its moves, the budget, the objective",
+        "Explain one published version of a stream's table (LATEST by default): each worker's\n"
+        "load against its fair share (or the bin capacity C) before and after, every move with\n"
+        "its share of the load and the overloaded worker it relieved, the budget used against the\n"
+        "limits of its night's plan (from the reports), the strategy's objective and its terms.",
+        "routeplan explain --stream clicks\nrouteplan explain --stream orders --version 2 --json",
     ),
     "rollback": (
         "publish a new version that routes as an older one",
@@ -157,12 +191,14 @@ HELP = {  # subcommand → (one line for the list of subcommands, description, e
     "serve": (
         "the HTTP API over the routing tables (it publishes nothing)",
         "Serve the routing store over HTTP (FastAPI; the same API the Airflow plugin mounts):\n"
-        "streams, versions, LATEST with its ETag, pinned versions, diffs, a plot of LATEST's\n"
-        "worker loads, the outcomes reports and dry runs of a stream's policy (nothing is\n"
-        "published). The OpenAPI page is /docs.",
-        "routeplan serve --port 8000\n"
-        "curl -s localhost:8000/streams/clicks/latest\n"
-        "curl -so clicks.png localhost:8000/streams/clicks/plot.png",
+        "streams, versions, LATEST with its ETag, pinned versions, diffs, explanations, a plot\n"
+        "of LATEST's worker loads, the outcomes reports, dry runs of a stream's policy (nothing\n"
+        "is published), the Routing pages (/ui/) and Prometheus metrics (/metrics). Closed by\n"
+        "default: every request needs Authorization: Bearer $ROUTEPLAN_API_TOKEN, unless\n"
+        "--allow-anonymous-read. The OpenAPI page is /docs (public, no internet needed).",
+        "ROUTEPLAN_API_TOKEN=… routeplan serve --port 8000\n"
+        'curl -s -H "Authorization: Bearer $ROUTEPLAN_API_TOKEN" localhost:8000/streams\n'
+        "routeplan serve --allow-anonymous-read",
     ),
 }
 
@@ -201,6 +237,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     d.add_argument("--json", action="store_true", help="the whole diff (routing_diff schema)")
 
+    e = parser("explain", cmd_explain)
+    e.add_argument("--stream", required=True, type=stream_name)
+    e.add_argument("--version", type=version_number, metavar="N", help="default: LATEST")
+    e.add_argument(
+        "--reports",
+        help="the nightly reports, for the run and budget of the version "
+        "(default $ROUTEPLAN_HOME/reports)",
+    )
+    e.add_argument(
+        "--limit", type=nonnegative_int, default=20, help="moves to print (heaviest first)"
+    )
+    e.add_argument("--json", action="store_true", help="schemas/routing_explain.schema.json")
+
     r = parser("rollback", cmd_rollback)
     r.add_argument("--stream", required=True, type=stream_name)
     r.add_argument(
@@ -217,3 +266,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=port, default=8000)
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    s.add_argument(
+        "--allow-anonymous-read",
+        action="store_true",
+        help="serve without a token (anyone who can reach the port reads every table); "
+        "without it, $ROUTEPLAN_API_TOKEN must be set and clients send it as a bearer token",
+    )

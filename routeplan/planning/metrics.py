@@ -244,6 +244,33 @@ def evaluate_partitions(
     return found, metrics
 
 
+def relative_worker_loads(table: Table, loads: Loads) -> tuple[dict[str, float], Workers, str]:
+    """Worker → load relative to capacity under ``loads``, the workers that carry it, and what
+    1.0 means: for key routing every worker of the table, 1.0 = its fair share (``u_w``); for a
+    partition assignment the consumers that read a partition, 1.0 = the bin capacity C (from
+    ``table.params``). ``ValueError`` when the loads are of the other kind or C is unknown."""
+    if isinstance(table, RoutingTable):
+        if not isinstance(loads, LoadSnapshot):
+            raise ValueError("a key_routing table needs key-group loads")
+        workers = table.workers
+        relative = normalised_load(worker_load(table, loads), workers.capacities, workers.is_active)
+        return dict(zip(workers.names, relative.tolist(), strict=True)), workers, "fair share"
+    if not isinstance(table, PartitionAssignment) or not isinstance(loads, PartitionLoad):
+        raise ValueError("a partition_assignment table needs partition loads")
+    params = table.params
+    capacity = float(params.get("bin_capacity", params.get("capacity", 0.0)))
+    if capacity <= 0:
+        raise ValueError(f"{table.stream}: the table records no bin_capacity")
+    partitions = list(table.partition_consumer)
+    rates = partition_rates(loads, partitions)
+    by_consumer = dict.fromkeys(table.consumers.names, 0.0)
+    for p, rate in zip(partitions, rates.tolist(), strict=True):
+        by_consumer[table.partition_consumer[p]] += rate / capacity
+    used = Workers(tuple(w for w in table.consumers.items if by_consumer[w.name] > 0))
+    relative = {n: v for n, v in by_consumer.items() if v > 0}
+    return relative, used if used.items else table.consumers, "bin capacity C"
+
+
 def worker_load_by_name(table: RoutingTable, snapshot: LoadSnapshot) -> Mapping[str, float]:
     return dict(zip(table.workers.names, worker_load(table, snapshot).tolist(), strict=True))
 

@@ -5,7 +5,7 @@
     router.route_many(keys)                    # -> array(["w7", "w2", ...]): the same decisions
     router.close()                             # or: with Router.open(...) as router: ...
 
-    assignment = Assignment.open("https://routeplan.example", "clicks")  # partition_assignment
+    assignment = Assignment.open("https://routeplan.example", "clicks", token=TOKEN)  # partitions
     assignment.partitions("c3")                # -> [4, 9]: what c3 reads
 
 A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``v<N>.json``, as
@@ -85,13 +85,16 @@ class _Published:
         storage_options: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        token: str | None = None,
     ) -> Self:
         """Load LATEST (or a pinned ``version``) of ``stream`` from ``source``, schema and checksum
         verified; with ``reload_interval`` (seconds) keep following LATEST in a daemon thread.
 
         ``on_change(old_version, new_version)`` runs after each swap. ``timeout`` bounds HTTP
-        requests; ``headers`` go with them (e.g. ``{"Authorization": "Bearer …"}`` when the API
-        sits behind Airflow's auth); ``storage_options`` go to fsspec. A document larger than
+        requests; ``token`` is sent with them as ``Authorization: Bearer <token>`` (the API is
+        closed by default: ``$ROUTEPLAN_API_TOKEN`` of ``routeplan serve``, or an Airflow token
+        inside Airflow), and ``headers`` too; a 401 or 403 is a ``PermissionError`` saying so.
+        ``storage_options`` go to fsspec. A document larger than
         ``max_bytes`` (256 MiB) or nested deeper than 64 levels is refused. Raises when the first
         load fails, and ``InvalidNameError`` (a ValueError) for a name that breaks the name rule.
         """
@@ -99,6 +102,10 @@ class _Published:
             raise ValueError("a pinned version never changes: give version or reload_interval")
         if reload_interval is not None and not reload_interval > 0:
             raise ValueError(f"reload_interval must be > 0 seconds, got {reload_interval}")
+        if token is not None:
+            if not token.strip():
+                raise ValueError("token is empty: give the API's bearer token, or None")
+            headers = {**(headers or {}), "Authorization": f"Bearer {token.strip()}"}
         src = open_source(source, stream, version, timeout, storage_options, headers, max_bytes)
         try:
             fetched = src.fetch(None)

@@ -135,6 +135,12 @@ class HttpSource:
                 detail = json.loads(body)["detail"]
             except (ValueError, KeyError, TypeError):
                 detail = body[:200].decode("utf-8", "replace")
+            if resp.status_code in (401, 403):
+                given = "was refused" if "authorization" in self._client.headers else "needs one"
+                raise PermissionError(
+                    f"GET {self._url}: HTTP {resp.status_code}: {detail} (the API is closed: "
+                    f"pass token=… to Router.open / Assignment.open; the token {given})"
+                )
             kind = FileNotFoundError if resp.status_code == 404 else ConnectionError
             raise kind(f"GET {self._url}: HTTP {resp.status_code}: {detail}")
         body = bytes(body[: self.max_bytes + 1])
