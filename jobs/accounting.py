@@ -10,6 +10,22 @@ from jobs.landing import LandingFile
 from jobs.landing_read import read_raw
 
 DUPLICATE = "duplicate event_id (the first copy was kept)"
+CODE_LENGTH = 80  # at most this many characters of a reason make its code
+
+
+def reason_code(reason):
+    """The code of a quarantine ``reason`` (a column), the key the report counts it under.
+
+    A reason is a fixed code, optionally followed by ``": "`` or ``" ("`` and a detail — a
+    value from the data, a file's error, an interval (``invalid stream name: a\\nb``,
+    ``duplicate event_id (the first copy was kept)``): the code is the text before the first
+    of them. It is cut at a control character or line break and to ``CODE_LENGTH``
+    characters, so nothing in a reason can split a key or make it unbounded."""
+    from pyspark.sql import functions as F
+
+    code = F.substring_index(F.substring_index(reason, ": ", 1), " (", 1)
+    code = F.regexp_extract(code, r"^[^\p{Cc}\u0085\u2028\u2029]*", 0)
+    return F.substring(code, 1, CODE_LENGTH)
 
 
 def mark_duplicates(typed):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from jobs.accounting import reason_code
 from jobs.common import RunArgs, read_delta, table_exists, write_deltas
 from routeplan.model.names import spark_name_regex
 
@@ -78,7 +79,8 @@ def write_bronze(spark, args: RunArgs, rows, bad: dict[str, str]) -> None:
 
 def outcome_report(spark, args: RunArgs, counts: dict[str, int], bad: dict[str, str]) -> dict:
     """The report's rows by outcome (``counts``, plus one quarantined row per unreadable file),
-    the unreadable files, and the interval's quarantine by reason and by file (as written)."""
+    the unreadable files, and the interval's quarantine by reason code (``reason_code``: the
+    detail of a reason is in the table, never in a key) and by file (as written)."""
     from pyspark.sql import functions as F
 
     by_reason: dict[str, int] = {}
@@ -86,7 +88,7 @@ def outcome_report(spark, args: RunArgs, counts: dict[str, int], bad: dict[str, 
     for r in (  # one pass over the interval's quarantine for both breakdowns
         read_delta(spark, args.tables, "bronze.quarantine")
         .where(F.col("interval_start") == F.lit(args.interval_start))
-        .groupBy("source_file", F.regexp_replace("reason", ":.*", "").alias("reason"))
+        .groupBy("source_file", reason_code(F.col("reason")).alias("reason"))
         .agg(F.count("*").alias("n"))
         .collect()
     ):

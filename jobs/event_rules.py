@@ -13,9 +13,13 @@ from jobs.common import RunArgs
 from routeplan.contracts.schemas import load_schema
 from routeplan.model.names import spark_name_regex
 
-NUMBER_SYNTAX = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$"  # a JSON number, in full
+# a JSON number, in full: its sign, integer digits, fraction digits and exponent
+NUMBER_SYNTAX = r"^(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([-+]?[0-9]+))?$"
 MAX_LONG = 2**63 - 1
+LONG_DIGITS = 19  # an integer of more digits is beyond a long
 SHOWN = 80  # characters of an offending value quoted in a reason
+# ts as epoch milliseconds: years 0001 to 9999, the range of a Spark timestamp
+MIN_MILLIS, MAX_MILLIS = -62135596800000, 253402300799999
 
 
 @dataclass(frozen=True)
@@ -64,15 +68,29 @@ def event_fields() -> tuple[Field, ...]:
 
 def classify(raw, args: RunArgs):
     """Typed events with ``reason`` (null for valid rows, else why the row is quarantined;
-    duplicates are marked by ``mark_duplicates``)."""
+    duplicates are marked by ``mark_duplicates``). A reason is a fixed code, optionally ``": "``
+    and a detail: fixed text, and a value from the data only as ``shown`` quotes it (one line,
+    bounded) — see ``Reason``; ``jobs.accounting.reason_code`` keeps only the code."""
     from pyspark.sql import functions as F
 
     fields = {f.name: f for f in event_fields()}
     checks = [  # (condition, reason), the first that holds names the row's reason
-        (F.col("malformed").isNotNull(), F.col("malformed")),
-        (F.col("bad_utf8"), F.lit("invalid UTF-8 (the raw bytes are in raw_bytes)")),
+        (F.col("malformed").isNotNull(), Reason(F.col("malformed"))),  # the reader's, in full
+        (F.col("utf8_error").isNotNull(), Reason("invalid UTF-8", F.col("utf8_error"))),
     ]
-    computed = []  # typed values, computed once in a first projection (the checks read them)
+    # each in its own projection, computed once (the next one reads it many times): a number's
+    # text, then an integer's value, then the typed values (the checks read them)
+    numeric = [f for f in fields.values() if f.kind in ("integer", "number", "ts")]
+    raw = raw.select("*", *[_number_text(f).alias(f"{f.name}__n") for f in numeric])
+    raw = raw.select(
+        "*",
+        *[
+            integer_value(F.col(f"{f.name}__n")).alias(f"{f.name}__i")
+            for f in numeric
+            if f.kind != "number"
+        ],
+    )
+    computed = []
     for field in fields.values():
         value, field_checks = _field_rule(field)
         computed.append(value.alias(f"{field.name}__v"))
@@ -84,15 +102,16 @@ def classify(raw, args: RunArgs):
     checks.append(
         (
             (values["ts"] < F.lit(start)) | (values["ts"] >= F.lit(end)),
-            F.concat(
-                F.lit(f"ts outside the data interval [{start:%Y-%m-%d}, {end:%Y-%m-%d}): "),
-                F.col("ts"),
+            Reason(
+                "ts outside the data interval",
+                value="ts",
+                after=f" (not in [{start:%Y-%m-%d}, {end:%Y-%m-%d}))",
             ),
         )
     )
-    reason = F.lit(None).cast("string")
-    for condition, text in reversed(checks):
-        reason = F.when(F.coalesce(condition, F.lit(False)), text).otherwise(reason)
+    first = F.lit(None).cast("int")  # the number of the first check that holds
+    for number, (condition, _) in reversed(list(enumerate(checks, 1))):
+        first = F.when(F.coalesce(condition, F.lit(False)), F.lit(number)).otherwise(first)
     event_id = F.coalesce(
         values["event_id"],
         F.sha2(  # a stable id from the row's own texts; nulls are skipped
@@ -100,39 +119,156 @@ def classify(raw, args: RunArgs):
         ),
     )
     defaults = {n: f.default for n, f in fields.items() if f.default is not None}
+    outputs = [n for n in fields if n != "event_id"]
+    quoted = sorted({r.value for _, r in checks if r.value})
     typed = raw.select(
         *[
             (F.coalesce(values[n], F.lit(defaults[n])) if n in defaults else values[n]).alias(n)
-            for n in fields
-            if n != "event_id"
+            for n in outputs
         ],
         event_id.alias("event_id"),
         "raw",
         "raw_bytes",
         "source_file",
-        reason.alias("reason"),
+        first.alias("__why"),
+        "malformed",  # the reader's reasons
+        "utf8_error",
+        *[F.col(n).alias(f"{n}__q") for n in quoted],  # the texts a reason may quote
     )
-    return typed
+    why = F.col("__why")
+
+    def pick(parts):  # the part of the reason of the check numbered ``why``
+        picked = F.lit(None).cast("string")
+        for number, part in reversed(list(enumerate(parts, 1))):
+            if part is not None:
+                picked = F.when(why == number, part).otherwise(picked)
+        return picked
+
+    reasons = [r for _, r in checks]
+    text = F.concat(
+        pick([F.lit(r.code) if isinstance(r.code, str) else r.code for r in reasons]),
+        F.coalesce(pick([r.before() for r in reasons]), F.lit("")),
+        F.coalesce(shown(pick([r.value and F.col(f"{r.value}__q") for r in reasons])), F.lit("")),
+        F.coalesce(pick([F.lit(r.after) if r.after else None for r in reasons]), F.lit("")),
+    )
+    return typed.select(
+        *outputs, "event_id", "raw", "raw_bytes", "source_file", text.alias("reason")
+    )
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a row is quarantined: ``code`` (a fixed text; a column only for the reader's own
+    reason, which is a code and a fixed detail already), then ``": "`` and the detail —
+    ``detail`` (fixed text, or a column of one), the column named ``value`` (a value from the
+    data) as ``shown`` quotes it, then ``after`` (fixed text)."""
+
+    code: object  # str | Column
+    detail: object = None  # str | Column | None
+    value: str | None = None
+    after: str = ""
+
+    def before(self):
+        """The text between the code and the quoted value (null: none)."""
+        from pyspark.sql import functions as F
+
+        if self.detail is None and self.value is None and not self.after:
+            return None
+        if self.detail is None:
+            return F.lit(": ")
+        detail = F.lit(self.detail) if isinstance(self.detail, str) else self.detail
+        return F.concat(F.lit(": "), F.coalesce(detail, F.lit("null")))
+
+
+def shown(text):
+    """A value from the data as a reason's detail: its first ``SHOWN`` characters (invalid
+    UTF-8 replaced by U+FFFD) escaped as inside a JSON string — ``"``, ``\\``, line breaks and
+    control characters as ``\\"``, ``\\\\``, ``\\n``, ``\\u0001`` … — so the detail is one line
+    of bounded length whatever the value holds."""
+    from pyspark.sql import functions as F
+
+    quoted = F.to_json(F.array(F.substring(F.make_valid_utf8(text), 1, SHOWN)))  # ["…"]
+    inner = quoted.substr(F.lit(3), F.length(quoted) - 4)
+    for separator in ("\u0085", "\u2028", "\u2029"):  # line breaks JSON leaves as they are
+        inner = F.regexp_replace(inner, separator, f"\\\\u{ord(separator):04x}")
+    return F.when(text.isNotNull(), inner)
+
+
+def integer_value(text):
+    """The integer a number's text denotes (a long), when the text is in JSON number syntax and
+    its value is exactly integral and within a long's range; else null.
+
+    Decided on the text alone, never after a float or decimal conversion that rounds: the
+    exponent moves the decimal point over the digits, and the value is integral iff no nonzero
+    digit is left after it (``3.0``, ``3e0``, ``30e-1``, ``0e999`` are; ``3.00000000001``,
+    ``3.0000000000000000001e0``, ``1e-999`` are not). The usual text — canonical digits, a long
+    written back as itself — takes a shortcut without a regex. An exponent beyond ±10**9 is
+    clamped there (the value is then far out of range, zero, or a fraction: the same verdict)."""
+    from pyspark.sql import functions as F
+
+    plain = text.try_cast("long")
+    sign, whole, fraction, exponent = (
+        F.regexp_extract(text, NUMBER_SYNTAX, i) for i in range(1, 5)
+    )
+    far = 10**9  # an exponent is clamped to ±far
+    beyond = F.when(exponent.startswith("-"), F.lit(-far)).otherwise(F.lit(far))  # not a long
+    shift = F.when(exponent == "", F.lit(0)).otherwise(
+        F.least(F.greatest(F.coalesce(exponent.try_cast("long"), beyond), F.lit(-far)), F.lit(far))
+    )
+    digits = F.concat(whole, fraction)
+    significant = F.regexp_replace(digits, "^0+", "")  # from the first nonzero digit
+    nonzero = F.regexp_replace(significant, "0+$", "")  # up to the last nonzero digit
+    # how many of the significant digits stand before the decimal point
+    before_point = F.length(whole) + shift - (F.length(digits) - F.length(significant))
+    return (
+        F.when(plain.cast("string") == text, plain)
+        .when(~text.rlike(NUMBER_SYNTAX), F.lit(None).cast("long"))
+        .when(nonzero == "", F.lit(0).cast("long"))
+        .when(
+            (F.length(nonzero) <= before_point) & (before_point <= LONG_DIGITS),
+            F.concat(
+                sign,
+                F.rpad(significant, F.least(before_point, F.lit(LONG_DIGITS)).try_cast("int"), "0"),
+            ).try_cast("long"),  # null beyond a long
+        )
+    )
+
+
+def _number_text(field: Field):
+    """The text a number field's rule reads (null when there is none): a JSON or Parquet
+    number's (exact: see ``jobs.landing_read``) or a text in JSON number syntax. For ts (epoch
+    milliseconds): a number, or a text of digits alone (in JSON a string, which
+    ``"ts": "1795168800000"`` is)."""
+    from pyspark.sql import functions as F
+
+    text, kind = F.col(field.name), F.col(f"{field.name}__t")
+    # a number's text is in number syntax, or NaN or ±Infinity, which the rules refuse
+    number = F.when(kind == "number", text).when((kind == "text") & text.rlike(NUMBER_SYNTAX), text)
+    if field.kind != "ts":
+        return number
+    digits_only = kind.isin("string", "text") & text.rlike("^-?[0-9]+$")
+    return F.when(kind == "number", number).when(digits_only, text)
 
 
 def _field_rule(field: Field):
-    """``(typed value, [(condition, reason)…])`` of one field, from its texts and type. The
-    conditions read the value as the column ``<field>__v`` (computed once, by ``classify``); a
-    present value that breaks the field's rule is null there."""
+    """``(typed value, [(condition, reason)…])`` of one field, from its texts and type (and,
+    for a number field, ``<field>__n`` and ``<field>__i``: its number text and its integer
+    value). The conditions read the value as the column ``<field>__v`` (computed once, by
+    ``classify``); a present value that breaks the field's rule is null there. Every input
+    value is cast with ``try_cast``, so no value stops the job."""
     from pyspark.sql import functions as F
 
     text, kind = F.col(field.name), F.col(f"{field.name}__t")
     typed = F.col(f"{field.name}__v")
-    shown = F.substring(F.expr(f"make_valid_utf8(`{field.name}`)"), 1, SHOWN)
     absent = kind == "null"
     checks = []
     if field.required:
-        checks.append((absent | (text == ""), F.lit(f"missing {field.name}")))
+        checks.append((absent | (text == ""), Reason(f"missing {field.name}")))
 
     def wrong_type(allowed: tuple[str, ...], wanted: str):
         return (
             ~absent & ~kind.isin(*allowed),
-            F.concat(F.lit(f"wrong type for {field.name}: expected {wanted}, got "), kind),
+            Reason(f"wrong type for {field.name}", f"expected {wanted}, got ", f"{field.name}__t"),
         )
 
     if field.kind in ("string", "name"):
@@ -142,58 +278,46 @@ def _field_rule(field: Field):
             checks.append(
                 (
                     typed.isNotNull() & ~typed.rlike(spark_name_regex()),
-                    F.concat(F.lit(f"invalid {field.name} name: "), shown),
+                    Reason(f"invalid {field.name} name", value=field.name),
                 )
             )
         elif not field.required:
-            checks.append((typed == "", F.lit(f"invalid {field.name}: empty string")))
+            checks.append((typed == "", Reason(f"invalid {field.name}", "empty string")))
         return value, checks
     if field.kind == "ts":
         checks.append(
             wrong_type(("string", "text", "number", "timestamp"), "a string or an integer")
         )
-        millis = F.when(kind == "number", text).when(text.rlike("^-?[0-9]+$"), text)
-        millis_value = millis.try_cast("decimal(38,10)")
+        millis = F.col("ts__i")  # epoch milliseconds (see _number_text)
         value = (
             F.when(kind == "timestamp", text.try_cast("timestamp"))
             .when(
-                millis.isNotNull(),
-                F.when(
-                    millis_value == F.floor(millis_value),
-                    F.timestamp_millis(millis_value.try_cast("long")),
-                ),
+                (kind == "number") | F.col("ts__n").isNotNull(),
+                F.when(millis.between(MIN_MILLIS, MAX_MILLIS), F.timestamp_millis(millis)),
             )
             .when(kind.isin("string", "text"), F.try_to_timestamp(text))
         )
-        checks.append((~absent & typed.isNull(), F.concat(F.lit("unparseable ts: "), shown)))
+        checks.append((~absent & typed.isNull(), Reason("unparseable ts", value="ts")))
         return value, checks
-    # integer | number: a JSON number, or text in JSON number syntax
+    # integer | number
     checks.append(
         wrong_type(("number", "text"), "an integer" if field.kind == "integer" else "a number")
     )
-    # a JSON or Parquet number's text is in number syntax already: only text is checked
-    number = F.when(kind == "number", text).when((kind == "text") & text.rlike(NUMBER_SYNTAX), text)
+    number = F.col(f"{field.name}__n")
     if field.kind == "integer":
-        # digits alone, at most 18 characters: a long, read without decimal arithmetic
-        plain = (F.length(number) <= 18) & ~(
-            number.contains(".") | number.contains("e") | number.contains("E")
-        )
-        exact = number.try_cast("decimal(38,10)")
+        exact = F.col(f"{field.name}__i")  # a long (see integer_value)
         target = "int" if field.maximum < 2**31 else "long"
-        whole = number.cast("long")
-        in_range = F.when(plain, whole <= F.lit(field.maximum)).otherwise(
-            (exact == F.floor(exact)) & (exact <= F.lit(field.maximum))
-        )
-        value = F.when(plain, whole.try_cast(target)).otherwise(exact.try_cast(target))
+        in_range = exact <= F.lit(field.maximum)
+        value = exact.try_cast(target)
     else:
         value = number.try_cast("double")
-        in_range = ~F.isnan(value) & (value != float("inf"))
+        in_range = ~F.isnan(value) & (F.abs(value) != float("inf"))
     if field.minimum is not None:
         in_range = in_range & (value >= F.lit(field.minimum))
     checks.append(
         (
             ~absent & kind.isin("number", "text") & typed.isNull(),
-            F.concat(F.lit(f"invalid {field.name}: "), shown),
+            Reason(f"invalid {field.name}", value=field.name),
         )
     )
     return F.when(in_range, value), checks

@@ -11,8 +11,10 @@ ends up in exactly one place:
   (never trimmed, never re-encoded);
 * ``bronze.quarantine`` — the raw row and the reason: not a record, invalid UTF-8, a field of the
   wrong type or out of range, an invalid stream/worker name, duplicate event_id, event time outside
-  the interval. Raw text that is not UTF-8 is kept as bytes in ``raw_bytes`` (``raw`` then holds
-  it with U+FFFD in place of the bad bytes, so every reader can load the table);
+  the interval. A row that is not UTF-8 is kept as bytes in ``raw_bytes`` — a JSON line's or CSV
+  record's, or for Parquet (no bytes per row) the value's, its column named in the reason —
+  and ``raw`` holds it with U+FFFD in place of the bad bytes, so every reader can load the table.
+  A reason is a fixed code, ``": "`` and a one-line detail (the report counts by code);
 * not selected — a valid row of a stream the run was not asked for (counted, left for its run).
 
 A landing file that cannot be read at all (unknown type, corrupt gzip or Parquet, Parquet columns
@@ -24,7 +26,9 @@ or more than ``--max-quarantined-share`` of the rows are quarantined: then the t
 written (so the quarantine can be inspected) and the job fails naming every offending file.
 
 Types follow JSON Schema: a JSON value must have the schema's type (``"12"`` is not an integer,
-``3.0`` is); CSV fields and Parquet string columns are text, read as the field's type (JSON
+``3.0`` and ``3e0`` are, ``3.00000000001`` is not: decided on the number as written, never after
+a rounding conversion; a number beyond its field's range, ``1e400`` or NaN, is quarantined like
+any invalid value); CSV fields and Parquet string columns are text, read as the field's type (JSON
 number syntax for numbers; empty = absent); Parquet numeric and timestamp columns are typed
 values. ``null`` means absent. Rerunning an interval replaces its rows in both tables.
 

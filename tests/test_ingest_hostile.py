@@ -1,7 +1,8 @@
 """Hostile landing files through the real ingest job (Spark + Delta), judged by an oracle.
 
 The oracle is independent of the job: Python's strict UTF-8 decoding, ``json.loads`` (which
-refuses trailing text), the stream-event JSON Schema (``jsonschema``), and the interval. For
+refuses trailing text; its numbers read as exact decimals), the stream-event JSON Schema
+(``jsonschema``), and the interval. For
 every file it predicts which rows are written — with exactly which values — and how many are
 quarantined; the job must agree file by file: read = written + quarantined, every written row
 byte-identical to its input, every quarantined row with a reason, every unreadable file one
@@ -19,10 +20,12 @@ import csv
 import gzip
 import io
 import json
+import math
 import os
 import random
 import re
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -41,6 +44,7 @@ pytestmark = pytest.mark.spark
 DAY = "2026-11-20"
 START = datetime(2026, 11, 20, tzinfo=UTC)
 END = datetime(2026, 11, 21, tzinfo=UTC)
+BIG = 10**40  # an exact integer beyond this is out of every range: the oracle stops there
 NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 FIELDS = tuple(load_schema("stream_event")["properties"])  # a bronze row's event fields
 INTEGER_FIELDS = ("partition", "size_bytes", "routing_version")
@@ -59,12 +63,25 @@ TS_TEXTS = {
 
 
 def expected_row(record: dict) -> dict | None:
-    """The bronze row a schema-valid record becomes, or None when it must be quarantined."""
+    """The bronze row a schema-valid record becomes, or None when it must be quarantined.
+    Numbers may be exact decimals (``json.loads(..., parse_float=Decimal)``): an integer field
+    (and ts) holds an integer only when the decimal is exactly integral."""
     record = {k: v for k, v in record.items() if v is not None}
+    for name, value in record.items():
+        if not isinstance(value, Decimal):
+            continue
+        if name not in INTEGER_FIELDS + ("ts",):
+            record[name] = float(value)  # a number field is a double
+        elif value != value.to_integral_value():
+            return None  # a fraction, however small, is not an integer
+        else:
+            record[name] = int(max(min(value, Decimal(BIG)), Decimal(-BIG)))
     try:
         validate_document("stream_event", record)
     except ValueError:
         return None
+    if not all(math.isfinite(record[n]) for n in INTEGER_FIELDS + NUMBER_FIELDS if n in record):
+        return None  # NaN and ±Infinity (Parquet floats, 1e400) are not numbers
     ts = record["ts"]
     if isinstance(ts, str):
         if re.fullmatch(r"-?[0-9]+", ts):
@@ -74,7 +91,7 @@ def expected_row(record: dict) -> dict | None:
         else:
             raise AssertionError(f"the fuzzer made a ts the oracle cannot judge: {ts!r}")
     if isinstance(ts, int | float):
-        if ts != int(ts):
+        if ts != int(ts) or not START.timestamp() * 1000 <= int(ts) < END.timestamp() * 1000:
             return None
         ts = datetime.fromtimestamp(int(ts) / 1000, UTC)
     if ts is None or not START <= ts < END:
@@ -119,7 +136,12 @@ def judge_json_line(line: bytes) -> dict | None | str:
         raise ValueError(name)
 
     try:
-        record = json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constants)
+        record = json.loads(
+            text,
+            object_pairs_hook=no_duplicates,
+            parse_constant=no_constants,
+            parse_float=Decimal,  # exact: 3.0000000000000000001 is not 3.0
+        )
     except ValueError:
         return None
     return expected_row(record) if isinstance(record, dict) else None
@@ -134,7 +156,7 @@ def judge_text_record(record: dict[str, str]) -> dict | None:
         if name in INTEGER_FIELDS + NUMBER_FIELDS:
             if not NUMBER.fullmatch(text):
                 return None
-            typed[name] = json.loads(text)
+            typed[name] = json.loads(text, parse_float=Decimal)
         else:
             typed[name] = text
     return expected_row(typed)
@@ -230,7 +252,10 @@ def json_line(rng: random.Random, i: int) -> bytes:
     return line
 
 
-CSV_MUTATIONS = ["3.0", "3.5", "-1", "2147483648", "1e2", "x", " k ", "a\nb", "../x", "", "0"]
+CSV_MUTATIONS = [
+    *("3.0", "3.5", "-1", "2147483648", "1e2", "x", " k ", "a\nb", "../x", "", "0"),
+    *("3.00000000001", "7.000000000001", "30e-1", "1e400", "-1e400", "1e19"),
+]
 
 
 def csv_rows(
@@ -273,6 +298,59 @@ def judge_csv(header: list[str], rows: list[list[str]]) -> list[dict | None]:
     return [judge_text_record(dict(zip(header, row, strict=True))) for row in rows]
 
 
+# numbers as written in JSON Lines, each in one line of its own: (field, text)
+NUMBER_TEXTS = {
+    "partition": (
+        *("1e400", "-1e400", "3.00000000001", "3.0000000000000000001e0", "3e0", "30e-1"),
+        *("3.0", "-0.0", "1e19", "2147483647e0", "2.147483648e9", "0e999999999999"),
+        *("1e-999999999999", "1E+1", "2.5e0", "1.0000000000000000000000000000000000000000001"),
+    ),
+    "size_bytes": (
+        *("-1e400", "7.000000000001", "9.223372036854775807e18", "9223372036854775807"),
+        *("9223372036854775808", "92233720368547758070e-1", "1e19", "7.0000000000000000001"),
+    ),
+    "routing_version": ("1.00000000001", "2e0", "1e400"),
+    "cost_ms": ("1e400", "-1e400", "1e-400", "2.5e0"),
+    "ts": (
+        *("1795168800000.00000000001", "1.7951688e12", "1795168800000.0", "1e400"),
+        *("9223372036854775807", "-9223372036854775808", "1.79516880000000000001e12"),
+    ),
+}
+BASE = '"key": "k", "ts": "2026-11-20T10:00:00Z"'
+NUMBER_LINES = [  # a key's spelling and depth: only the top-level "partition" counts
+    '{"event_id": "n-nested", ' + BASE + ', "x": {"partition": 1}, '
+    '"partition": 3.0000000000000000001e0}',
+    '{"event_id": "n-escaped", ' + BASE + ', "x": {"partition": 3e0}, '
+    '"p\\u0061rtition": 3.0000000000000000001e0}',
+    '{"event_id": "n-escaped-ok", ' + BASE + ', "p\\u0061rtition": 3e0}',
+    '{"event_id": "n-in-string", "key": "{\\"partition\\": 1e0", "ts": "2026-11-20T10:00:00Z", '
+    '"partition": 2.5e0}',
+    '{"event_id": "n-deep", ' + BASE + ', "y": [[[[[[[[[[[{"partition": 7e-1}]]]]]]]]]]], '
+    '"partition": 5e0, "z": {"a": [{"partition": 1.5e0}]}}',
+    '{"event_id": "n-stream", ' + BASE + ', "stream": "invalid\\n"}',  # a line break in a name
+    '{"event_id": "n-stream-2", ' + BASE + ', "stream": "a: b (c)\\r\\u2028"}',
+]
+
+
+def number_lines() -> list[bytes]:
+    lines = []
+    for field, texts in NUMBER_TEXTS.items():
+        for j, text in enumerate(texts):
+            body = f'"key": "k", "ts": {text}' if field == "ts" else f'{BASE}, "{field}": {text}'
+            lines.append(f'{{"event_id": "n-{field}-{j}", {body}}}'.encode())
+    return lines + [line.encode() for line in NUMBER_LINES]
+
+
+# Parquet float columns where the schema wants integers (and a double): (field, value)
+FLOAT_VALUES = [
+    *[("partition", v) for v in (3.0, 3.5, math.nan, math.inf, -math.inf, 1e19, -0.0)],
+    *[("partition", v) for v in (2147483647.0, 2147483648.0)],
+    *[("size_bytes", v) for v in (7.000000000001, math.nan, math.inf, 2.0**63, 2.0**62)],
+    *[("size_bytes", v) for v in (9.223372036854775e18, 5e-324, 1e300)],
+    *[("cost_ms", v) for v in (math.nan, math.inf, -math.inf, 0.25, 5e-324)],
+]
+
+
 # ---------------------------------------------------------------------------- the scenario
 
 
@@ -303,9 +381,12 @@ def hostile(tmp_path_factory, spark):
         name = f"fuzz{f}.csv" + (".gz" if f == 2 else "")
         write_csv(folder / name, header, rows, bom=f == 1, gz=f == 2)
         expect[name] = judge_csv(header, rows)
-    # a CSV whose data rows hold invalid UTF-8: those rows quarantined, the others written
+    # a CSV whose data rows hold invalid UTF-8: those rows quarantined with their bytes, the
+    # others written — a valid U+FFFD (EF BF BD) among them
     header, rows = csv_rows(rng, n, 30, mutate=0)
     n += 30
+    rows[5][2] = rows[12][2] = "rep\ufffdlaced"
+    rows[10][2] = 'q"x,y'  # written quoted: the raw bytes keep the quotes
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows([header, *rows])
     lines = out.getvalue().encode().split(b"\n")
@@ -316,6 +397,26 @@ def hostile(tmp_path_factory, spark):
     expect["badbytes.csv"] = [
         None if i in broken else r for i, r in enumerate(judge_csv(header, rows))
     ]
+    broken_lines = {lines[i + 1] for i in broken}
+    # numbers: overflowing, with tiny fractions, in exponent form; keys nested and escaped
+    add_jsonl("numbers.jsonl", number_lines())
+    floats = [
+        {"event_id": f"f{i}", "key": "k", "ts": "2026-11-20T10:00:00Z", field: value}
+        for i, (field, value) in enumerate(FLOAT_VALUES)
+    ]
+    pq.write_table(
+        pa.table(
+            {
+                **{c: [r[c] for r in floats] for c in ("event_id", "key", "ts")},
+                **{
+                    c: pa.array([r.get(c) for r in floats], pa.float64())
+                    for c in ("partition", "size_bytes", "cost_ms")
+                },
+            }
+        ),
+        folder / "floats.parquet",
+    )
+    expect["floats.parquet"] = [expected_row(r) for r in floats]
     # Parquet: typed columns, a string column holding invalid UTF-8, conflicting types
     records = [base_record(rng, n + i) for i in range(60)]
     n += 60
@@ -471,6 +572,7 @@ def hostile(tmp_path_factory, spark):
         "report": report,
         "events": events.collect(),
         "quarantine": quarantine,
+        "broken_lines": broken_lines,
     }
 
 
@@ -572,7 +674,7 @@ def test_the_campaigns_rows_get_their_reasons(hostile):
     for expected in (
         "invalid stream name",
         "invalid worker name",
-        "invalid UTF-8 (the raw bytes are in raw_bytes)",
+        "invalid UTF-8",
         "wrong type for key",
         "malformed line",
         "invalid partition",
@@ -596,6 +698,128 @@ def test_quarantine_loads_in_pandas_with_the_raw_bytes(hostile):
     for raw in bad["raw_bytes"].dropna():
         with pytest.raises(UnicodeDecodeError):
             bytes(raw).decode("utf-8")
+
+
+def test_numbers_that_overflow_or_hold_a_fraction_are_one_quarantine_row_each(hostile):
+    """1e400, NaN, 3.00000000001, 3.0000000000000000001e0 … never stop the day nor become an
+    integer: each is quarantined with the field's reason; 3e0, 30e-1, 2.0 are written."""
+    quarantine = hostile["quarantine"].collect()
+    reasons = {r.raw: r.reason for r in by_file(quarantine, "numbers.jsonl")}
+    for line in number_lines():
+        field = re.match(
+            rb'\{"event_id": "n-(partition|size_bytes|routing_version|cost_ms|ts)-', line
+        )
+        if field and judge_json_line(line) is None:
+            name = field.group(1).decode()
+            want = "unparseable ts: " if name == "ts" else f"invalid {name}: "
+            assert reasons[line.decode()].startswith(want), line
+    by_reason = {r.raw: r.reason for r in by_file(quarantine, "floats.parquet")}
+    assert len(by_reason) == sum(e is None for e in hostile["expect"]["floats.parquet"])
+    assert sorted({r.split(":")[0] for r in by_reason.values()}) == [
+        "invalid cost_ms",
+        "invalid partition",
+        "invalid size_bytes",
+    ]
+    assert any(r == "invalid partition: NaN" for r in by_reason.values())
+    written = {r.event_id: r for r in by_file(hostile["events"], "numbers.jsonl")}
+    assert written["n-partition-4"].partition == 3  # 3e0
+    assert written["n-partition-5"].partition == 3  # 30e-1
+    assert written["n-size_bytes-2"].size_bytes == 2**63 - 1  # 9.223372036854775807e18
+    assert written["n-escaped-ok"].partition == 3
+    assert written["n-deep"].partition == 5
+    assert "n-nested" not in written and "n-escaped" not in written
+
+
+def test_rows_that_are_not_utf8_keep_their_bytes_and_a_valid_u_fffd_is_kept(hostile):
+    quarantine = hostile["quarantine"].collect()
+    csv_rows_out = by_file(quarantine, "badbytes.csv")
+    assert {bytes(r.raw_bytes) for r in csv_rows_out} == hostile["broken_lines"]
+    assert {r.reason for r in csv_rows_out} == {"invalid UTF-8: raw_bytes holds the record's bytes"}
+    kept = [r for r in by_file(hostile["events"], "badbytes.csv") if "\ufffd" in r.key]
+    assert len(kept) == 2
+    (parquet,) = [r for r in by_file(quarantine, "badutf8.parquet")]
+    assert bytes(parquet.raw_bytes) == b"bad\xffkey"
+    assert parquet.reason == (
+        'invalid UTF-8: column "key" is not UTF-8; raw_bytes holds that value\'s bytes'
+    )
+    for row in quarantine:
+        if row.reason.startswith("invalid UTF-8") and Path(row.source_file).suffix == ".jsonl":
+            assert row.reason == "invalid UTF-8: raw_bytes holds the line's bytes"
+            assert bytes(row.raw_bytes).decode("utf-8", "replace") == row.raw
+
+
+# the codes of the rows' reasons; a file's reason is counted under its own code
+ROW_CODES = {
+    "malformed line",
+    "invalid UTF-8",
+    "duplicate event_id",
+    "ts outside the data interval",
+    "unparseable ts",
+    *(f"missing {f}" for f in ("key", "ts")),
+    *(f"wrong type for {f}" for f in FIELDS),
+    *(f"invalid {f} name" for f in ("stream", "worker", "upstream_stream")),
+    *(f"invalid {f}" for f in FIELDS),
+}
+
+
+def test_the_report_counts_quarantined_rows_by_fixed_single_line_codes(hostile):
+    """A reason's detail (a value, a file's error) never reaches the report's keys: a stream
+    name holding a line break, ": " or " (" is counted under "invalid stream name"."""
+    report = hostile["report"]
+    by_reason = report["quarantined_by_reason"]
+    file_codes = {f["reason"].split(": ")[0].split(" (")[0] for f in report["files_quarantined"]}
+    assert set(by_reason) <= ROW_CODES | file_codes, set(by_reason) - ROW_CODES - file_codes
+    assert by_reason["invalid stream name"] >= 2
+    assert sum(by_reason.values()) == report["rows_quarantined"]
+    for row in hostile["quarantine"].collect():
+        assert len(row.reason.splitlines()) == 1, row.reason
+    streams = {r.raw: r.reason for r in by_file(hostile["quarantine"].collect(), "numbers.jsonl")}
+    assert "invalid stream name: invalid\\n" in streams.values()
+    assert "invalid stream name: a: b (c)\\r\\u2028" in streams.values()
+
+
+def integer_of(text: str) -> int | None:
+    """The oracle of ``integer_value``: exact decimal arithmetic."""
+    if not NUMBER.fullmatch(text):
+        return None
+    value = Decimal(text)
+    if value == 0:
+        return 0
+    if value.adjusted() >= 19 or value != value.to_integral_value():
+        return None  # 10**19 or more, or a fraction
+    return int(value) if -(2**63) <= value < 2**63 else None
+
+
+def number_texts(rng: random.Random, n: int) -> list[str]:
+    """Number texts around integers: tiny fractions, trailing zeros, exponents that move the
+    point over them, leading zeros after the point, syntax errors."""
+    texts = []
+    for _ in range(n):
+        whole = rng.choice(["0", "3", "30", "100", "9223372036854775807", "9" * 25])
+        fraction = rng.choice(["", ".0", ".000", ".5", ".00000000001", ".0000000000000000001"])
+        exponent = rng.choice(
+            ["", "e0", "E+1", "e-1", "e-2", "e18", "e19", "e-30", "e999999999999"]
+        )
+        sign = rng.choice(["", "-"])
+        text = sign + whole + fraction + exponent
+        texts.append(rng.choice([text, text, text, " " + text, text + "x", "+" + text]))
+    return texts
+
+
+def test_integer_value_decides_on_the_text_as_exact_decimals_do(spark):
+    from pyspark.sql import functions as F
+
+    from jobs.event_rules import integer_value
+
+    texts = number_texts(random.Random(33), 400) + [
+        *("3.0", "3.00000000001", "3e0", "30e-1", "3.0000000000000000001e0", "-0", "-0.0e5"),
+        *("0e999999999999", "1e-999999999999", "0.0000003e7", "9223372036854775807"),
+        *("9223372036854775808", "92233720368547758070e-1", "-9223372036854775808", "1e19"),
+        *("NaN", "Infinity", "01", "3.", ".5", "1e", "-", "", "1_000", "٣"),
+    ]
+    frame = spark.createDataFrame([(t,) for t in texts], "text string")
+    got = frame.select("text", integer_value(F.col("text")).alias("value")).collect()
+    assert [(r.text, r.value) for r in got] == [(t, integer_of(t)) for t in texts]
 
 
 def test_too_many_bad_files_fail_the_day_naming_each(hostile):
