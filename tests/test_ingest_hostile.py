@@ -751,6 +751,7 @@ def test_rows_that_are_not_utf8_keep_their_bytes_and_a_valid_u_fffd_is_kept(host
 # the codes of the rows' reasons; a file's reason is counted under its own code
 ROW_CODES = {
     "malformed line",
+    TOO_LARGE,
     "invalid UTF-8",
     "duplicate event_id",
     "ts outside the data interval",
