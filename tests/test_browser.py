@@ -3,9 +3,10 @@
 Headless Chromium (Debian's ``chromium`` package, driven by Playwright for Python) logs in to the
 Airflow UI of the shared test server (``nightly_airflow``, also used by test_airflow_trigger), opens
 routeplan_nightly, presses **Trigger**, sets only the ``date`` Param and submits the form as
-shown; the run must then succeed. routeplan_maintenance's form is submitted untouched, and the scheduler
-starts its Spark job (test_e2e runs a whole maintenance with the same defaults). A form that Airflow's UI cannot submit at its defaults (a
-required field left empty: red badge on "Run Parameters", Trigger disabled) fails here.
+shown; the run must then succeed. routeplan_maintenance's form is submitted untouched, and the
+scheduler starts its Spark job (test_e2e runs a whole maintenance with the same defaults). A form
+that Airflow's UI cannot submit at its defaults (a required field left empty: red badge on "Run
+Parameters", Trigger disabled) fails here.
 
 This run is the one full DAG run (five Spark jobs, ~4 min on 2 cores) of the real-server tests:
 it also stands for test_airflow_trigger's former run — through the real scheduler to success, a
