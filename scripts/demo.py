@@ -10,11 +10,12 @@ by producers that follow the routing table the previous night published (``route
 --follow``: the real client, each event stamped with the version it was routed by), so each
 night measures what the previous plan did (``gold.plan_outcomes``). ``--scenario regression``
 publishes a deliberately bad table by hand before the last night (every key group of clicks on
-one worker) and adds a night: the night whose logs followed it rolls it back by itself, and the
-one after plans again from the restored table. Other ``--scenario`` values (``slow-worker:W``,
-``hot-key``, ``remove-worker:W``) go to the generator for the last night. The summary shows, per
-night and stream, the version in force, its predicted and realized numbers, and what the night
-published. Needs the environment ``make`` exports (AIRFLOW_HOME, ROUTEPLAN_HOME, …).
+its slowest worker) and adds a night: the night whose logs followed it rolls it back by itself,
+and the one after plans again from the restored table. Other ``--scenario`` values
+(``slow-worker:W``, ``hot-key``, ``remove-worker:W``) go to the generator for the last night.
+The summary shows, per night and stream, the version in force, its predicted and realized
+numbers, and what the night published. Needs the environment ``make`` exports (AIRFLOW_HOME,
+ROUTEPLAN_HOME, …).
 """
 
 from __future__ import annotations
@@ -133,8 +134,9 @@ def generate(day: date, events: int, drift: float, follow: bool, scenarios: list
 
 
 def publish_bad_table(home: str, stream: str) -> None:
-    """A table that puts every key group of ``stream`` on its first worker, published by hand
-    (as a mistaken operator or a broken strategy might): the next night's logs follow it."""
+    """A table that puts every key group of ``stream`` on its worker of the smallest capacity
+    (the worst routing there is), published by hand (as a mistaken operator or a broken
+    strategy might): the next night's logs follow it."""
     from routeplan.model.table import RoutingTable
     from routeplan.publishing.store import RoutingStore
 
@@ -143,7 +145,7 @@ def publish_bad_table(home: str, stream: str) -> None:
     if not isinstance(latest, RoutingTable):
         print(f"==> --scenario regression: {stream} has no key-routing table to spoil", flush=True)
         return
-    first = latest.workers.names[0]
+    first = latest.workers.names[int(latest.workers.capacities.argmin())]
     bad = RoutingTable(
         stream=stream,
         strategy="kg",

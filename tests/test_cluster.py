@@ -114,13 +114,17 @@ def test_nightly_on_the_cluster(cluster):
     from routeplan.producers.client import Router
 
     routing = f"{topology.library_home()}/routing"
-    api = f"http://127.0.0.1:{cluster.ports.airflow_api}/routeplan"
+    api = cluster.airflow()  # routeplan's routes inside Airflow need a logged-in user
     with topology.patched_environ(cluster.env()):
         for outcome in first["streams"]:
             router = Router.open(routing, outcome["stream"])
             assert router.version == outcome["version"]
-            served = httpx.get(f"{api}/streams/{outcome['stream']}/latest").json()
-            assert served["version"] == outcome["version"]
+            served = api.get(f"/routeplan/streams/{outcome['stream']}/latest")
+            assert served.status_code == 200, served.text
+            assert served.json()["version"] == outcome["version"]
+    api.close()
+    anonymous = httpx.get(f"{api.base_url}/routeplan/streams/{outcome['stream']}/latest")
+    assert anonymous.status_code == 401
     rows = row_counts(cluster)
     assert rows["bronze/stream_events"] > 0 and rows["bronze/quarantine"] > 0
 

@@ -136,13 +136,17 @@ def test_realized_equals_a_direct_computation_from_the_landing_files(loop):
 
 
 def publish_bad_table(store: RoutingStore, stream: str) -> tuple[RoutingTable, RoutingTable]:
-    """LATEST of ``stream`` and a bad table (every key group on one worker) published after it."""
+    """LATEST of ``stream`` and the worst table there is published after it: every key group
+    on the worker of the smallest capacity (imbalance Σ capacities / that capacity − 1, the
+    most any routing can reach — a day of the logs may have been bad under LATEST too)."""
     latest = store.load(stream)
+    workers = latest.workers
+    slowest = workers.names[int(workers.capacities.argmin())]
     everything_on_one = RoutingTable(
         stream=stream,
         strategy="kg",
-        workers=latest.workers,
-        key_group_worker=tuple(latest.workers.names[0] for _ in latest.key_group_worker),
+        workers=workers,
+        key_group_worker=tuple(slowest for _ in latest.key_group_worker),
         hash_seed=latest.hash_seed,
         predicted={"imbalance": 0.0},
         reason="a deliberately bad table",

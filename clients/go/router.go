@@ -12,6 +12,11 @@
 // HTTP API (http(s)://base: GET base/streams/<stream>/latest with If-None-Match). A reload that
 // fails (unreachable, not JSON, wrong checksum, wrong kind, a worker without a partition) is
 // logged once and the last good table keeps serving.
+//
+// The local loads (the messages this router has routed to each worker, which decide a split
+// key's worker) are counted per installed version: they start at 0 when a new version is
+// installed, and a router whose table has no split keys does not keep them
+// (docs/routing-spec.md §3).
 package routeplan
 
 import (
@@ -46,12 +51,9 @@ type Options struct {
 
 // Router routes keys by the last good key_routing table of a source.
 type Router struct {
-	snap   atomic.Pointer[snapshot]
-	mu     sync.Mutex // installs; Route never takes it
-	poll   sync.Mutex // one Reload at a time
-	slots  map[string]int32
-	names  []string
-	counts []int64 // shared with every snapshot (same backing array while it is large enough)
+	snap atomic.Pointer[snapshot]
+	mu   sync.Mutex // installs; Route never takes it
+	poll sync.Mutex // one Reload at a time
 
 	opts     Options
 	src      source
@@ -68,7 +70,8 @@ type split struct {
 	capacities []float64
 }
 
-// snapshot is one table compiled for routing; swapped whole, never changed.
+// snapshot is one table compiled for routing, with its own local loads; swapped whole. A slot
+// is a worker's index in the table's Workers.
 type snapshot struct {
 	table     *Table
 	seed      uint32
@@ -77,14 +80,14 @@ type snapshot struct {
 	groupSlot []int32 // key group -> slot; ^slot when a split key hashes to this group
 	hot       map[string]split
 	names     []string // slot -> worker
-	counts    []int64  // slot -> messages routed (the local load)
+	counts    []int64  // slot -> messages routed under this version; nil without split keys
 	partition []int32  // slot -> Kafka partition, -1: none
 	noPart    string   // why a worker has no partition
 }
 
 // NewRouter routes by table alone (no source, no reload).
 func NewRouter(table *Table, opts Options) (*Router, error) {
-	r := &Router{opts: opts, slots: map[string]int32{}, log: opts.Logger}
+	r := &Router{opts: opts, log: opts.Logger}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -123,31 +126,33 @@ func Open(location, stream string, opts Options) (*Router, error) {
 
 var trailingInt = regexp.MustCompile(`[0-9]+$`)
 
+// install compiles t and swaps it in with local loads at 0. The version now serving read again
+// (same version and checksum: an unchanged document under a new tag) changes nothing, so its
+// counts keep going.
 func (r *Router) install(t *Table) error {
 	if t.Kind != KeyRouting {
 		return fmt.Errorf("%s v%d is a %s table, not a key_routing one", t.Stream, t.Version, t.Kind)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if old := r.snap.Load(); old != nil && old.table.Version == t.Version &&
+		old.table.Checksum == t.Checksum {
+		return nil
+	}
 	s := &snapshot{table: t, seed: t.Seed, n: uint32(len(t.KeyGroupWorker)), hot: map[string]split{}}
 	s.m = ^uint64(0)/uint64(s.n) + 1
-	names, counts := r.names, r.counts
-	for _, w := range t.Workers {
-		if _, ok := r.slots[w.Name]; !ok {
-			r.slots[w.Name] = int32(len(names))
-			names = append(names, w.Name)
-			counts = append(counts, 0) // a copy when it grows: old snapshots keep theirs
-		}
+	s.names = make([]string, len(t.Workers))
+	for i, w := range t.Workers {
+		s.names[i] = w.Name
 	}
-	slotOf := func(i int32) int32 { return r.slots[t.Workers[i].Name] }
-	s.groupSlot = make([]int32, len(t.KeyGroupWorker))
-	for g, w := range t.KeyGroupWorker {
-		s.groupSlot[g] = slotOf(w)
+	if len(t.HotKeys) > 0 { // no decision reads the counts of a table without split keys
+		s.counts = make([]int64, len(t.Workers))
 	}
+	s.groupSlot = append([]int32(nil), t.KeyGroupWorker...)
 	for key, targets := range t.HotKeys {
 		sp := split{}
 		for _, target := range targets {
-			sp.slots = append(sp.slots, slotOf(target.Worker))
+			sp.slots = append(sp.slots, target.Worker)
 			sp.capacities = append(sp.capacities, t.Workers[target.Worker].Capacity)
 		}
 		s.hot[key] = sp
@@ -155,8 +160,9 @@ func (r *Router) install(t *Table) error {
 			s.groupSlot[g] = ^s.groupSlot[g] // look the key up in hot only in such groups
 		}
 	}
-	s.partition = make([]int32, len(names))
-	for i, name := range names {
+	s.partition = make([]int32, len(s.names))
+	owner := map[int32]string{}
+	for i, name := range s.names {
 		s.partition[i] = -1
 		if p, ok := r.opts.WorkerPartition[name]; ok {
 			s.partition[i] = p
@@ -165,25 +171,20 @@ func (r *Router) install(t *Table) error {
 				s.partition[i] = int32(p)
 			}
 		}
-	}
-	owner := map[int32]string{}
-	for _, w := range t.Workers {
-		p := s.partition[r.slots[w.Name]]
-		if p < 0 {
-			s.noPart = fmt.Sprintf("worker %q has no trailing integer to use as its partition", w.Name)
-		} else if other, dup := owner[p]; dup {
-			s.noPart = fmt.Sprintf("workers %q and %q both map to partition %d", other, w.Name, p)
-		}
 		if s.noPart != "" {
-			break
+			continue
 		}
-		owner[p] = w.Name
+		if p := s.partition[i]; p < 0 {
+			s.noPart = fmt.Sprintf("worker %q has no trailing integer to use as its partition", name)
+		} else if other, dup := owner[p]; dup {
+			s.noPart = fmt.Sprintf("workers %q and %q both map to partition %d", other, name, p)
+		} else {
+			owner[p] = name
+		}
 	}
 	if r.opts.Kafka && s.noPart != "" {
 		return errors.New(s.noPart)
 	}
-	s.names, s.counts = names, counts
-	r.names, r.counts = names, counts
 	r.snap.Store(s)
 	return nil
 }
@@ -192,8 +193,9 @@ func (r *Router) install(t *Table) error {
 func (r *Router) Table() *Table { return r.snap.Load().table }
 
 // Route is the worker of the next message of key (docs/routing-spec.md §3): its key group's,
-// or for a split key the candidate this router has sent least to relative to its capacity.
-// It never blocks and allocates nothing. Concurrent calls are safe; a local load is a plain
+// or for a split key the candidate this router has sent least to (under this version) relative
+// to its capacity. It never blocks and allocates nothing. Concurrent calls are safe; a local
+// load is a plain
 // counter (counts.go), so under concurrent calls it may miss an increment — an estimate either
 // way, as in Python and Java — and atomic under the race detector.
 func (r *Router) Route(key string) (string, error) {
@@ -211,7 +213,9 @@ func routeKey[T ~string | ~[]byte](s *snapshot, key T) int32 {
 		}
 		slot = ^slot
 	}
-	increment(&s.counts[slot])
+	if s.counts != nil {
+		increment(&s.counts[slot])
+	}
 	return slot
 }
 
@@ -264,8 +268,8 @@ func (r *Router) CheckPartitions(topic string, n int) error {
 	if s.noPart != "" {
 		return errors.New("routeplan: " + s.noPart)
 	}
-	for _, w := range s.table.Workers {
-		if p := s.partition[r.slotOf(w.Name)]; int(p) >= n {
+	for i, w := range s.table.Workers {
+		if p := s.partition[i]; int(p) >= n {
 			return fmt.Errorf("routeplan: worker %q maps to partition %d, which topic %q does not have "+
 				"(partitions 0-%d; table %s v%d)", w.Name, p, topic, n-1, s.table.Stream,
 				s.table.Version)
@@ -274,17 +278,13 @@ func (r *Router) CheckPartitions(topic string, n int) error {
 	return nil
 }
 
-func (r *Router) slotOf(name string) int32 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.slots[name]
-}
-
-// LocalLoads is the number of messages this router has routed to each worker.
+// LocalLoads is the number of messages this router has routed to each worker of the table in
+// force since that version was installed; empty under a table without split keys (no decision
+// reads them, so none are kept).
 func (r *Router) LocalLoads() map[string]int64 {
 	s := r.snap.Load()
-	loads := make(map[string]int64, len(s.names))
-	for i, name := range s.names {
+	loads := make(map[string]int64, len(s.counts))
+	for i, name := range s.names[:len(s.counts)] {
 		loads[name] = load(&s.counts[i])
 	}
 	return loads

@@ -7,10 +7,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func vectorBytes(t *testing.T, name string) []byte {
@@ -171,5 +173,84 @@ func TestConcurrentRoutesAreSafe(t *testing.T) {
 	}
 	if total < 10000 || total > 40000 { // exact under -race; plain counters may lose some
 		t.Fatalf("%d messages counted, 40000 routed", total)
+	}
+}
+
+func TestLocalLoadsRestartAtZeroWhenANewVersionIsInstalled(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "vectors")
+	os.Mkdir(dir, 0o755)
+	publish(t, dir, "v1.json", vectorBytes(t, "tables/kr-seed42.json"))
+	router, err := Open(root, "vectors", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"hot-a", "hot-a", "hot-a", "user-1", "hot-a", "hot-a", "hot-a"} {
+		router.Route(key) // w1 gets 4 of hot-a's messages under v1
+	}
+	publish(t, dir, "v2.json", vectorBytes(t, "tables/kr-legacy.json")) // hot-a: w1 (0.6), w2 (0.4)
+	if !router.Reload() || router.Table().Version != 2 {
+		t.Fatal("v2 was not installed")
+	}
+	if loads := router.LocalLoads(); !reflect.DeepEqual(loads, map[string]int64{"w0": 0, "w1": 0, "w2": 0}) {
+		t.Fatalf("local loads after the reload: %v", loads)
+	}
+	fresh, _ := NewRouter(vectorTable(t, "tables/kr-legacy.json"), Options{})
+	for i, key := range []string{"hot-a", "user-1", "hot-a", "user-2", "hot-a", "hot-a"} {
+		got, _ := router.Route(key)
+		want, _ := fresh.Route(key)
+		if got != want {
+			t.Fatalf("message %d (%q): %s, a fresh router on v2: %s", i, key, got, want)
+		}
+	}
+	if got, want := router.LocalLoads(), fresh.LocalLoads(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("local loads %v, a fresh router on v2: %v", got, want)
+	}
+}
+
+func TestLocalLoadsKeepGoingWhenTheSameVersionIsReadAgain(t *testing.T) {
+	body := vectorBytes(t, "tables/kr-seed42.json")
+	root := t.TempDir()
+	dir := filepath.Join(root, "vectors")
+	os.Mkdir(dir, 0o755)
+	publish(t, dir, "v1.json", body)
+	file := filepath.Join(root, "table.json")
+	os.WriteFile(file, body, 0o644)
+	for _, location := range []string{root, file} {
+		router, err := Open(location, "vectors", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			router.Route("hot-a") // w0 w1 w1
+		}
+		publish(t, dir, "v9.json", body) // the store names another file: the same version 1
+		later := time.Now().Add(time.Minute)
+		os.Chtimes(file, later, later) // the file is read again
+		if router.Reload() {
+			t.Fatalf("%s: the same version read again counts as a new one", location)
+		}
+		if loads := router.LocalLoads(); loads["w0"] != 1 || loads["w1"] != 2 {
+			t.Fatalf("%s: local loads after reading v1 again: %v", location, loads)
+		}
+		if w, _ := router.Route("hot-a"); w != "w0" { // the 4th: w0 (1/1) ties w1 (2/2), w0 first
+			t.Fatalf("%s: %s", location, w)
+		}
+		publish(t, dir, "v1.json", body)
+	}
+}
+
+func TestATableWithoutSplitKeysKeepsNoLocalLoads(t *testing.T) {
+	router, err := NewRouter(vectorTable(t, "tables/kr-basic.json"), Options{Kafka: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"user-1", "user-2", "", "hot-a"} {
+		router.Route(key)
+		router.Partition([]byte(key))
+		router.RoutePartition(key)
+	}
+	if loads := router.LocalLoads(); len(loads) != 0 {
+		t.Fatalf("local loads under a table without hot_keys: %v", loads)
 	}
 }

@@ -219,9 +219,12 @@ func (r *Router) Reload() bool {
 		r.log.Info("routeplan: a good table again", "stream", old.Stream, "after", r.rejected)
 		r.rejected = ""
 	}
-	r.log.Info("routeplan: now serving", "stream", table.Stream, "version", table.Version,
-		"was", old.Version)
-	return table.Version != old.Version || table.Checksum != old.Checksum
+	changed := table.Version != old.Version || table.Checksum != old.Checksum
+	if changed { // the same version read again changes nothing (install keeps it)
+		r.log.Info("routeplan: now serving", "stream", table.Stream, "version", table.Version,
+			"was", old.Version)
+	}
+	return changed
 }
 
 func (r *Router) reject(what string, err error) {

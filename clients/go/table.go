@@ -2,15 +2,12 @@ package routeplan
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -328,20 +325,7 @@ func parseAssignment(t *Table, doc *document) error {
 // ReadTableFile reads and verifies the document in the file at path (gunzipped when the name
 // ends with .gz).
 func ReadTableFile(path string) (*Table, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		z, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
-		r = z
-	}
-	data, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}

@@ -246,10 +246,13 @@ class _Published:
 
 @dataclass(frozen=True, eq=False)
 class _Routes:
-    """One key_routing table compiled for routing; swapped whole on reload, never changed."""
+    """One key_routing table compiled for routing, with its local loads; swapped whole when a
+    new version is installed (its counts start at zero), never changed but for the counts.
+    A worker's slot is its index in the table's ``workers``."""
 
     table: RoutingTable
     route: Callable[[str], str]  # Router.route for this table (_compile_route)
+    counts: list[float] | None  # slot -> messages routed under this version; None: no split key
     split: Mapping[str, int]  # split key -> its index in candidates
     candidates: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]  # (slots, capacities)
     candidate_slots: np.ndarray  # the slots as a matrix, short rows padded with their first slot
@@ -265,10 +268,13 @@ class Router(_Published):
     A key goes to its key group's worker, ``key_group_worker[murmur3(key) mod num_key_groups]``,
     unless the table splits it (``hot_keys``). A split key's message goes to the candidate with
     the smallest *local* load divided by its capacity: the router counts the messages it has
-    itself sent to each worker, all keys, and balances what it sends, as Partial Key Grouping's
-    sources do (paper 003 §3.2 "Local Load Estimation": each source keeps its own load-estimate
-    vector; balancing each source's share balances the sum). Ties go to the larger table weight,
-    then table order. Local loads are kept by worker name across reloads.
+    itself sent to each worker under the version in force, all keys, and balances what it
+    sends, as Partial Key Grouping's sources do (paper 003 §3.2 "Local Load Estimation": each
+    source keeps its own load-estimate vector; balancing each source's share balances the sum).
+    Ties go to the larger table weight, then table order. The counts start at zero when a new
+    version is installed (its split weights describe the traffic from then on; reading the same
+    version again keeps them), and a table without split keys keeps none: nothing reads them,
+    and the count is a sixth of ``route``'s time.
 
     ``route_many(keys)`` gives exactly ``[route(k) for k in keys]`` and leaves the same local
     loads. ``route`` takes no lock: under concurrent calls from several threads a count may miss
@@ -278,11 +284,6 @@ class Router(_Published):
 
     def __init__(self, table: Table) -> None:
         self._lock = threading.Lock()  # local loads of split-key decisions
-        self._slot: dict[str, int] = {}  # worker -> slot, for every worker ever routed to
-        self._names: list[str] = []  # slot -> worker
-        # slot -> messages sent (the local load), as floats: ``+= 1.0`` reuses float objects
-        # where an int count past 256 allocates one per message (exact to 2**53 messages)
-        self._counts: list[float] = []
         super().__init__(table)
 
     def _install(self, table: Table) -> None:
@@ -291,13 +292,12 @@ class Router(_Published):
                 f"{table.stream} v{table.version} is a {table.kind} table: "
                 "read it with routeplan.producers.client.Assignment"
             )
-        with self._lock:
-            for name in table.workers.names:
-                if name not in self._slot:
-                    self._slot[name] = len(self._names)
-                    self._names.append(name)
-                    self._counts.append(0.0)
-        slot, seed, n = self._slot, table.hash_seed, table.num_key_groups
+        current = getattr(self, "_snapshot", None)
+        if current is not None and table.version is not None and table == current.table:
+            return  # the version in force read again: its local loads keep counting
+        names = table.workers.names
+        slot = {name: i for i, name in enumerate(names)}
+        seed, n = table.hash_seed, table.num_key_groups
         dtype = np.int16 if len(slot) < 2**15 - 1 else np.int32  # int16 argsorts by radix
         capacity = {w.name: w.capacity for w in table.workers.items}
         candidates = []
@@ -315,18 +315,20 @@ class Router(_Published):
         split_group = np.zeros(n, dtype=bool)
         split_group[key_groups_of(split_hashes, n)] = True
         group_slot = [slot[w] for w in table.key_group_worker]
+        counts = [0.0] * len(names) if split else None
         by_key = {key: candidates[i] for key, i in split.items()}
-        route = _compile_route(by_key, group_slot, seed, n, self._counts, self._names)
+        route = _compile_route(by_key, group_slot, split_group, seed, n, counts, list(names))
         routes = _Routes(
             table=table,
             route=route,
+            counts=counts,
             split=split,
             candidates=tuple(candidates),
             candidate_slots=candidate_slots,
             group_slot=np.array(group_slot, dtype=dtype),
             split_group=split_group,
             split_hashes=split_hashes,
-            names=np.array(self._names, dtype=object),
+            names=np.array(names, dtype=object),
         )
         self._snapshot = routes
         # the instance's own ``route`` shadows the method: one dict read and a call with no
@@ -360,26 +362,30 @@ class Router(_Published):
         hashes = key_hash_array(keys, table.hash_seed)
         groups = key_groups_of(hashes, table.num_key_groups)
         slots = routes.group_slot[groups]
-        positions = ids = None
-        if routes.split:  # a key may be split if its group holds one, and its hash is one's
-            maybe = np.flatnonzero(routes.split_group[groups])
-            near = np.searchsorted(routes.split_hashes, hashes[maybe]) % len(routes.split_hashes)
-            maybe = maybe[routes.split_hashes[near] == hashes[maybe]]
-            get = routes.split.get
-            found = np.array([get(keys[i], -1) for i in maybe.tolist()], dtype=np.int64)
-            positions, ids = maybe[found >= 0], found[found >= 0]
+        counts = routes.counts
+        if counts is None:  # no split key: no decision, no local load
+            return routes.names[slots]
+        # a key may be split if its group holds one, and its hash is one's
+        maybe = np.flatnonzero(routes.split_group[groups])
+        near = np.searchsorted(routes.split_hashes, hashes[maybe]) % len(routes.split_hashes)
+        maybe = maybe[routes.split_hashes[near] == hashes[maybe]]
+        get = routes.split.get
+        found = np.array([get(keys[i], -1) for i in maybe.tolist()], dtype=np.int64)
+        positions, ids = maybe[found >= 0], found[found >= 0]
         with self._lock:
-            if positions is not None and len(positions):
+            if len(positions):
                 slots[positions] = self._decide_split(routes, slots, positions, ids)
-            sent = np.bincount(slots, minlength=len(self._counts))
+            sent = np.bincount(slots, minlength=len(counts))
             for slot in np.flatnonzero(sent).tolist():
-                self._counts[slot] += float(sent[slot])
+                counts[slot] += float(sent[slot])
         return routes.names[slots]
 
     def _decide_split(
         self, routes: _Routes, slots: np.ndarray, positions: np.ndarray, ids: np.ndarray
     ) -> list[int]:
         """Slots of the split messages at ``positions`` (ascending; ``ids`` index candidates)."""
+        counts = routes.counts
+        assert counts is not None  # a table with split keys counts
         n, last = len(slots), len(routes.names)
         marked = slots.copy()
         marked[positions] = last  # sorts after every worker: not a plain message
@@ -392,8 +398,8 @@ class Router(_Published):
         plain_before = np.empty_like(query)
         plain_before[by_slot] = np.searchsorted(ranked, query[by_slot])
         plain_before = plain_before.reshape(cand.shape) - start[cand]
-        loads = (np.asarray(self._counts, dtype=np.int64)[cand] + plain_before).ravel().tolist()
-        decided = [0] * len(self._counts)  # split messages of this batch so far, per slot
+        loads = (np.asarray(counts, dtype=np.int64)[cand] + plain_before).ravel().tolist()
+        decided = [0] * len(counts)  # split messages of this batch so far, per slot
         out = []
         if cand.shape[1] == 2:  # d = 2 (PKG's choice): _split_to's rule, unrolled
             pairs = [(c[0][0], c[0][-1], c[1][0], c[1][-1]) for c in routes.candidates]
@@ -410,7 +416,7 @@ class Router(_Published):
                 decided[slot] += 1
                 out.append(slot)
             return out
-        current = [0] * len(self._counts)  # the local load of each candidate, refreshed
+        current = [0] * len(counts)  # the local load of each candidate, refreshed
         for i, k in zip(ids.tolist(), range(0, len(loads), cand.shape[1]), strict=True):
             cand_slots, capacities = routes.candidates[i]
             for slot in cand_slots:  # flat rows, not lists: no allocation per message
@@ -422,17 +428,25 @@ class Router(_Published):
         return out
 
     def local_loads(self) -> dict[str, int]:
-        """Messages this router has sent to each worker (every worker it ever routed to)."""
+        """Messages this router has sent to each worker under the version in force, as the
+        split decisions read them; empty under a table without split keys (none are kept)."""
+        routes = self._snapshot
+        if routes.counts is None:
+            return {}
         with self._lock:
-            return {name: int(count) for name, count in zip(self._names, self._counts, strict=True)}
+            return {
+                name: int(count)
+                for name, count in zip(routes.table.workers.names, routes.counts, strict=True)
+            }
 
 
 def _compile_route(
     hot: dict[str, tuple[tuple[int, ...], tuple[float, ...]]],
     group_slot: list[int],
+    split_group: np.ndarray,
     seed: int,
     n: int,
-    counts: list[float],
+    counts: list[float] | None,
     names: list[str],
 ) -> Callable[[str], str]:
     """``Router.route`` for one table: a function whose state is its own locals (default
@@ -440,41 +454,54 @@ def _compile_route(
     ``hashing.key_hash_fast`` in the cheapest form the table allows: ``key_hash_fast(key) &
     mask`` for seed 0 and a power-of-two number of key groups (``hashing.key_group_mask``; the
     arguments ``seed, False`` cost a third of the hash), ``key_hash_fast(key, seed, False) % n``
-    otherwise; a table without split keys skips their lookup. Profiled (issue 32; ns per call
-    on 2 shared cores): the call ~22 and the read of ``router.route`` ~12, the hash ~34, mask
-    and index ~23, an int count ~29 — a float one ~19 (``+= 1.0`` reuses float objects, an int
-    past 256 allocates one): counts are floats. Looking split keys up only in the key groups
-    that hold one saved plain keys ~6 % but cost split keys ~13 % (they paid the hash too)."""
+    otherwise. A table without split keys (``counts`` None) counts nothing. With split keys, a
+    key group that holds one has its slot stored as ``-1 - slot``: only keys of those groups
+    are looked up among the split keys, so a plain key elsewhere pays a comparison instead of a
+    dict lookup (a split key pays the hash first). Profiled (issue 32; ns per call on 2 shared
+    cores): the call ~22 and the read of ``router.route`` ~12, the hash ~34, mask and index
+    ~23, an int count ~29 — a float one ~19 (``+= 1.0`` reuses float objects, an int past 256
+    allocates one): counts are floats."""
     mask = key_group_mask(n)
-    slot, named = tuple(group_slot), tuple(names)
+    named = tuple(names)
+    if counts is None:
+        slot = tuple(group_slot)
+        if mask is not None and seed == 0:
 
-    if mask is not None and seed == 0 and not hot:
+            def route(key: str, h=key_hash_fast, mask=mask, slot=slot, names=named) -> str:
+                return names[slot[h(key) & mask]]
 
-        def route(key: str, h=key_hash_fast, mask=mask, slot=slot, counts=counts,
-                  names=named) -> str:  # fmt: skip
+        else:
+
+            def route(key: str, h=key_hash_fast, seed=seed, n=n, slot=slot, names=named) -> str:
+                return names[slot[h(key, seed, False) % n]]
+
+        return route
+
+    holds = split_group.tolist()
+    flagged = tuple(-1 - s if split else s for s, split in zip(group_slot, holds, strict=True))
+    if mask is not None and seed == 0:
+
+        def route(key: str, h=key_hash_fast, mask=mask, slot=flagged, get=hot.get,
+                  counts=counts, names=named, split_to=_split_to) -> str:  # fmt: skip
             s = slot[h(key) & mask]
-            counts[s] += 1.0
-            return names[s]
-
-    elif mask is not None and seed == 0:
-
-        def route(key: str, h=key_hash_fast, mask=mask, slot=slot, hot=hot, counts=counts,
-                  names=named, split_to=_split_to) -> str:  # fmt: skip
-            if key in hot:
-                to = hot[key]
-                return names[split_to(to[0], to[1], counts)]
-            s = slot[h(key) & mask]
+            if s < 0:  # its key group holds a split key
+                to = get(key)
+                if to is not None:
+                    return names[split_to(to[0], to[1], counts)]
+                s = -1 - s
             counts[s] += 1.0
             return names[s]
 
     else:
 
-        def route(key: str, h=key_hash_fast, seed=seed, n=n, slot=slot, hot=hot, counts=counts,
-                  names=named, split_to=_split_to) -> str:  # fmt: skip
-            if key in hot:
-                to = hot[key]
-                return names[split_to(to[0], to[1], counts)]
+        def route(key: str, h=key_hash_fast, seed=seed, n=n, slot=flagged, get=hot.get,
+                  counts=counts, names=named, split_to=_split_to) -> str:  # fmt: skip
             s = slot[h(key, seed, False) % n]
+            if s < 0:  # its key group holds a split key
+                to = get(key)
+                if to is not None:
+                    return names[split_to(to[0], to[1], counts)]
+                s = -1 - s
             counts[s] += 1.0
             return names[s]
 

@@ -32,6 +32,11 @@ import java.util.regex.Pattern;
  * without a partition for a Kafka router) or a source that is down is logged once and the last
  * good table keeps serving. {@code route} takes no lock and allocates nothing for a plain key;
  * under concurrent calls a local load may miss an increment (an estimate either way).
+ *
+ * <p>The local loads (the messages this router has routed to each worker, which decide a split
+ * key's worker) are counted per installed version: they start at 0 when a new version is
+ * installed, and a router whose table has no split keys does not keep them
+ * (docs/routing-spec.md §3).
  */
 public final class Router implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Router.class.getName());
@@ -80,7 +85,8 @@ public final class Router implements AutoCloseable {
     return new Options();
   }
 
-  /** One table compiled for routing; swapped whole, never changed. */
+  /** One table compiled for routing, with its own local loads; swapped whole. A slot is a
+   * worker's index in the table's workers. */
   private static final class Snapshot {
     Table table;
     int seed;
@@ -90,7 +96,7 @@ public final class Router implements AutoCloseable {
     Map<String, int[]> splitSlots;
     Map<String, double[]> splitCapacities;
     String[] names; // slot -> worker
-    long[] counts; // slot -> messages routed (the local load)
+    long[] counts; // slot -> messages routed under this version; null without split keys
     int[] partition; // slot -> Kafka partition, -1: none
     String noPartition; // why the table's workers have no partition each, or null
     int[] splitHashes; // the split keys' hashes, ascending (duplicates next to each other)
@@ -100,9 +106,6 @@ public final class Router implements AutoCloseable {
 
   private volatile Snapshot snap;
   private final Object installLock = new Object();
-  private final Map<String, Integer> slots = new HashMap<>();
-  private final List<String> names = new ArrayList<>();
-  private long[] counts = new long[0];
   private final Options opts;
   private Source source;
   private String tag;
@@ -140,41 +143,41 @@ public final class Router implements AutoCloseable {
     return router;
   }
 
-  private void install(Table table) {
+  /**
+   * Compiles {@code table} and swaps it in with local loads at 0; false when it is the version
+   * now serving read again (same version and checksum), which changes nothing: its counts keep
+   * going.
+   */
+  private boolean install(Table table) {
     if (!Table.KEY_ROUTING.equals(table.kind)) {
       throw new InvalidTableException(table.stream + " v" + table.version + " is a " + table.kind
           + " table, not a key_routing one");
     }
     synchronized (installLock) {
+      Snapshot old = snap;
+      if (old != null && old.table.version == table.version
+          && old.table.checksum.equals(table.checksum)) {
+        return false;
+      }
       Snapshot s = new Snapshot();
       s.table = table;
       s.seed = table.seed;
       s.n = table.numKeyGroups();
       s.m = Long.divideUnsigned(-1L, s.n) + 1;
-      Map<String, Integer> newSlots = new HashMap<>(slots);
-      List<String> newNames = new ArrayList<>(names);
-      for (String w : table.workers) {
-        if (!newSlots.containsKey(w)) {
-          newSlots.put(w, newNames.size());
-          newNames.add(w);
-        }
+      s.names = table.workers.toArray(new String[0]);
+      if (!table.hotKeys.isEmpty()) { // no decision reads the counts of a table without them
+        s.counts = new long[s.names.length];
       }
-      int[] workerSlot = table.workers.stream().mapToInt(newSlots::get).toArray();
-      s.groupSlot = new int[s.n];
-      for (int g = 0; g < s.n; g++) {
-        s.groupSlot[g] = workerSlot[table.keyGroupWorker[g]];
-      }
+      s.groupSlot = table.keyGroupWorker.clone();
       s.splitSlots = new HashMap<>();
       s.splitCapacities = new HashMap<>();
       for (Map.Entry<String, int[]> e : table.hotKeys.entrySet()) {
         int[] targets = e.getValue();
-        int[] sl = new int[targets.length];
         double[] caps = new double[targets.length];
         for (int i = 0; i < targets.length; i++) {
-          sl[i] = workerSlot[targets[i]];
           caps[i] = table.capacities[targets[i]];
         }
-        s.splitSlots.put(e.getKey(), sl);
+        s.splitSlots.put(e.getKey(), targets);
         s.splitCapacities.put(e.getKey(), caps);
         int g = Integer.remainderUnsigned(Murmur3.hashUtf8(e.getKey(), s.seed), s.n);
         if (s.groupSlot[g] >= 0) {
@@ -187,7 +190,6 @@ public final class Router implements AutoCloseable {
       s.splitHashes = split.stream().mapToInt(k -> Murmur3.hashUtf8(k, s.seed)).toArray();
       s.splitBytes = split.stream().map(k -> k.getBytes(StandardCharsets.UTF_8))
           .toArray(byte[][]::new);
-      s.names = newNames.toArray(new String[0]);
       s.partition = new int[s.names.length];
       Map<Integer, String> owner = new HashMap<>();
       for (int i = 0; i < s.names.length; i++) {
@@ -196,9 +198,9 @@ public final class Router implements AutoCloseable {
         s.partition[i] = p != null ? p : m.find() && m.group(1).length() < 10
             ? Integer.parseInt(m.group(1)) : -1;
       }
-      for (int i = 0; i < workerSlot.length && s.noPartition == null; i++) {
-        String name = table.workers.get(i);
-        int p = s.partition[workerSlot[i]];
+      for (int i = 0; i < s.names.length && s.noPartition == null; i++) {
+        String name = s.names[i];
+        int p = s.partition[i];
         if (p < 0) {
           s.noPartition = "worker '" + name + "' has no trailing integer to use as its partition";
         } else if (owner.containsKey(p)) {
@@ -210,15 +212,8 @@ public final class Router implements AutoCloseable {
       if (opts.kafka && s.noPartition != null) {
         throw new InvalidTableException(s.noPartition);
       }
-      if (counts.length < s.names.length) {
-        counts = java.util.Arrays.copyOf(counts, s.names.length); // old snapshots keep theirs
-      }
-      s.counts = counts;
-      slots.clear();
-      slots.putAll(newSlots);
-      names.clear();
-      names.addAll(newNames);
       snap = s;
+      return true;
     }
   }
 
@@ -242,7 +237,9 @@ public final class Router implements AutoCloseable {
       }
       slot = ~slot;
     }
-    s.counts[slot]++;
+    if (s.counts != null) {
+      s.counts[slot]++;
+    }
     return slot;
   }
 
@@ -292,7 +289,9 @@ public final class Router implements AutoCloseable {
       }
       slot = ~slot;
     }
-    s.counts[slot]++;
+    if (s.counts != null) {
+      s.counts[slot]++;
+    }
     return slot;
   }
 
@@ -325,8 +324,8 @@ public final class Router implements AutoCloseable {
       throw new InvalidTableException(s.noPartition);
     }
     int most = -1;
-    for (String w : s.table.workers) {
-      most = Math.max(most, s.partition[slots(w)]);
+    for (int p : s.partition) {
+      most = Math.max(most, p);
     }
     return most + 1;
   }
@@ -334,33 +333,32 @@ public final class Router implements AutoCloseable {
   /** The worker needing the largest partition. */
   String widestWorker() {
     Snapshot s = snap;
-    String widest = null;
-    for (String w : s.table.workers) {
-      if (widest == null || s.partition[slots(w)] > s.partition[slots(widest)]) {
-        widest = w;
+    int widest = 0;
+    for (int i = 1; i < s.partition.length; i++) {
+      if (s.partition[i] > s.partition[widest]) {
+        widest = i;
       }
     }
-    return widest;
+    return s.names[widest];
   }
 
-  private int slots(String name) {
-    synchronized (installLock) {
-      return slots.get(name);
-    }
-  }
-
-  /** Messages this router has routed to each worker. */
+  /**
+   * Messages this router has routed to each worker of the table in force since that version was
+   * installed; empty under a table without split keys (no decision reads them, so none are
+   * kept).
+   */
   public Map<String, Long> localLoads() {
     Snapshot s = snap;
     Map<String, Long> loads = new HashMap<>();
-    for (int i = 0; i < s.names.length; i++) {
+    for (int i = 0; s.counts != null && i < s.names.length; i++) {
       loads.put(s.names[i], s.counts[i]);
     }
     return loads;
   }
 
   /**
-   * Polls the source once; true when a new table now serves. Never throws for the source's
+   * Polls the source once; true when a new table now serves (not when the version serving is
+   * read again). Never throws for the source's
    * sake: a refused version or an outage is logged once (WARNING) and the last good table
    * keeps serving.
    */
@@ -392,8 +390,9 @@ public final class Router implements AutoCloseable {
       return false;
     }
     tag = fetched.tag; // a bad version is not fetched again
+    boolean changed;
     try {
-      install(fetched.table());
+      changed = install(fetched.table());
     } catch (InvalidTableException e) {
       reject(fetched.tag, e);
       return false;
@@ -403,9 +402,11 @@ public final class Router implements AutoCloseable {
           snap.table.version, rejected);
       rejected = null;
     }
-    LOG.log(Level.INFO, "stream {0}: now serving v{1} (was v{2})", old.stream,
-        snap.table.version, old.version);
-    return true;
+    if (changed) { // the same version read again changes nothing
+      LOG.log(Level.INFO, "stream {0}: now serving v{1} (was v{2})", old.stream,
+          snap.table.version, old.version);
+    }
+    return changed;
   }
 
   private void reject(String what, Exception e) {

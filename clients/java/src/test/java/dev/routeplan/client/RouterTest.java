@@ -149,6 +149,62 @@ class RouterTest {
   }
 
   @Test
+  void localLoadsRestartAtZeroWhenANewVersionIsInstalled(@TempDir Path root) throws IOException {
+    Path dir = Files.createDirectory(root.resolve("vectors"));
+    publish(dir, "v1.json", VectorsTest.bytes("tables/kr-seed42.json"));
+    try (Router router = Router.open(root.toString(), "vectors", Router.options())) {
+      for (String key : List.of("hot-a", "hot-a", "hot-a", "user-1", "hot-a", "hot-a", "hot-a")) {
+        router.route(key); // w1 gets 4 of hot-a's messages under v1
+      }
+      publish(dir, "v2.json", VectorsTest.bytes("tables/kr-legacy.json")); // hot-a: w1, w2
+      assertTrue(router.reload());
+      assertEquals(2, router.table().version);
+      assertEquals(Map.of("w0", 0L, "w1", 0L, "w2", 0L), router.localLoads());
+      Router fresh = new Router(VectorsTest.table("tables/kr-legacy.json"));
+      for (String key : List.of("hot-a", "user-1", "hot-a", "user-2", "hot-a", "hot-a")) {
+        assertEquals(fresh.route(key), router.route(key), key);
+      }
+      assertEquals(fresh.localLoads(), router.localLoads());
+    }
+  }
+
+  @Test
+  void localLoadsKeepGoingWhenTheSameVersionIsReadAgain(@TempDir Path root) throws IOException {
+    byte[] body = VectorsTest.bytes("tables/kr-seed42.json");
+    Path dir = Files.createDirectory(root.resolve("vectors"));
+    publish(dir, "v1.json", body);
+    Path file = Files.write(root.resolve("table.json"), body);
+    for (String location : List.of(root.toString(), file.toString())) {
+      try (Router router = Router.open(location, "vectors", Router.options())) {
+        for (int i = 0; i < 3; i++) {
+          router.route("hot-a"); // w0 w1 w1
+        }
+        publish(dir, "v9.json", body); // the store names another file: the same version 1
+        Files.setLastModifiedTime(file, java.nio.file.attribute.FileTime.fromMillis(
+            Files.getLastModifiedTime(file).toMillis() + 60_000)); // the file is read again
+        assertFalse(router.reload(), location);
+        assertEquals(1L, router.localLoads().get("w0"), location);
+        assertEquals(2L, router.localLoads().get("w1"), location);
+        assertEquals("w0", router.route("hot-a"), location); // w0 (1/1) ties w1 (2/2): w0 first
+        publish(dir, "v1.json", body);
+      }
+    }
+  }
+
+  @Test
+  void aTableWithoutSplitKeysKeepsNoLocalLoads() throws IOException {
+    Router router = new Router(VectorsTest.table("tables/kr-basic.json"),
+        Router.options().kafka(true));
+    for (String key : List.of("user-1", "user-2", "", "hot-a")) {
+      router.route(key);
+      router.route(key.getBytes(StandardCharsets.UTF_8));
+      router.partition(key.getBytes(StandardCharsets.UTF_8));
+      router.routePartition(key);
+    }
+    assertEquals(Map.of(), router.localLoads());
+  }
+
+  @Test
   void murmur3OfAStringIsMurmur3OfItsUtf8Bytes() {
     for (String key : List.of("", "a", "ab", "abc", "abcd", "é", "€uro", "😀x", "ascii-😀-é-€")) {
       byte[] b = key.getBytes(StandardCharsets.UTF_8);
