@@ -1,9 +1,10 @@
 """Hostile landing files through the real ingest job (Spark + Delta), judged by an oracle.
 
-The oracle (``tests/hostile_oracle.py``) is independent of the job. For every file it predicts which rows are written — with exactly which values — and how many are
-quarantined; the job must agree file by file: read = written + quarantined, every written row
-byte-identical to its input, every quarantined row with a reason, every unreadable file one
-quarantine row naming it.
+The oracle (``tests/hostile_oracle.py``) is independent of the job. For every file it
+predicts which rows are written — with exactly which values — and how many are quarantined; the
+job must agree file by file: read = written + quarantined, every written row byte-identical to
+its input, every quarantined row with a reason, every unreadable file one quarantine row naming
+it.
 
 Landing files are read by their exact paths (names with glob characters, ``:``, spaces), line
 ends are LF or CRLF (a CR elsewhere is the record's), a JSON line longer than
