@@ -19,23 +19,26 @@ within 2× of the bare hash (issue 32), ``route_many`` ≥ 5M keys/s. ``route`` 
 ``hashing.key_group_mask``), about a third cheaper than the call with its arguments; the column
 ``×h(k)`` gives the ratio to a loop of that call too, the overhead of everything else.
 
-Measured on this machine (2 cores shared with other helpers, load average 8–12, Python 3.11,
-1M messages, 5 rounds; bench/results/client.json):
+Measured on this machine (2 cores, quiet: load average 0.04 before the run, Python 3.11, 1M
+messages, 7 rounds; bench/results/client.json):
 
     table keys          split  mmh3 M/s  route M/s        route / mmh3 target verdict  ×h(k)
-    kg    zipf           0.0%     17.42       8.54  2.05× [2.01–2.08]   2.0× MISS     2.63×
-    kg    uniform        0.0%     20.47       8.47  2.33× [2.25–2.49]   2.0× MISS     2.94×
-    pkg   zipf          51.6%     19.24       5.39  3.45× [3.28–3.60]   2.0× MISS     4.28×
-    pkg   uniform        0.0%     19.01       6.90  2.71× [2.62–3.31]   2.0× MISS     3.38×
-    pkg   zipf-unsplit   0.0%     18.90       6.98  2.64× [2.60–2.73]   2.0× MISS     3.09×
+    kg    zipf           0.0%     17.92      10.76  1.66× [1.60–1.70]   2.0× PASS     2.14×
+    kg    uniform        0.0%     18.88      10.43  1.74× [1.69–1.81]   2.0× PASS     2.06×
+    pkg   zipf          51.6%     18.07       4.85  3.70× [3.65–3.75]   2.0× MISS     4.92×
+    pkg   uniform        0.0%     18.70       7.59  2.47× [2.34–2.54]   2.0× MISS     2.89×
+    pkg   zipf-unsplit   0.0%     18.21       7.66  2.35× [2.29–2.49]   2.0× MISS     2.84×
 
-Before issue 32's changes (``route`` a method unpacking a 6-tuple, the 3-argument hash, int
-counts), measured side by side with them in one process, 9 rounds: kg zipf 2.43× against 2.07×,
-kg uniform 2.62× against 2.43×, pkg rows within noise of each other. Where the time goes
-(``_compile_route``): of ~115 ns per plain key, the call and the read of ``router.route`` ~34,
-the hash ~34, mask and index ~23, the local count ~19 — the count, which paper 003 §3.2's local
-estimation needs for every message, is what keeps pure Python above 2× of a bare hash call
-(without it, 1.6×); a table with split keys adds their lookup (~25 ns on a plain key).
+Where the time goes (``_compile_route``, ns per plain key): the call and the read of
+``router.route`` ~34, the hash ~34, mask and index ~23, the local count ~19. A table without
+split keys keeps no local loads (the routing spec: no decision reads them; they restart with
+each version), so its ``route`` is the hash and an index: the kg rows, within 2×. A table
+with split keys must count every message — paper 003 §3.2's local estimation balances what the
+source sends, plain keys included — and that count is what keeps its plain keys above 2× of a
+bare hash call in pure Python. Its key groups that hold a split key are flagged in the slot
+table (``-1 - slot``), so a plain key elsewhere pays a comparison instead of a dict lookup; a
+split key pays the hash before its lookup. (Before these two changes, on a loaded machine — not
+side by side: kg zipf 2.05×, kg uniform 2.33×, pkg zipf-unsplit 2.64×, pkg zipf 3.45×.)
 
 Uniform keys are memory-bound: 1M draws from 100k strings miss the cache on every key (even a
 loop of ``len(key)`` runs at ~7M/s), so ``route_many`` there sits near bare hashing. Split keys
