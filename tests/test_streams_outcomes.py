@@ -72,6 +72,25 @@ def test_partitions_are_measured_against_the_bin_capacity():
     assert measures(alone.table, {single: 3.0}).overload == 0.0
 
 
+def test_the_lower_bound_gives_a_partition_above_c_one_consumer_as_the_planner_does():
+    """Paper 002: a partition above C needs a consumer of its own, not ⌈rate / C⌉ of them — the
+    bound is the planner's (``scores.lower_bound``), never more consumers than partitions."""
+    rates = np.array([3.0, 2.5, 0.2, 0.2])
+    plan = get_strategy("mwf", consumer_capacity=1.0).plan(
+        PartitionLoad("orders", rates), None, Workers.homogeneous(4), Budget()
+    )
+    table, capacity = plan.table, plan.table.params["bin_capacity"]
+    assert 0.4 <= capacity < 2.5  # two partitions above C, the other two fit one consumer
+    assert predicted_measures(table).lower_bound == plan.predicted["lower_bound"] == 3
+    # the logs give consumers' loads: a consumer's rate is split over its partitions as planned
+    loads = Counter()
+    for partition, consumer in table.partition_consumer.items():
+        loads[consumer] += 2 * rates[partition]  # twice the planned rates
+    realized = measures(table, dict(loads))
+    assert realized.lower_bound == 2 + int(np.ceil(0.8 / capacity * (1 - 1e-9)))
+    assert realized.lower_bound <= len(rates)
+
+
 @pytest.mark.parametrize(
     ("predicted", "realized", "day", "day_before", "verdict"),
     [

@@ -51,6 +51,7 @@ import numpy as np
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 from routeplan.planning.metrics import observed_imbalance
+from routeplan.planning.partitions.scores import lower_bound
 
 HEADLINES: Mapping[str, str] = {"key_routing": "imbalance", "partition_assignment": "overload"}
 VERDICTS = ("unknown", "no_traffic", "regressed", "as_predicted", "improved", "off_prediction")
@@ -65,7 +66,7 @@ class Measures:
 
     imbalance: float
     consumers: int | None = None  # consumers carrying load (partitions)
-    lower_bound: int | None = None  # ⌈Σ rates / C⌉ (partitions)
+    lower_bound: int | None = None  # paper 002's bound on the consumers needed (partitions)
     overloaded: int | None = None  # consumers above C (partitions)
     overload: float | None = None  # share of the load above C on shared consumers (partitions)
 
@@ -84,7 +85,7 @@ def measures(table: Table, loads: Mapping[str, float], seconds: float | None = N
         return Measures(imbalance=observed_imbalance(loads, table.workers))
     assert isinstance(table, PartitionAssignment)
     rates = {w: v / seconds if seconds else v for w, v in loads.items()}
-    return _consumer_measures(table, rates)
+    return _consumer_measures(table, rates, _partition_rates(table, rates))
 
 
 def predicted_measures(table: Table) -> Measures:
@@ -98,7 +99,7 @@ def predicted_measures(table: Table) -> Measures:
     for partition, consumer in table.partition_consumer.items():
         if partition < len(rates):
             by_consumer[consumer] = by_consumer.get(consumer, 0.0) + float(rates[partition])
-    found = _consumer_measures(table, by_consumer)
+    found = _consumer_measures(table, by_consumer, np.asarray(rates, dtype=float))
     return Measures(
         imbalance=float(table.predicted.get("imbalance", found.imbalance)),
         consumers=found.consumers,
@@ -108,10 +109,34 @@ def predicted_measures(table: Table) -> Measures:
     )
 
 
-def _consumer_measures(table: PartitionAssignment, rates: Mapping[str, float]) -> Measures:
+def _partition_rates(table: PartitionAssignment, rates: Mapping[str, float]) -> np.ndarray:
+    """Each partition's rate when its consumers carried ``rates`` (consumer → rate): the logs
+    give a consumer's load, not its partitions', so a consumer's rate is split over its
+    partitions in proportion to their planned rates (``planning_load``; equally when it has
+    none). Exact for a consumer reading one partition."""
+    planned = table.planning_load.get("partition_load") or []
+    size = max([len(planned), *(p + 1 for p in table.partition_consumer)], default=0)
+    weight = np.zeros(size)
+    weight[: len(planned)] = np.maximum(np.asarray(planned, dtype=float), 0.0)
+    by_consumer: dict[str, list[int]] = {}
+    for partition, consumer in table.partition_consumer.items():
+        by_consumer.setdefault(consumer, []).append(partition)
+    out = np.zeros(size)
+    for consumer, partitions in by_consumer.items():
+        mine = weight[partitions]
+        share = mine / mine.sum() if mine.sum() > 0 else np.full(len(partitions), 1 / len(mine))
+        out[partitions] = max(float(rates.get(consumer, 0.0)), 0.0) * share
+    return out
+
+
+def _consumer_measures(
+    table: PartitionAssignment, rates: Mapping[str, float], partition_rates: np.ndarray
+) -> Measures:
     """Paper 002's figures of consumers reading ``rates``: a consumer above C counts as
     overloaded only when the assignment gives it more than one partition (a partition above C
-    alone can only have a consumer of its own: no assignment does better)."""
+    alone can only have a consumer of its own: no assignment does better). The lower bound on
+    the consumers needed is the planner's (``scores.lower_bound``: ⌈Σ/C⌉ over the partitions
+    that fit a consumer, plus one per partition above C), on ``partition_rates``."""
     capacity = float(table.params.get("bin_capacity") or table.params.get("capacity") or 0.0)
     values = np.array([max(float(v), 0.0) for v in rates.values()])
     total = float(values.sum())
@@ -126,7 +151,9 @@ def _consumer_measures(table: PartitionAssignment, rates: Mapping[str, float]) -
     return Measures(
         imbalance=observed_imbalance(rates, table.consumers),
         consumers=int(np.sum(values > 0)),
-        lower_bound=int(math.ceil(total / capacity * (1 - 1e-9))) if capacity > 0 else None,
+        lower_bound=lower_bound(partition_rates[partition_rates > 0], capacity)
+        if capacity > 0
+        else None,
         overloaded=int(np.sum(excess > 0)),
         overload=float(excess.sum() / total) if total > 0 else 0.0,
     )
