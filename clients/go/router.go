@@ -195,9 +195,8 @@ func (r *Router) Table() *Table { return r.snap.Load().table }
 // Route is the worker of the next message of key (docs/routing-spec.md §3): its key group's,
 // or for a split key the candidate this router has sent least to (under this version) relative
 // to its capacity. It never blocks and allocates nothing. Concurrent calls are safe; a local
-// load is a plain
-// counter (counts.go), so under concurrent calls it may miss an increment — an estimate either
-// way, as in Python and Java — and atomic under the race detector.
+// load is a plain counter (counts.go), so under concurrent calls it may miss an increment — an
+// estimate either way, as in Python and Java — and atomic under the race detector.
 func (r *Router) Route(key string) (string, error) {
 	s := r.snap.Load()
 	return s.names[s.route(key)], nil
