@@ -300,8 +300,8 @@ def _collected(frame) -> dict[str, dict[str, dict[str, float]]]:
 def selected_backtest(
     spark, args: RunArgs, stream: str, options, candidate: Table, latest: Table | None, window
 ) -> Backtest | None:
-    """The backtest of a stream's selected ``candidate`` against ``latest`` (``options``: the
-    plan job's ``StreamOptions``: policy, key groups, hash seed; ``window``: its planning
+    """The backtest of a stream's selected ``candidate`` against ``latest`` (``options``: a
+    ``jobs.plan_loads.StreamOptions``: policy, key groups, hash seed; ``window``: its planning
     window, one window's span when it is the peak), or None when there is none — the plan job's
     log says why."""
     from jobs.common import log
