@@ -295,8 +295,7 @@ class Router(_Published):
         current = getattr(self, "_snapshot", None)
         if current is not None and table.version is not None and table == current.table:
             return  # the version in force read again: its local loads keep counting
-        names = table.workers.names
-        slot = {name: i for i, name in enumerate(names)}
+        names, slot = table.workers.names, table.workers.index()
         seed, n = table.hash_seed, table.num_key_groups
         dtype = np.int16 if len(slot) < 2**15 - 1 else np.int32  # int16 argsorts by radix
         capacity = {w.name: w.capacity for w in table.workers.items}

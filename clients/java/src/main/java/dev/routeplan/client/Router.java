@@ -350,7 +350,10 @@ public final class Router implements AutoCloseable {
   public Map<String, Long> localLoads() {
     Snapshot s = snap;
     Map<String, Long> loads = new HashMap<>();
-    for (int i = 0; s.counts != null && i < s.names.length; i++) {
+    if (s.counts == null) {
+      return loads;
+    }
+    for (int i = 0; i < s.names.length; i++) {
       loads.put(s.names[i], s.counts[i]);
     }
     return loads;
