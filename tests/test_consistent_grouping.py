@@ -109,7 +109,8 @@ def test_cg_splits_a_hot_key_only_as_far_as_its_load_needs(
 ):
     """Paper 000 §V-A, §VI-B (Eq. 2): units go in decreasing load with PoRC, so a hot key takes
     at least ⌈load·V / ((1+ε)·total)⌉ virtual workers, its pieces add up to it, and with key
-    groups too light to overflow (≤ ε·total/V each) no virtual worker passes (1+ε)·total/V."""
+    groups too light to overflow (≤ ε·total/V each) no virtual worker passes (1+ε)·total/V and
+    the heaviest key sits on at most one worker more than its load needs."""
     rng = np.random.default_rng(seed)
     n_virtual = alpha * workers
     rest = 1.0 - sum(hot) if sum(hot) < 0.9 else 0.1
@@ -150,6 +151,13 @@ def test_cg_splits_a_hot_key_only_as_far_as_its_load_needs(
                 vw[v] += share * hot_load[key]
         assert vw.max() <= capacity * (1 + 1e-9)
         assert plan.predicted["imbalance"] <= epsilon + 1e-9  # equal workers, α each
+        # the heaviest key, placed first, fills whole workers: ⌈load / (α·capacity)⌉ of them,
+        # one more where a salted choice's worker was shared; pairing never spreads it while
+        # its workers are within the ε bound
+        top = max(pieces, key=lambda k: (hot_load[k], k), default=None)
+        if top is not None:
+            need = int(np.ceil(hot_load[top] / (alpha * capacity) - 1e-9))
+            assert len(plan.table.hot_keys[top]) <= need + 1
 
 
 def test_cg_on_a_wp_like_snapshot_splits_the_top_key_over_what_it_needs():

@@ -53,7 +53,8 @@ def check_name(name: object, what: str = "stream") -> str:
     """``name`` itself, or ``InvalidNameError`` naming the value (shortened) and the rule."""
     if is_valid_name(name):
         return name  # type: ignore[return-value]
-    shown = repr(name) if not isinstance(name, str) or len(name) <= 60 else repr(name[:57]) + "…"
+    shown = repr(name)  # escaped: control and other unprintable characters show as \x.., \U..
+    shown = shown if len(shown) <= 60 else shown[:57] + "…"
     raise InvalidNameError(f"invalid {what} name {shown}: {name_rule()}")
 
 

@@ -26,6 +26,9 @@ Batch form of the paper's scheme, planning from aggregated loads:
    most overloaded first, each pairing moves the virtual worker that lowers the pair's peak
    normalised load the most, failing an idle partner to a worker that is not busy (§VI:
    "assigning virtual workers … to workers that have not reported becoming overloaded").
+   Either way a handover that gives a hot key one more worker is refused while the giving
+   worker is within its ε bound (``_LedgerHandovers``): ε is the imbalance the user allowed
+   for the key's memory, so pairing does not spend it again.
 
 **Budget** (``max_moves``, ``max_migrated_load_share``; ``moves.MoveLedger``): against a current
 table of as many key groups, every change of every step is priced before it is made, as
@@ -60,6 +63,7 @@ from routeplan.planning.keyrouting.porc import hot_key_pieces, place_hot_key, pl
 from routeplan.planning.keyrouting.virtual_workers import (
     PAIRINGS,
     dealt_owners,
+    fair_share,
     pair_busy_idle,
     pair_fcfs_rounds,
     proportional_counts,
@@ -144,13 +148,36 @@ class _Layout:
 @dataclass
 class _LedgerHandovers:
     """Pairing's budget in the batch planner: each handover priced by the ledger. Pairing
-    indexes the active workers only (``active[p]`` is the listed index of position ``p``)."""
+    indexes the active workers only (``active[p]`` is the listed index of position ``p``);
+    ``load`` is the pairing's own array of their loads (it updates it in place) and ``bound``
+    their ε bounds, ``(1 + ε)`` × fair share.
+
+    A handover that would give a hot key one more worker is refused while the giving worker is
+    within its ε bound (issue 32): PoRC packs a hot key onto as few workers as its load needs,
+    up to ``(1 + ε)`` of their share, and a pairing that spread it again to relieve a worker
+    the bound allows would trade the key's memory for balance ε already gave away (a 24 % key on
+    24 workers at ε = 0.5 went from 5 workers to 14). Virtual workers without such a piece move
+    as §V-B says."""
 
     layout: _Layout
     active: np.ndarray
+    load: np.ndarray
+    bound: np.ndarray
 
     def affordable(self, vw: int, to: int) -> bool:
+        giver = int(np.flatnonzero(self.active == self.layout.owner[vw])[0])
+        within = self.load[giver] <= self.bound[giver] * (1 + 1e-9)  # rounding: loads add up
+        if within and self._spreads(vw, int(self.active[to])):
+            return False
         return self.layout.ledger.fits(self.layout.handover_cost(vw, int(self.active[to])))
+
+    def _spreads(self, vw: int, to: int) -> bool:
+        """Whether handing ``vw`` to worker ``to`` gives one of its hot keys a new worker."""
+        owner = self.layout.owner
+        return any(
+            all(owner[v] != to for v, _ in self.layout.pieces[key])
+            for key in self.layout.keys_on.get(vw, ())
+        )
 
     def spend(self, vw: int, to: int) -> None:
         self.layout.hand_over(vw, int(self.active[to]))
@@ -494,14 +521,16 @@ class ConsistentGrouping:
         at[positions] = np.arange(positions.size)
         owner = np.where(layout.owner >= 0, at[np.maximum(layout.owner, 0)], -1)
         pair = pair_busy_idle if self.pairing == "exact" else pair_fcfs_rounds
+        capacity = workers.capacities[positions]
+        bound = (1 + self.epsilon) * fair_share(load, capacity)
         pair(
             owner,
             load,
             layout.vw_load,
-            workers.capacities[positions],
+            capacity,
             self.theta_busy,
             self.theta_idle,
-            _LedgerHandovers(layout, positions),
+            _LedgerHandovers(layout, positions, load, bound),
         )
 
     @staticmethod
