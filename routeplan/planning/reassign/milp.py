@@ -4,18 +4,22 @@ The model — its objective, constraints (1)–(4), the resources, the drain pro
 ``d ≥ d_LB`` — is built in ``routeplan.planning.reassign.milp_model``; this module solves it.
 
 Solving: HiGHS through PuLP (CBC with ``solver="cbc"``), always within ``Budget.time_limit_s`` and
-from a greedy warm start (LPT for new groups, then Flux's ``rounds`` variant,
-``routeplan.planning.reassign.flux``); the plan is never worse than that start. Up to
+from a warm start: LPT for new groups, Flux's ``rounds`` variant
+(``routeplan.planning.reassign.flux``), then the move exchange (``exchange``: a local search that
+gives moves of the budget back for better ones, at most :data:`EXCHANGE_SHARE` of the limit);
+the plan is never worse than that start (``flux_load_distance`` and
+``warm_start_load_distance`` in the predicted metrics say what each reached). Up to
 ``max_variables`` binaries (default :data:`MAX_VARIABLES`: 800 key groups × 40 workers, the paper's
-largest, included) the whole model is solved, and it gets the whole time limit: the solver's
-incumbent keeps improving until then, and stopping it at a share of the limit threw that away
-(issue 32). Only when HiGHS has found nothing better than the warm
-start within ``full_model_share`` of the limit (default :data:`FULL_SHARE`) is it stopped
-(``solver.Stall``) and neighbourhoods — the most over- and under-loaded workers (and draining
-ones), every other worker's load fixed, each sub-model warm-started from the incumbent — get the
-rest, until the limit or ``STALL_ROUNDS`` neighbourhoods without improvement; above
-``max_variables`` they are the only path. ``full_model_share=1`` never stops the whole model; with
-CBC (no callback) it always runs to the limit. The LP relaxation has ``d = 0`` whatever the loads
+largest, included) the whole model is solved, and by default it gets the whole time limit
+(issue 32): on real loads HiGHS's incumbent keeps improving until then (800 × 40 flight loads:
+0.13 at half the limit, 0.065 at its end). ``full_model_share`` < 1 stops it at that share of the
+limit when it has found nothing better than the warm start by then (``solver.Stall``), and
+neighbourhoods — the most over- and under-loaded workers (and draining ones), every other
+worker's load fixed, each sub-model warm-started from the incumbent — get the rest, until the
+limit or ``STALL_ROUNDS`` neighbourhoods without improvement: on §5.1's synthetic loads, where
+HiGHS does not improve on Flux within 30 s, 0.5 ends at 0.011 instead of 0.019. Above
+``max_variables`` neighbourhoods are the only path. With CBC (no callback) the whole model
+always runs to the limit. The LP relaxation has ``d = 0`` whatever the loads
 (fractions of key groups move freely), so the model gets the cut ``d ≥ d_LB``
 (:func:`distance_bound`: the fewest whole moves the most and least loaded workers need). HiGHS's
 RINS and RENS sub-MIPs overrun the time limit on large models and are off there
@@ -51,6 +55,7 @@ from routeplan.model.plan import BUDGET_LIMITS, Budget, Plan
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import parameters
+from routeplan.planning.reassign.exchange import exchange
 from routeplan.planning.reassign.flux import flux
 from routeplan.planning.reassign.milp_model import (
     Weights,
@@ -70,9 +75,10 @@ _EPS = 1e-9
 SUB_LIMIT_S = 0.5  # least time a neighbourhood MILP gets
 STALL_ROUNDS = 8  # neighbourhoods in a row without improvement before the search stops
 MAX_VARIABLES = 100_000  # the whole model up to this many binaries (800 groups × 40 workers: 32k)
-FULL_SHARE = 0.5  # share of the limit by which the whole model must have improved on its start
+FULL_SHARE = 1.0  # share of the limit by which the whole model must have improved on its start
 SMALL_MODEL = 2_000  # binaries up to which the whole model is never stopped for neighbourhoods
 NEIGHBOURHOOD_VARIABLES = 800  # size of a neighbourhood MILP after the whole model
+EXCHANGE_SHARE = 0.1  # share of the limit the move exchange may take (it stops sooner, mostly)
 
 
 @dataclass
@@ -87,6 +93,7 @@ class Outcome:
     model: str
     mip_gap: float | None = None
     solver_seconds: float = 0.0
+    flux_load_distance: float = 0.0
     warm_start_load_distance: float = 0.0
     subproblems: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
@@ -98,6 +105,7 @@ class Outcome:
         """The numeric part, for the plan's predicted metrics."""
         numbers = {
             "solver_seconds": self.solver_seconds,
+            "flux_load_distance": self.flux_load_distance,
             "warm_start_load_distance": self.warm_start_load_distance,
             "subproblems": float(self.subproblems),
             "distance_bound": self.distance_bound,
@@ -146,14 +154,31 @@ def optimise(
         from_draining = (units.owner >= 0) & ~problem.active[np.clip(units.owner, 0, None)]
         movable = movable & ~from_draining
         require_drain = False
+        balancing = movable
     else:
         start, require_drain = drain_progress(problem, units, start, movable)
         progress = (start != units.owner) & (units.owner >= 0)
-        warm = flux(problem, units, start, movable & ~progress, drain_first=False)
+        balancing = movable & ~progress
+        warm = flux(problem, units, start, balancing, drain_first=False)
+    flux_distance = distance(problem, units, warm)
+    warm = exchange(
+        problem,
+        units,
+        warm,
+        balancing,
+        weights,
+        deadline=started + EXCHANGE_SHARE * time_limit_s,
+        seed=seed,
+    )
     best = warm
     best_value = objective(problem, units, warm, weights)
     outcome = Outcome(
-        warm, "warm_start", solver, "none", warm_start_load_distance=distance(problem, units, warm)
+        warm,
+        "warm_start",
+        solver,
+        "none",
+        flux_load_distance=flux_distance,
+        warm_start_load_distance=distance(problem, units, warm),
     )
     free = np.flatnonzero(movable)
     allowed = units.allowed(problem)
@@ -373,8 +398,8 @@ class Milp:
     ``bound_r``), ``scale_in`` (``integrated`` or ``first``: §5.1's two approaches), ``solver``,
     ``max_variables`` (the whole model up to that many binaries, neighbourhoods above),
     ``full_model_share`` (the whole model runs to the time limit unless it has found nothing
-    better than its warm start within this share of it; then neighbourhoods get the rest; 1:
-    never stopped) and ``seed`` (of the neighbourhoods' random picks). Every limit is the
+    better than its warm start within this share of it; then neighbourhoods get the rest;
+    default 1: never stopped) and ``seed`` (of the neighbourhoods' random picks). Every limit is the
     ``Budget``'s."""
 
     kind: ClassVar[str] = "key_routing"
