@@ -117,7 +117,7 @@ def target(seeds=(0,)) -> list[dict]:
         f"{TARGET_LOAD_DISTANCE:g} (measured there on real flight loads; not here)"
     )
     print(
-        f"{'loads':<18} {'milp':<8} {'start':>7} {'warm':>7} {'ours':>7} {'bound':>7} "
+        f"{'loads':<18} {'milp':<8} {'start':>7} {'flux':>7} {'warm':>7} {'ours':>7} {'bound':>7} "
         f"{'gap':>6} {'target':>6} {'seconds':>7} {'path':<30} verdict"
     )
     cases = []
@@ -133,6 +133,7 @@ def target(seeds=(0,)) -> list[dict]:
                 "loads": name,
                 "milp": label,
                 "start": load_distance(worker_load(current, snap)),
+                "flux": p["flux_load_distance"],
                 "warm_start": p["warm_start_load_distance"],
                 "load_distance": p["load_distance"],
                 "load_distance_bound": p["load_distance_bound"],
@@ -145,12 +146,14 @@ def target(seeds=(0,)) -> list[dict]:
             rows.append(row)
             gap = "-" if row["mip_gap"] is None else f"{row['mip_gap']:.3f}"
             print(
-                f"{name:<18} {label:<8} {row['start']:>7.4f} {row['warm_start']:>7.4f} "
+                f"{name:<18} {label:<8} {row['start']:>7.4f} {row['flux']:>7.4f} "
+                f"{row['warm_start']:>7.4f} "
                 f"{row['load_distance']:>7.4f} {row['load_distance_bound']:>7.4f} {gap:>6} "
                 f"{row['target']:>6.2f} {row['seconds']:>7.1f} {row['path']:<30} {row['verdict']}"
             )
     print(
-        "  warm: Flux (rounds), where milp starts; bound: the load distance no plan the model "
+        "  flux: Flux (rounds); warm: after the move exchange, where the MILP starts; bound: "
+        "the load distance no plan the model "
         "admits goes below (d_LB, or HiGHS's dual bound on the whole model); gap: of the "
         "objective to that bound; path: model/solved_by/solver status ('stalled': the whole "
         "model found nothing better than its start by the share, neighbourhoods got the rest)"
