@@ -127,12 +127,6 @@ def test_nightly_on_the_cluster(cluster):
     assert anonymous.status_code == 401
     rows = row_counts(cluster)
     assert rows["bronze/stream_events"] > 0 and rows["bronze/quarantine"] > 0
-
-    # a rerun of the same interval adds no row and no version
-    cluster.nightly(DAY)
-    again = publish_report(cluster)
-    assert {s["action"] for s in again["streams"]} == {"unchanged"}
-    assert {s["stream"]: s["version"] for s in again["streams"]} == {
-        s["stream"]: s["version"] for s in first["streams"]
-    }
-    assert row_counts(cluster) == rows
+    # a rerun of a night (no row, no version added) is tested on the local topology
+    # (tests/test_e2e.py) and the store's conditional writes on MinIO (tests/test_store_object.py):
+    # a second night on the cluster took as long as the first, for CI time it cannot spare
