@@ -156,8 +156,8 @@ class _LedgerHandovers:
     within its ε bound (issue 32): PoRC packs a hot key onto as few workers as its load needs,
     up to ``(1 + ε)`` of their share, and a pairing that spread it again to relieve a worker
     the bound allows would trade the key's memory for balance ε already gave away (a 24 % key on
-    24 workers at ε = 0.5 went from 5 workers to 14). Virtual workers without such a piece move
-    as §V-B says."""
+    50 workers at ε = 0.5 went from the 8 workers it needs to 28). Virtual workers without such
+    a piece move as §V-B says."""
 
     layout: _Layout
     active: np.ndarray
