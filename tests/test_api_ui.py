@@ -119,13 +119,14 @@ def test_roll_back_names_what_changes_and_who_may_do_it(home):
 
     allowed = inside(("op", True))
     assert 'const API = "/api/v2"' in allowed and 'DAG = "routeplan_rollback"' in allowed
-    assert '<button id="confirm" type="submit">' in allowed
+    # disabled until the page has asked Airflow whether the DAG is paused; a viewer's for good
+    assert '<button id="confirm" type="submit" disabled data-allowed="true">' in allowed
     refused = inside(("viewer", False))
-    assert '<button id="confirm" type="submit" disabled>' in refused
+    assert '<button id="confirm" type="submit" disabled data-allowed="false">' in refused
     assert "You may not trigger routeplan_rollback" in refused
     unknown = client_for(home, root_path="/routeplan", airflow=AirflowLinks())
     assert (
-        '<button id="confirm" type="submit">'
+        '<button id="confirm" type="submit" disabled data-allowed="true">'
         in unknown.get("/ui/streams/clicks/rollback?version=1").text
     )
     assert client_for(home).get("/ui/streams/clicks/rollback?version=9").status_code == 404
