@@ -39,10 +39,7 @@ DELTA_CONF = {
 # properties file): the DAGs' tasks pass it as ``--properties-file``, an in-process session
 # (tests, benchmarks) reads it with ``spark_defaults``.
 # Only in process (no spark-submit): a small local session.
-LOCAL_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
-}
+LOCAL_CONF = {"spark.ui.enabled": "false"}
 JOBS_DIR = Path(__file__).resolve().parent
 
 
