@@ -132,11 +132,11 @@ def _descend(
         variants = [-1] + moved[np.argsort(-extreme, kind="stable")][:MAX_VARIANTS].tolist()
         found: list[tuple[float, int, int, int]] = []
         for back in variants:
-            base = assign
+            base, normalised = assign, u
             if back >= 0:
                 base = assign.copy()
                 base[back] = units.owner[back]
-            normalised = problem.normalised(units, base)
+                normalised = problem.normalised(units, base)
             sources = np.argsort(-np.abs(normalised - 1.0), kind="stable")[:SOURCES]
             candidates = np.flatnonzero(movable & np.isin(base, sources))
             if candidates.size == 0:
