@@ -4,7 +4,7 @@ for) — and the counts by outcome, from one read and parse of the files."""
 
 from __future__ import annotations
 
-from jobs.common import RunArgs
+from jobs.common import RunArgs, sql_conf
 from jobs.event_rules import classify
 from jobs.landing import LandingFile
 from jobs.landing_read import read_raw
@@ -72,7 +72,11 @@ def read_and_count(spark, args: RunArgs, files: list[LandingFile], needs: dict[s
     raw = read_raw(spark, files, needs)
     if raw is None:
         return None, (), {}
-    typed = classify(raw, args).persist()
+    # The rules' projection is beyond what one generated method may hold (JVM's 64 KB): fused
+    # into a whole stage it failed to compile every time (an ERROR and its stack trace in the
+    # log) before Spark fell back to code per expression; the cached plan is that code at once.
+    with sql_conf(spark, {"spark.sql.codegen.wholeStage": "false"}):
+        typed = classify(raw, args).persist()
     twice = None
     try:
         rows, duplicates, twice = mark_duplicates(typed)

@@ -22,7 +22,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -194,6 +195,23 @@ def spark_session(app: str):  # -> pyspark.sql.SparkSession
     spark.sparkContext.setLogLevel("WARN")
     use_object_store(spark)
     return spark
+
+
+@contextmanager
+def sql_conf(spark, values: Mapping[str, str]) -> Iterator[None]:
+    """SQL settings ``values`` on ``spark``'s session for the block, then back as they were
+    (unset if unset): for a plan that needs other settings than the rest of its job."""
+    before = {key: spark.conf.get(key, None) for key in values}
+    for key, value in values.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def location_arg(text: str | os.PathLike[str]) -> str:

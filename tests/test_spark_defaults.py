@@ -15,6 +15,7 @@ from jobs.common import (
     parse_spark_defaults,
     spark_defaults,
     spark_defaults_file,
+    sql_conf,
     submit_conf,
 )
 
@@ -126,3 +127,16 @@ def test_the_files_location_comes_from_the_environment(tmp_path, monkeypatch):
 def test_an_in_process_session_runs_with_the_files_settings(spark):
     for key, value in spark_defaults().items():
         assert spark.conf.get(key) == value, key
+
+
+def test_sql_conf_holds_for_the_block_only_and_restores_what_was_unset(spark):
+    set_key, unset_key = "spark.sql.shuffle.partitions", "spark.routeplan.test.unset"
+    before = spark.conf.get(set_key)
+    with (
+        pytest.raises(RuntimeError, match="inside"),
+        sql_conf(spark, {set_key: "3", unset_key: "x"}),
+    ):
+        assert (spark.conf.get(set_key), spark.conf.get(unset_key)) == ("3", "x")
+        raise RuntimeError("inside")
+    assert spark.conf.get(set_key) == before
+    assert spark.conf.get(unset_key, None) is None
