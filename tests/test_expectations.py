@@ -647,6 +647,23 @@ def test_data_docs_show_each_suite_run(context: FileDataContext, output_dir: Pat
     assert list((output_dir / "gx" / "validations").rglob("*.json"))
 
 
+def test_the_data_docs_index_links_the_latest_results_only(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    project = tmp_path / "gx"
+    shutil.copytree(GX_PROJECT, project)
+    config = project / "great_expectations.yml"
+    text = config.read_text()
+    assert "validation_results_limit: 500" in text
+    config.write_text(text.replace("validation_results_limit: 500", "validation_results_limit: 2"))
+    context = open_context(tmp_path / "output", project=project)
+    pages = [validate_plan_metrics(context, sdf(metrics_frame())).data_docs_page for _ in range(3)]
+    site = Path(settings.data_docs_root(tmp_path / "output"))
+    index = (site / "index.html").read_text()
+    assert [page in index for page in pages] == [False, True, True]
+    assert (site / pages[0]).is_file()  # no longer linked, not deleted
+
+
 def test_validation_writes_nothing_into_the_project(
     context: FileDataContext, project_before: dict[str, bytes]
 ) -> None:
