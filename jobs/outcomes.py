@@ -21,15 +21,18 @@ A version gone from the store is read from
 ``unknown`` with a note, never a failed night.
 
 Then the guard (``routeplan.streams.outcomes.guard``): when the version in force regressed on
-the policy's ``regression_days`` days in a row, by ``on_regression`` — ``rollback`` publishes its
-predecessor's routing again through the rollback path (``jobs/rollback.py``; action
-``rolled_back``), ``hold`` puts a hold in the routing store (``held``: publish refuses new
-routings until the rollback DAG runs or ``routeplan hold --clear``), ``alert`` only alerts
-(``alerted``). Each action is a ``gold.publish_log`` row with the reason and numbers, once per
-regression. The report (``reports/<day>/outcomes.json``) lists the outcomes and the guard's
-decisions: the plan job plans nothing new for a stream rolled back or held tonight, and the
-DAG's ``guard_alerts`` task alerts on each action. A rerun of the night replaces its outcome
-rows and acts no second time.
+the policy's ``regression_days`` days in a row — and, replayed on the last day's traffic
+(``replay``: the plan job's backtest, both tables routed through the day's windows), its
+predecessor would have done better by more than the tolerance (a regression that any table
+shows on that traffic is the traffic's change, not the plan's) — by ``on_regression``:
+``rollback`` publishes its predecessor's routing again through the rollback path
+(``jobs/rollback.py``; action ``rolled_back``), ``hold`` puts a hold in the routing store
+(``held``: publish refuses new routings until the rollback DAG runs or ``routeplan hold
+--clear``), ``alert`` only alerts (``alerted``). Each action is a ``gold.publish_log`` row with
+the reason and numbers, once per regression. The report (``reports/<day>/outcomes.json``) lists
+the outcomes and the guard's decisions: the plan job plans nothing new for a stream rolled back
+or held tonight, and the DAG's ``guard_alerts`` task alerts on each action. A rerun of the night
+replaces its outcome rows and acts no second time.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from jobs.backtest import run_backtest, unroutable
 from jobs.common import (
     RunArgs,
     Tables,
@@ -283,6 +287,9 @@ def act(spark, args: RunArgs, store, policy, today: list[Outcome], tables_of) ->
         if current.parent_version is not None
         else None
     )
+    replayed = None
+    if main.verdict == "regressed" and predecessor is not None:
+        replayed = replay(spark, args, main.stream, current, predecessor, policy)
     decision = guard(
         policy.on_regression,
         policy.regression_days,
@@ -291,6 +298,7 @@ def act(spark, args: RunArgs, store, policy, today: list[Outcome], tables_of) ->
         current,
         predecessor,
         acted_before=acted_on(spark, args.tables, main.stream, main.version),
+        replayed=replayed,
     )
     entry = {
         "stream": decision.stream,
@@ -326,6 +334,40 @@ def act(spark, args: RunArgs, store, policy, today: list[Outcome], tables_of) ->
         args.interval_start,
     )
     return entry
+
+
+def replay(
+    spark, args: RunArgs, stream: str, current: Table, predecessor: Table, policy: StreamPolicy
+) -> tuple[float, float] | None:
+    """``current``'s and ``predecessor``'s mean headline over the day's windows, the day's
+    traffic routed through each (``jobs/backtest.py``, the plan job's backtest); None, with a
+    log line, when the windows cannot be routed through both."""
+    windows = args.tables.read_report(args.interval_start, "windows") or {}
+    if "num_key_groups" not in windows or "hash_seed" not in windows:
+        why = "the day's windows report does not name its key groups and hash seed"
+    else:
+        why = unroutable(current, predecessor, windows["num_key_groups"], windows["hash_seed"])
+    if why is not None:
+        versions = f"v{current.version} and v{predecessor.version}"
+        log("outcomes", f"{stream}: no replay of {versions} on the day: {why}")
+        return None
+    found = run_backtest(
+        spark,
+        args,
+        stream,
+        current,
+        predecessor,
+        policy.load_metric,
+        policy.regression_tolerance,
+        windows.get("window_minutes"),
+    )
+    log(
+        "outcomes",
+        f"{stream}: the day replayed: v{current.version} {found.candidate_mean:.4f}, "
+        f"v{predecessor.version} {found.latest_mean:.4f} (mean {found.measure} over "
+        f"{len(found.windows)} windows, {found.seconds:.1f} s)",
+    )
+    return found.candidate_mean, found.latest_mean
 
 
 def earlier_outcomes(spark, args: RunArgs, stream: str, version: int) -> list[Outcome]:

@@ -233,6 +233,7 @@ def windows(
         "interval_start": args.interval_start,
         "window_minutes": window_minutes,
         "num_key_groups": num_key_groups,
+        "hash_seed": hash_seed,
         "streams": {},
     }
     for row in rows:

@@ -172,6 +172,8 @@ def test_a_regression_is_rolled_back_held_or_alerted_by_the_night_once(spark, lo
             "regressed",
         )
         assert guard[stream]["reason"].startswith(f"regression: v{bad[stream].version}'s realized")
+        # confirmed on the same day's traffic: the predecessor, replayed, balances it better
+        assert f"{D3}'s traffic replayed through both" in guard[stream]["reason"]
 
     # rollback: the predecessor's routing published again, with the reason
     assert (guard["clicks"]["action"], guard["clicks"]["restore_version"]) == (

@@ -157,6 +157,24 @@ def test_the_guard_waits_for_regression_days_and_never_acts_without_traffic(tabl
     assert decide("rollback", 2, 0.1, quiet_between, table, predecessor, False).action == "rollback"
 
 
+def test_the_guard_acts_only_if_the_predecessor_did_better_on_the_same_traffic(table):
+    predecessor = replace(table, version=1, parent_version=None)
+    history = [regressed(table)]
+
+    def replayed(ours, theirs):
+        return decide("rollback", 1, 0.1, history, table, predecessor, False, (ours, theirs))
+
+    drifted = replayed(0.22, 0.26)  # v1 would have done worse on that day: the traffic changed
+    assert drifted.action is None
+    assert "v1 would have done no better on the same traffic" in drifted.reason
+    assert "v2 0.2200, v1 0.2600" in drifted.reason
+    assert replayed(0.30, 0.21).action is None  # within the tolerance of 0.1
+    confirmed = replayed(0.40, 0.21)
+    assert (confirmed.action, confirmed.restore_version) == ("rollback", 1)
+    assert confirmed.reason.startswith("regression: v2's realized imbalance")
+    assert confirmed.reason.endswith("v2 0.4000, v1 0.2100; back to v1's routing")
+
+
 def test_the_guard_does_not_compare_across_a_change_of_workers(table):
     other = replace(table, version=1, workers=Workers.homogeneous(5))
     decision = decide("rollback", 1, 0.1, [regressed(table)], table, other, False)

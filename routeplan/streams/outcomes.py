@@ -310,11 +310,19 @@ def guard(
     current: Table,
     predecessor: Table | None,
     acted_before: bool,
+    replayed: tuple[float, float] | None = None,
 ) -> GuardDecision:
     """The guard's decision for ``current`` (the version in force), from its outcomes
     ``history`` (oldest first, the day observed last): act by ``on_regression`` when the last
     ``regression_days`` days in a row regressed, unless the last day had no traffic, the
-    workers changed from the predecessor's, there is no predecessor, or it already acted."""
+    workers changed from the predecessor's, there is no predecessor, or it already acted.
+
+    A regression compares two days: the last one under ``current`` and the day before it came
+    into force. When the traffic changed between them (new hot keys), any table does worse.
+    ``replayed`` — ``current``'s and ``predecessor``'s mean headline over the last day's windows,
+    that day's traffic routed through each (the backtest) — tells them apart: the guard then acts
+    only if the predecessor would have done better on the same traffic by more than
+    ``tolerance``."""
     stream, version = current.stream, current.version
     latest = history[-1] if history else None
 
@@ -344,6 +352,19 @@ def guard(
         f"({_shown(latest.previous_realized_day)}) by more than {tolerance:.2f} (busiest hour "
         f"{_shown(latest.realized)}, predicted {_shown(latest.predicted)})"
     )
+    if replayed is not None:
+        ours, theirs = replayed
+        same_day = (
+            f"{latest.interval_start}'s traffic replayed through both, mean {latest.measure} "
+            f"v{version} {ours:.4f}, v{predecessor.version} {theirs:.4f}"
+        )
+        if ours - theirs <= tolerance:
+            return nothing(
+                f"v{version} did worse than the day before it came into force, but "
+                f"v{predecessor.version} would have done no better on the same traffic "
+                f"({same_day}): the traffic changed, not the plan; no action"
+            )
+        reason += f"; {same_day}"
     reason += {
         "rollback": f"; back to v{predecessor.version}'s routing",
         "hold": f"; v{version} held until a person acts",
