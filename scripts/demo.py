@@ -277,8 +277,12 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
             for name, p in published.items()
             if p.get("action") == "published" and (p.get("choice") or "").startswith("auto")
         ]
-        guarded += [f"{day} {g['stream']}: {g['action']}: {g['reason']}"
-                    for g in outcomes.get("guard", []) if g.get("action")]  # fmt: skip
+        regressed = {s for s, o in seen.items() if o["verdict"] == "regressed"}
+        guarded += [  # what the guard did, and why it did nothing about a regression
+            f"{day} {g['stream']}: {g['action'] or 'no action'}: {g['reason']}"
+            for g in outcomes.get("guard", [])
+            if g.get("action") or g["stream"] in regressed
+        ]
     for line in details:
         print(line)
     for line in guarded:
