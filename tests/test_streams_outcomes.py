@@ -166,7 +166,7 @@ def test_the_guard_acts_only_if_the_predecessor_did_better_on_the_same_traffic(t
 
     drifted = replayed(0.22, 0.26)  # v1 would have done worse on that day: the traffic changed
     assert drifted.action is None
-    assert "v1 would have done no better on the same traffic" in drifted.reason
+    assert "v1 would not have done better on the same traffic by more than 0.10" in drifted.reason
     assert "v2 0.2200, v1 0.2600" in drifted.reason
     assert replayed(0.30, 0.21).action is None  # within the tolerance of 0.1
     confirmed = replayed(0.40, 0.21)

@@ -361,8 +361,8 @@ def guard(
         if ours - theirs <= tolerance:
             return nothing(
                 f"v{version} did worse than the day before it came into force, but "
-                f"v{predecessor.version} would have done no better on the same traffic "
-                f"({same_day}): the traffic changed, not the plan; no action"
+                f"v{predecessor.version} would not have done better on the same traffic by more "
+                f"than {tolerance:.2f} ({same_day}): the traffic changed, not the plan; no action"
             )
         reason += f"; {same_day}"
     reason += {
