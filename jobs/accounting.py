@@ -74,7 +74,8 @@ def read_and_count(spark, args: RunArgs, files: list[LandingFile], needs: dict[s
         return None, (), {}
     # The rules' projection is beyond what one generated method may hold (JVM's 64 KB): fused
     # into a whole stage it failed to compile every time (an ERROR and its stack trace in the
-    # log) before Spark fell back to code per expression; the cached plan is that code at once.
+    # log) before Spark fell back to code per expression. The cache's plan, made at persist(),
+    # now goes to that code directly.
     with sql_conf(spark, {"spark.sql.codegen.wholeStage": "false"}):
         typed = classify(raw, args).persist()
     twice = None

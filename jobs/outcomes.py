@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from jobs.backtest import run_backtest, unroutable
@@ -287,10 +288,8 @@ def act(spark, args: RunArgs, store, policy, today: list[Outcome], tables_of) ->
         if current.parent_version is not None
         else None
     )
-    replayed = None
-    if main.verdict == "regressed" and predecessor is not None:
-        replayed = replay(spark, args, main.stream, current, predecessor, policy)
-    decision = guard(
+    decide = partial(
+        guard,
         policy.on_regression,
         policy.regression_days,
         policy.regression_tolerance,
@@ -298,8 +297,12 @@ def act(spark, args: RunArgs, store, policy, today: list[Outcome], tables_of) ->
         current,
         predecessor,
         acted_before=acted_on(spark, args.tables, main.stream, main.version),
-        replayed=replayed,
     )
+    decision = decide()
+    if decision.action is not None:  # the day's replay only where it can still stop an action
+        replayed = replay(spark, args, main.stream, current, predecessor, policy)
+        if replayed is not None:
+            decision = decide(replayed=replayed)
     entry = {
         "stream": decision.stream,
         "version": decision.version,
