@@ -89,7 +89,7 @@ def use_object_store(spark) -> None:
     earlier). Its JVM then also lacks the credentials in its environment: those the driver's
     environment holds are set in the JVM's memory (never on a command line)."""
     conf = object_store_conf()
-    if not conf:
+    if not conf or is_connect(spark):  # a Connect server has its own (scripts/spark_connect.py)
         return
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     for key, value in conf.items():
@@ -169,10 +169,20 @@ def submit_conf(jobs_dir: Path = JOBS_DIR) -> dict[str, str]:
     }
 
 
+def is_connect(spark) -> bool:
+    """True for a Spark Connect session: a client of a server that holds the JVM, its jars and
+    its settings (there is no ``sparkContext`` to configure)."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    return isinstance(spark, ConnectSession)
+
+
 def spark_session(app: str):  # -> pyspark.sql.SparkSession
     """The active session, or a new one with Delta Lake: under spark-submit only ``DELTA_CONF``
-    and UTC are added to what it was given; in process a local one (``$ROUTEPLAN_SPARK_MASTER``,
-    default ``local[2]``) with ``spark_defaults()`` and ``LOCAL_CONF``. Either way it reads the
+    and UTC are added to what it was given; with ``$SPARK_REMOTE`` (``sc://host:port``) a Spark
+    Connect session on that server (``scripts/spark_connect.py`` starts one with these
+    settings); in process otherwise a local one (``$ROUTEPLAN_SPARK_MASTER``, default
+    ``local[2]``) with ``spark_defaults()`` and ``LOCAL_CONF``. A classic session reads the
     object store the environment names (``use_object_store``)."""
     from pyspark.sql import SparkSession
 
@@ -180,6 +190,9 @@ def spark_session(app: str):  # -> pyspark.sql.SparkSession
     if active is not None:
         use_object_store(active)
         return active
+    remote = os.environ.get("SPARK_REMOTE")  # PySpark's own variable: a Spark Connect server
+    if remote:
+        return SparkSession.builder.remote(remote).appName(f"routeplan-{app}").getOrCreate()
     builder = SparkSession.builder.appName(f"routeplan-{app}")
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # set by spark-submit's PythonRunner
     if not submitted:
@@ -381,11 +394,22 @@ def write_deltas(tables: Tables, writes: Mapping[str, tuple[Any, str, tuple[str,
         future.result()
 
 
-def table_exists(spark, tables: Tables, name: str) -> bool:
-    """True when the table ``name`` is a Delta table (local or in an object store)."""
-    from delta.tables import DeltaTable
+# What Delta says when a location holds no table: nothing there, or files without a Delta log.
+NO_TABLE = frozenset({"PATH_NOT_FOUND", "DELTA_PATH_DOES_NOT_EXIST", "DELTA_TABLE_NOT_FOUND"})
 
-    return bool(DeltaTable.isDeltaTable(spark, tables.path(name)))
+
+def table_exists(spark, tables: Tables, name: str) -> bool:
+    """True when the table ``name`` is a Delta table (local or in an object store). Asked by
+    resolving its schema, which a Spark Connect session does as well as a classic one."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        spark.read.format("delta").load(tables.path(name)).schema  # noqa: B018 (resolves it)
+    except AnalysisException as err:
+        if err.getCondition() in NO_TABLE:
+            return False
+        raise
+    return True
 
 
 def read_delta(spark, tables: Tables, name: str):

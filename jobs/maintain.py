@@ -78,23 +78,22 @@ def maintain(
 
 
 def maintain_table(spark, tables: Tables, name: str, wanted: dict[str, str]) -> dict:
-    """Migrations, missing retention properties, OPTIMIZE and VACUUM of one table."""
-    from delta.tables import DeltaTable
-
+    """Migrations, missing retention properties, OPTIMIZE and VACUUM of one table (Delta's SQL
+    commands: a Spark Connect session runs them as a classic one does)."""
     path = tables.path(name)
+    table = f"delta.`{path}`"
     added = upgrade_table(spark, tables, name)
-    table = DeltaTable.forPath(spark, path)
-    detail = table.detail().first()
+    detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
     properties = detail["properties"]
     missing = {k: f"interval {v}" for k, v in wanted.items() if k not in properties}
     if missing:
         settings_sql = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
-        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({settings_sql})")
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({settings_sql})")
     before = data_files(path)
-    compacted = table.optimize().executeCompaction().first()["metrics"]
-    table.vacuum()  # with the table's delta.deletedFileRetentionDuration
+    compacted = spark.sql(f"OPTIMIZE {table}").first()["metrics"]
+    spark.sql(f"VACUUM {table}")  # with the table's delta.deletedFileRetentionDuration
     after = data_files(path)
-    detail_after = table.detail().first()
+    detail_after = spark.sql(f"DESCRIBE DETAIL {table}").first()
     properties = detail_after["properties"]
     entry = {
         "columns_added": added,

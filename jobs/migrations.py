@@ -42,9 +42,7 @@ class SchemaError(RuntimeError):
 
 def table_columns(spark, location: str) -> list[str]:
     """The columns of the Delta table at ``location``."""
-    from delta.tables import DeltaTable
-
-    return DeltaTable.forPath(spark, location).toDF().columns
+    return spark.read.format("delta").load(location).columns
 
 
 def upgrade(spark, name: str, location: str, columns: Iterable[str] = ()) -> list[str]:

@@ -166,8 +166,9 @@ def record_versions(
     (``ours``) get its ``run_id`` and interval; others (from ``routeplan rollback`` in a
     terminal) are recorded with a null run.
     """
+    # Delta's exceptions module also teaches a classic session to raise its Python classes
     from delta.exceptions import ConcurrentAppendException
-    from delta.tables import DeltaTable
+    from pyspark.errors import PySparkException
 
     name = "gold.routing_tables"
     exists = table_exists(spark, tables, name)
@@ -207,20 +208,25 @@ def record_versions(
     if exists:
         upgrade_table(spark, tables, name, versions.columns)
     else:
-        DeltaTable.createIfNotExists(spark).location(path).addColumns(versions.schema).execute()
+        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in versions.schema)
+        spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{path}` ({columns}) USING delta")
+    merge = (
+        f"MERGE INTO delta.`{path}` AS t USING {{versions}} AS v "
+        "ON t.stream = v.stream AND t.version = v.version WHEN NOT MATCHED THEN INSERT *"
+    )
     attempts = MERGE_ATTEMPTS
     while True:
         try:
-            merged = (
-                DeltaTable.forPath(spark, path)
-                .alias("t")
-                .merge(versions.alias("v"), "t.stream = v.stream AND t.version = v.version")
-                .whenNotMatchedInsertAll()
-                .execute()
-            )
-            return int(merged.first()["num_inserted_rows"])
-        except ConcurrentAppendException:  # another writer committed first: merge again
-            attempts -= 1
+            merged = spark.sql(merge, versions=versions).first()
+            return int(merged["num_inserted_rows"])
+        except (ConcurrentAppendException, PySparkException) as err:
+            # Delta's class in a classic session, its error condition through Spark Connect
+            lost = isinstance(err, ConcurrentAppendException) or (
+                err.getCondition() or ""
+            ).startswith("DELTA_CONCURRENT_APPEND")
+            if not lost:
+                raise
+            attempts -= 1  # another writer committed first: merge again
             if not attempts:
                 raise
 

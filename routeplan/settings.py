@@ -132,6 +132,13 @@ class Settings(BaseSettings):
         "spark_local",
         description="the Airflow connection id the DAGs' spark-submit tasks submit to",
     )
+    spark_connect_conn: str = Field(
+        "",
+        description="the Airflow connection id (type spark_connect) of a Spark Connect server: "
+        "the DAGs' Spark tasks then run their jobs as its clients, no JVM of their own "
+        "(make demo starts one, scripts/spark_connect.py); empty: each task is a spark-submit "
+        "to spark_conn",
+    )
     jobs_dir: Path = Field(
         SOURCE_ROOT / "jobs",
         description="the folder of the Spark jobs (jobs/<stage>.py) the DAGs submit",

@@ -4,8 +4,9 @@
     make demo DEMO_ARGS="--scenario regression" # … and a bad table published by hand: rolled back
     make demo DEMO_ARGS="--landing /data/logs --workers /data/workers.json --date 2026-11-20"
 
-Runs the real DAG with ``airflow dags test`` (every task a real spark-submit on Delta Lake), once
-per night. The first night's sample logs are routed by hash key grouping; every later night's
+Runs the real DAG with ``airflow dags test``, once per night; its Spark tasks run the jobs on
+Delta Lake as clients of one Spark Connect server started for the run (``--spark submit``: each
+task a spark-submit of its own, as on a cluster). The first night's sample logs are routed by hash key grouping; every later night's
 by producers that follow the routing table the previous night published (``routeplan generate
 --follow``: the real client, each event stamped with the version it was routed by), so each
 night measures what the previous plan did (``gold.plan_outcomes``). ``--scenario regression``
@@ -26,8 +27,12 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, timedelta
 from pathlib import Path
+
+import spark_connect  # scripts/, beside this file
 
 from routeplan import settings, storage
 from routeplan.simulation.generate import default_day
@@ -78,6 +83,14 @@ def main() -> int:
         "stream's policy in $ROUTEPLAN_HOME/config/streams.yaml)",
     )
     parser.add_argument(
+        "--spark",
+        choices=("connect", "submit"),
+        default="connect",
+        help="connect (default): one Spark Connect server for the run, every Spark task its "
+        "client; submit: every task a spark-submit of its own, as on a cluster (~2x slower). "
+        "Either way, ROUTEPLAN_SPARK_CONNECT_CONN set in the environment is used as it is",
+    )
+    parser.add_argument(
         "--policies",
         help="your streams' policies (schemas/streams.schema.json); default: "
         "$ROUTEPLAN_HOME/config/streams.yaml, installed from config/streams.yaml if missing",
@@ -106,7 +119,38 @@ def main() -> int:
         if args.workers:
             base["workers_path"] = str(Path(args.workers).resolve())
     days = [args.date - timedelta(days=nights - 1 - i) for i in range(nights)]
-    bad_night = days[-2] if regression else None
+    with spark_for_tasks(args.spark, home) as env:
+        if not run_nights(args, home, base, days, env):
+            return 1
+    print_nights(home, days)
+    return 0
+
+
+@contextmanager
+def spark_for_tasks(spark: str, home: str) -> Iterator[dict[str, str]]:
+    """The environment of the DAG runs: with ``spark`` "connect" and no Spark Connect server
+    named in this one, a server started for the block (``scripts/spark_connect.py``) and named
+    for the runs' tasks."""
+    if spark != "connect" or settings.current().spark_connect_conn:
+        yield dict(os.environ)
+        return
+    log_path = Path(local_dir(home)) / "logs" / "spark-connect.log"
+    print(f"==> Spark Connect server for the nights' tasks (log: {log_path})", flush=True)
+    with spark_connect.server(log_path) as port:
+        yield {**os.environ, **spark_connect.airflow_env(port)}
+
+
+def local_dir(home: str) -> str:
+    """Where the demo's own logs go: the home, or ``$AIRFLOW_HOME`` when it is remote."""
+    return home if not storage.is_remote(home) else os.environ.get("AIRFLOW_HOME", "var")
+
+
+def run_nights(
+    args: argparse.Namespace, home: str, base: dict, days: list[date], env: dict[str, str]
+) -> bool:
+    """Each night of ``days``: its sample logs (unless --landing), then routeplan_nightly."""
+    generated = [s for s in args.scenario if s != "regression"]
+    bad_night = days[-2] if "regression" in args.scenario else None
     for i, day in enumerate(days):
         if day == bad_night:  # published during the day before: its logs follow it
             publish_bad_table(home, "clicks")
@@ -114,10 +158,9 @@ def main() -> int:
             last = day == (bad_night or days[-1])
             scenarios = generated if last else []
             generate(day, args.events, args.drift, follow=i > 0, scenarios=scenarios)
-        if run_night(home, day, {**base, "date": day.isoformat()}) != 0:
-            return 1
-    print_nights(home, days)
-    return 0
+        if run_night(home, day, {**base, "date": day.isoformat()}, env) != 0:
+            return False
+    return True
 
 
 def generate(day: date, events: int, drift: float, follow: bool, scenarios: list[str]) -> None:
@@ -159,10 +202,10 @@ def publish_bad_table(home: str, stream: str) -> None:
           f"(every key group on {first})", flush=True)  # fmt: skip
 
 
-def run_night(home: str, day: date, conf: dict) -> int:
-    """``airflow dags test routeplan_nightly`` for ``day``, its progress lines shown."""
-    local = home if not storage.is_remote(home) else os.environ.get("AIRFLOW_HOME", "var")
-    log_dir = Path(local) / "logs"
+def run_night(home: str, day: date, conf: dict, env: dict[str, str]) -> int:
+    """``airflow dags test routeplan_nightly`` for ``day`` in ``env``, its progress lines
+    shown."""
+    log_dir = Path(local_dir(home)) / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"demo-{day}.log"
     logical = (day + timedelta(days=1)).isoformat()
@@ -171,7 +214,7 @@ def run_night(home: str, day: date, conf: dict) -> int:
     with (
         log_path.open("w") as log,
         subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
         ) as proc,
     ):
         assert proc.stdout is not None

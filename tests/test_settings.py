@@ -67,6 +67,7 @@ def test_defaults(clean_env, capsys):
         "local[2]",
     )
     assert (current.alert_conn, current.py_files) == ("routeplan_alerts", None)
+    assert current.spark_connect_conn == ""  # every Spark task a spark-submit
     assert current.jobs_dir == REPO / "jobs" and current.schemas == REPO / "schemas"
     assert current.spark_defaults == REPO / "config" / "spark-defaults.conf"
     assert current.cluster_dir == REPO / "var" / "cluster"
@@ -90,6 +91,7 @@ def test_every_setting_is_described():
         ("ROUTEPLAN_API_AUTH", "none", "api_auth", "none"),
         ("ROUTEPLAN_ROUTING_FILE_MODE", "0640", "routing_file_mode", "0640"),
         ("ROUTEPLAN_SPARK_CONN", "spark_cluster", "spark_conn", "spark_cluster"),
+        ("ROUTEPLAN_SPARK_CONNECT_CONN", "spark_connect", "spark_connect_conn", "spark_connect"),
         ("ROUTEPLAN_JARS", "/opt/jars", "jars", Path("/opt/jars")),
         ("ROUTEPLAN_PY_FILES", "dist/routeplan.zip", "py_files", "dist/routeplan.zip"),
         ("ROUTEPLAN_ALERT_CONN", "pager", "alert_conn", "pager"),
