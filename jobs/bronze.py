@@ -58,7 +58,7 @@ def write_bronze(spark, args: RunArgs, rows, bad: dict[str, str]) -> None:
         "stream string, source_file string, raw string, raw_bytes binary, reason string",
     )
     quarantine = files_out if quarantined is None else quarantined.unionByName(files_out)
-    if events is None and table_exists(spark, tables, "bronze.stream_events"):
+    if events is None and table_exists(tables, "bronze.stream_events"):
         events = read_delta(spark, tables, "bronze.stream_events").limit(0)
     writes = {
         "bronze.quarantine": (

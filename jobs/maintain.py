@@ -73,7 +73,7 @@ def maintain(
     return {
         name: maintain_table(spark, tables, name, wanted)
         for name in TABLE_NAMES
-        if table_exists(spark, tables, name)
+        if table_exists(tables, name)
     }
 
 

@@ -138,7 +138,7 @@ class Attribution:
             .where("version IS NOT NULL AND action IN ('published', 'rolled_back')")
             .select("interval_start", "stream", "version")
             .collect()
-            if table_exists(spark, args.tables, "gold.publish_log")
+            if table_exists(args.tables, "gold.publish_log")
             else []
         )
 
@@ -169,7 +169,7 @@ def stream_outcomes(
     where = args.interval_predicate() + f" AND stream = '{stream}'"
     metric = policy.load_metric
     by_version: dict[int, list[Any]] = defaultdict(list)
-    if table_exists(spark, args.tables, "silver.version_load"):
+    if table_exists(args.tables, "silver.version_load"):
         for r in read_delta(spark, args.tables, "silver.version_load").where(where).collect():
             by_version[r["routing_version"]].append(r)
     notes: list[str] = []
@@ -230,7 +230,7 @@ def previous_measures(
     before it came into force (the first day it has
     an outcome, else this one), which were produced under its predecessor (or by hash)."""
     first = args.interval_start
-    if table_exists(spark, args.tables, "gold.plan_outcomes"):
+    if table_exists(args.tables, "gold.plan_outcomes"):
         found = (
             read_delta(spark, args.tables, "gold.plan_outcomes")
             .where(
@@ -375,7 +375,7 @@ def replay(
 
 def earlier_outcomes(spark, args: RunArgs, stream: str, version: int) -> list[Outcome]:
     """The version's outcomes of earlier days, oldest first."""
-    if not table_exists(spark, args.tables, "gold.plan_outcomes"):
+    if not table_exists(args.tables, "gold.plan_outcomes"):
         return []
     rows = (
         read_delta(spark, args.tables, "gold.plan_outcomes")
@@ -401,7 +401,7 @@ def earlier_outcomes(spark, args: RunArgs, stream: str, version: int) -> list[Ou
 
 def acted_on(spark, tables: Tables, stream: str, version: int) -> bool:
     """Whether the guard already acted on a regression of ``version`` (its publish_log row)."""
-    if not table_exists(spark, tables, "gold.publish_log"):
+    if not table_exists(tables, "gold.publish_log"):
         return False
     from pyspark.sql import functions as F
 
@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> dict:
     spark = spark_session("outcomes")
     store = RoutingStore(args.tables.routing)
     seen = set()
-    if table_exists(spark, args.tables, "silver.window_summary"):
+    if table_exists(args.tables, "silver.window_summary"):
         seen = {
             r["stream"]
             for r in read_delta(spark, args.tables, "silver.window_summary")

@@ -142,7 +142,7 @@ def key_group_flow(spark, args: RunArgs, stream: str, options, window):
     from routeplan.model.flow import flow_arrays
 
     name = "silver.key_group_flow"
-    if not table_exists(spark, args.tables, name):
+    if not table_exists(args.tables, name):
         return None, ()
     frame = read_delta(spark, args.tables, name).where(
         args.interval_predicate() + f" AND (stream = '{stream}' OR upstream_stream = '{stream}')"

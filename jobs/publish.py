@@ -171,7 +171,7 @@ def record_versions(
     from pyspark.errors import PySparkException
 
     name = "gold.routing_tables"
-    exists = table_exists(spark, tables, name)
+    exists = table_exists(tables, name)
     known: set[tuple[str, int]] = set()  # only to read fewer documents: the MERGE decides
     if exists:
         known = {

@@ -71,7 +71,7 @@ def from_history(spark, tables: Tables, stream: str, version: int) -> Table:
     """A version from Delta ``gold.routing_tables`` (checksum verified)."""
     path = tables.path("gold.routing_tables")
     rows = []
-    if table_exists(spark, tables, "gold.routing_tables"):
+    if table_exists(tables, "gold.routing_tables"):
         rows = (
             spark.read.format("delta")
             .load(path)

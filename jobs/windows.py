@@ -306,7 +306,7 @@ def _previous_capacities(spark, args: RunArgs) -> dict[str, dict[str, float]]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    if not table_exists(spark, args.tables, CAPACITY_TABLE):
+    if not table_exists(args.tables, CAPACITY_TABLE):
         return {}
     latest = Window.partitionBy("stream", "worker").orderBy(F.desc("interval_start"))
     rows = (

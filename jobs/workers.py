@@ -68,7 +68,7 @@ def learnt_capacities(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    if not table_exists(spark, tables, CAPACITY_TABLE):
+    if not table_exists(tables, CAPACITY_TABLE):
         log("workers", f"{stream}: no {CAPACITY_TABLE} yet: no learnt capacities")
         return {}
     latest_day = on_or_before or date.max

@@ -6,10 +6,11 @@
 
 Runs the real DAG with ``airflow dags test``, once per night; its Spark tasks run the jobs on
 Delta Lake as clients of one Spark Connect server started for the run (``--spark submit``: each
-task a spark-submit of its own, as on a cluster). The first night's sample logs are routed by hash key grouping; every later night's
-by producers that follow the routing table the previous night published (``routeplan generate
---follow``: the real client, each event stamped with the version it was routed by), so each
-night measures what the previous plan did (``gold.plan_outcomes``). ``--scenario regression``
+task a spark-submit of its own, as on a cluster). The first night's sample logs are routed by
+hash key grouping; every later night's by producers that follow the routing table the previous
+night published (``routeplan generate --follow``: the real client, each event stamped with the
+version it was routed by), so each night measures what the previous plan did
+(``gold.plan_outcomes``). ``--scenario regression``
 publishes a deliberately bad table by hand before the last night (every key group of clicks on
 its slowest worker) and adds a night: the night whose logs followed it rolls it back by itself,
 and the one after plans again from the restored table. Other ``--scenario`` values

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,11 +66,13 @@ def command(port: int) -> list[str]:
 
 
 def airflow_env(port: int) -> dict[str, str]:
-    """The environment that points Airflow's Spark tasks at the server on ``port``."""
+    """The environment that points Airflow's Spark tasks at the server on ``port`` (and a
+    plain PySpark client: ``SPARK_REMOTE``, which ``jobs.common.spark_session`` follows too)."""
     conn = {"conn_type": "spark_connect", "host": "127.0.0.1", "port": port}
     return {
         f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps(conn),
         "ROUTEPLAN_SPARK_CONNECT_CONN": CONN_ID,
+        "SPARK_REMOTE": f"sc://127.0.0.1:{port}",
     }
 
 
@@ -140,10 +142,8 @@ def main() -> int:
         print(f"Spark Connect on sc://127.0.0.1:{port} (log: {args.log}); for Airflow:")
         for key, value in airflow_env(port).items():
             print(f"  export {key}='{value}'")
-        try:
+        with suppress(KeyboardInterrupt):
             signal.pause()
-        except KeyboardInterrupt:
-            pass
     return 0
 
 

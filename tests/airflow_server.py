@@ -244,9 +244,9 @@ class NightlyAirflow:
     for it. Tests sharing it must not depend on each other's runs: each uses its own day.
     """
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, spark: Mapping[str, str] | None = None):
         self.home = home
-        self.env = makefile_env(home)
+        self.env = {**makefile_env(home), **(spark or {})}  # e.g. a Spark Connect server's
         # an admin and a viewer (who may read but not trigger: the Routing page's Roll back)
         self.env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] = "admin:admin,viewer:viewer"
         Path(self.env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
@@ -320,7 +320,9 @@ def nightly_airflow(request: pytest.FixtureRequest, tmp_path_factory) -> Iterato
     if "error" in _SHARED:
         pytest.fail(f"the shared Airflow server did not start: {_SHARED['error']}")
     if "server" not in _SHARED:
-        server = NightlyAirflow(tmp_path_factory.mktemp("nightly_airflow"))
+        server = NightlyAirflow(  # its Spark tasks: clients of the run's Spark Connect server
+            tmp_path_factory.mktemp("nightly_airflow"), request.getfixturevalue("spark_connect")
+        )
         try:
             server.start()
         except BaseException as exc:

@@ -1,5 +1,6 @@
 """Shared fixtures: a Zipf load snapshot, one Spark + Delta session for the whole run (the jobs'
-``spark_session``, so tests run with the jobs' settings), generators of hostile stream names."""
+``spark_session``, so tests run with the jobs' settings), one Spark Connect server for the tests
+whose tasks run as its clients, generators of hostile stream names."""
 
 from __future__ import annotations
 
@@ -59,6 +60,20 @@ def spark():
     session = spark_session("tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_connect(tmp_path_factory) -> dict[str, str]:
+    """One Spark Connect server for the whole run (``scripts/spark_connect.py``), started on
+    first use: the environment that makes Airflow's Spark tasks its clients."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import spark_connect as connect
+
+    log = tmp_path_factory.mktemp("spark-connect") / "server.log"
+    with connect.server(log) as port:
+        yield connect.airflow_env(port)
 
 
 def stream_names():

@@ -686,3 +686,31 @@ def test_an_asset_events_extra_says_strategy_prediction_and_the_routing_page(tmp
         "predicted_imbalance": 0.2,
         "routing_page": "http://airflow.example:8080/routeplan/ui/streams/views/versions/7",
     }
+
+
+def test_with_a_spark_connect_server_the_spark_tasks_are_its_clients(monkeypatch):
+    """ROUTEPLAN_SPARK_CONNECT_CONN: the same stages and arguments, each a PySparkOperator on
+    that connection running the job's main in the task (``run_job``)."""
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
+    from routeplan_tasks import run_job
+
+    monkeypatch.setenv("ROUTEPLAN_SPARK_CONNECT_CONN", "a_connect_server")
+    nightly = DagBag(dag_folder=str(REPO / "dags")).get_dag("routeplan_nightly")
+    spark = [t for t in nightly.tasks if t.task_id not in PYTHON_TASKS]
+    assert [t.task_id for t in spark] == ["ingest", "windows", "outcomes", "plan", "validate",
+                                          "publish"]  # fmt: skip
+    for task in spark:
+        assert isinstance(task, PySparkOperator) and task.conn_id == "a_connect_server"
+        assert task.python_callable is run_job
+        assert task.op_kwargs["stage"] == task.task_id
+        assert "--interval-start" in task.op_kwargs["argv"]
+    assert nightly.get_task("validate").retries == 0  # NOT_RETRIED holds here too
+
+
+def test_run_job_fails_the_task_with_the_jobs_refusal():
+    from airflow.sdk.exceptions import AirflowException
+    from routeplan_tasks import run_job
+
+    with pytest.raises(AirflowException, match=r"jobs/plan.py: --params-json is not JSON"):
+        run_job("plan", ["--interval-start", "2026-11-20", "--params-json", "{"])

@@ -126,13 +126,12 @@ def test_versions_are_recorded_once(spark, tmp_path):
     assert rows.columns == [c.split()[0] for c in TABLE_COLUMNS.split(", ")]
 
 
-def test_concurrent_recorders_record_each_version_once(spark, tmp_path):
-    """Two recorders that both read the table before either writes (a publish and a rollback at
-    once): the MERGE inserts each version once, whichever commits first."""
+def record_concurrently(spark, tables: Tables) -> list[int]:
+    """Versions 2 and 3 recorded by two recorders that both read the table (holding v1) before
+    either writes (a publish and a rollback at once); what each inserted."""
     from concurrent.futures import ThreadPoolExecutor
     from threading import Barrier
 
-    tables = Tables(tmp_path)
     store = RoutingStore(tables.routing)
     snapshot = zipf_snapshot(keys=500, messages=5_000, num_key_groups=64)
     table = get_strategy("kg").plan(snapshot, None, Workers.homogeneous(4), Budget()).table
@@ -147,7 +146,39 @@ def test_concurrent_recorders_record_each_version_once(spark, tmp_path):
         return record_versions(spark, tables, store, set(), run_id, None)
 
     with ThreadPoolExecutor(2) as pool:
-        inserted = list(pool.map(record, ["run-2", "run-3"]))
-    assert sum(inserted) == 2
+        return list(pool.map(record, ["run-2", "run-3"]))
+
+
+def test_concurrent_recorders_record_each_version_once(spark, tmp_path):
+    """The MERGE inserts each version once, whichever recorder commits first."""
+    tables = Tables(tmp_path)
+    assert sum(record_concurrently(spark, tables)) == 2
     rows = spark.read.format("delta").load(tables.path("gold.routing_tables"))
     assert sorted(r["version"] for r in rows.collect()) == [1, 2, 3]
+
+
+CONNECTED = """
+import sys
+from test_delta_catalog import Tables, record_concurrently
+from jobs.common import is_connect, spark_session
+spark = spark_session("tests")
+assert is_connect(spark), type(spark)
+tables = Tables(sys.argv[1])
+inserted = record_concurrently(spark, tables)
+rows = spark.read.format("delta").load(tables.path("gold.routing_tables")).collect()
+print(sum(inserted), sorted(r["version"] for r in rows))
+"""
+
+
+def test_concurrent_recorders_through_spark_connect(spark_connect, tmp_path):
+    """The same through a Spark Connect session, where the lost commit arrives as an error
+    condition, not as Delta's Python class (a child Python: a Connect session would turn this
+    process's PySpark functions remote)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CONNECTED, str(tmp_path)],
+        env={**os.environ, "SPARK_REMOTE": spark_connect["SPARK_REMOTE"],
+             "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)])},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "2 [1, 2, 3]"

@@ -1,7 +1,8 @@
 """The README's main job end-to-end, the way `make demo` runs it: three nights of sample logs
 through routeplan_nightly (`airflow dags test`, one shared run for the module: each night is
-six Spark stages), a regression rolled back by the night, a rerun that changes nothing, then an
-operator's rollback through routeplan_rollback and routeplan_maintenance on the same home."""
+six Spark stages, clients of the run's Spark Connect server), a regression rolled back by the
+night, a rerun that changes nothing, then an operator's rollback through routeplan_rollback and
+routeplan_maintenance on the same home."""
 
 import json
 import os
@@ -70,10 +71,12 @@ def asset_events(env) -> list[tuple[str, dict, str]]:
     return [tuple(row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
-def airflow_home(home: Path) -> dict[str, str]:
-    """The environment of a home of its own, with its Airflow database migrated."""
+def airflow_home(home: Path, spark: dict[str, str]) -> dict[str, str]:
+    """The environment of a home of its own, with its Airflow database migrated; its Spark
+    tasks run on ``spark``'s server."""
     env = {
         **os.environ,
+        **spark,
         "ROUTEPLAN_HOME": str(home),
         "AIRFLOW_HOME": str(home / "airflow"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
@@ -87,12 +90,12 @@ DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]
 
 
 @pytest.fixture(scope="module")
-def nights(tmp_path_factory):
+def nights(tmp_path_factory, spark_connect):
     """``make demo``'s nights through the DAG, once for the module (each night is a DAG run of
     six Spark stages): the first on logs routed by hash; before the second a bad clicks table is
     published by hand, and the second night's logs follow LATEST (v1, the bad clicks table); the
     third plans clicks again from the restored table. Returns the environment and the output."""
-    env = airflow_home(tmp_path_factory.mktemp("nights"))
+    env = airflow_home(tmp_path_factory.mktemp("nights"), spark_connect)
     out = demo(env, "--events", "4000", "--nights", "2", "--scenario", "regression",
                day=DAYS[-1], timeout=2400)  # fmt: skip
     return env, out
