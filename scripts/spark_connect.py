@@ -138,10 +138,14 @@ def main() -> int:
     logs = REPO / "var" if storage.is_remote(home) else Path(home)
     parser.add_argument("--log", type=Path, default=logs / "logs" / "spark-connect.log")
     args = parser.parse_args()
+    # Ctrl-C or SIGTERM ends the block, which stops the server (also where the shell that
+    # started this in the background left SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with server(args.log, args.port) as port:
         print(f"Spark Connect on sc://127.0.0.1:{port} (log: {args.log}); for Airflow:")
         for key, value in airflow_env(port).items():
-            print(f"  export {key}='{value}'")
+            print(f"  export {key}='{value}'", flush=True)
         with suppress(KeyboardInterrupt):
             signal.pause()
     return 0
