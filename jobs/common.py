@@ -171,10 +171,9 @@ def submit_conf(jobs_dir: Path = JOBS_DIR) -> dict[str, str]:
 
 def is_connect(spark) -> bool:
     """True for a Spark Connect session: a client of a server that holds the JVM, its jars and
-    its settings (there is no ``sparkContext`` to configure)."""
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
-
-    return isinstance(spark, ConnectSession)
+    its settings (there is no ``sparkContext`` to configure). Told by the session's module, so
+    a classic driver without Connect's client libraries never imports them."""
+    return type(spark).__module__.startswith("pyspark.sql.connect.")
 
 
 def spark_session(app: str):  # -> pyspark.sql.SparkSession
