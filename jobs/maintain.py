@@ -4,7 +4,9 @@ For each table of the home that exists: its migrations (``jobs/migrations.py``),
 properties set when missing (``delta.logRetentionDuration``: how long the log keeps the
 history time travel reads, default 30 days; ``delta.deletedFileRetentionDuration``: how long a
 replaced data file stays for readers and time travel, default 7 days), OPTIMIZE (small files
-compacted) and VACUUM with the table's own retention. Then the tables are named in the catalog
+compacted) and VACUUM with the table's own retention, ``PARALLEL_TABLES`` tables at a time
+(15 tables of the demo's home: 90 s one after another, 74 s four at a time, in process on 2
+cores). Then the tables are named in the catalog
 (``register_tables``). The report, ``<home>/reports/<day>/maintain.json``, has each table's
 files in its current version, and all its data files and bytes on storage, before and after.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from jobs.common import (
@@ -38,6 +41,7 @@ DELETED_FILE_RETENTION = "7 days"
 SAFE_RETENTION_HOURS = 168  # Delta's retentionDurationCheck: 7 days
 HOURS = {"hours": 1, "days": 24}
 RETENTION_PROPERTIES = ("delta.logRetentionDuration", "delta.deletedFileRetentionDuration")
+PARALLEL_TABLES = 4  # tables maintained at once
 RETENTION_PATTERN = r"[0-9]{1,6} (days|hours)"  # the job's arguments, the DAG's Params
 
 
@@ -70,11 +74,12 @@ def maintain(
             f"{SAFE_RETENTION_HOURS} hours: VACUUM could delete files a reader still needs"
         )
     wanted = dict(zip(RETENTION_PROPERTIES, (log_retention, deleted_file_retention), strict=True))
-    return {
-        name: maintain_table(spark, tables, name, wanted)
-        for name in TABLE_NAMES
-        if table_exists(tables, name)
-    }
+    present = [name for name in TABLE_NAMES if table_exists(tables, name)]
+    # A few tables at a time: one table's driver-side work (listing its files, its log, its
+    # commits) overlaps another's Spark jobs; each table's commands stay in order.
+    with ThreadPoolExecutor(max_workers=PARALLEL_TABLES, thread_name_prefix="maintain") as pool:
+        entries = list(pool.map(lambda name: maintain_table(spark, tables, name, wanted), present))
+    return dict(zip(present, entries, strict=True))
 
 
 def maintain_table(spark, tables: Tables, name: str, wanted: dict[str, str]) -> dict:
