@@ -87,9 +87,10 @@ def main() -> int:
         "--spark",
         choices=("connect", "submit"),
         default="connect",
-        help="connect (default): one Spark Connect server for the run, every Spark task its "
-        "client; submit: every task a spark-submit of its own, as on a cluster (~2x slower). "
-        "Either way, ROUTEPLAN_SPARK_CONNECT_CONN set in the environment is used as it is",
+        help="connect (default): one local Spark Connect server for the run, every Spark task "
+        "its client; submit: every task a spark-submit of its own, as on a cluster (~2x "
+        "slower). ROUTEPLAN_SPARK_CONNECT_CONN or ROUTEPLAN_SPARK_CONN set in the environment "
+        "is used as it is",
     )
     parser.add_argument(
         "--policies",
@@ -129,10 +130,12 @@ def main() -> int:
 
 @contextmanager
 def spark_for_tasks(spark: str, home: str) -> Iterator[dict[str, str]]:
-    """The environment of the DAG runs: with ``spark`` "connect" and no Spark Connect server
-    named in this one, a server started for the block (``scripts/spark_connect.py``) and named
-    for the runs' tasks."""
-    if spark != "connect" or settings.current().spark_connect_conn:
+    """The environment of the DAG runs: with ``spark`` "connect", a local Spark connection
+    (``spark_local``) and no Spark Connect server named in this one, a server started for the
+    block (``scripts/spark_connect.py``) and named for the runs' tasks. A Spark connection
+    you named (``ROUTEPLAN_SPARK_CONN``, e.g. a cluster) is used as it is."""
+    current = settings.current()
+    if spark != "connect" or current.spark_connect_conn or current.spark_conn != "spark_local":
         yield dict(os.environ)
         return
     log_path = Path(local_dir(home)) / "logs" / "spark-connect.log"
