@@ -34,19 +34,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from airflow_api import free_port, stop_process_group  # noqa: E402  (scripts/, beside this)
+
 from jobs.common import spark_defaults_file, submit_conf  # noqa: E402
 from routeplan import settings, storage  # noqa: E402
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 CONN_ID = "routeplan_spark_connect"  # the Airflow connection airflow_env names
 READY_SECONDS = 180
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now (the kernel's choice)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def command(port: int) -> list[str]:
@@ -101,7 +96,7 @@ def server(log_path: Path, port: int | None = None) -> Iterator[int]:
         wait_ready(proc, port, log_path)
         yield port
     finally:
-        stop(proc)
+        stop_process_group(proc)  # SIGTERM to its group, SIGKILL after 30 s
 
 
 def wait_ready(proc: subprocess.Popen, port: int, log_path: Path) -> None:
@@ -117,18 +112,6 @@ def wait_ready(proc: subprocess.Popen, port: int, log_path: Path) -> None:
     tail = log_path.read_text(errors="replace")[-2000:]
     state = f"exited ({proc.returncode})" if proc.poll() is not None else "not listening"
     raise RuntimeError(f"Spark Connect server {state} on port {port}; {log_path} ends:\n{tail}")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the server's process group, SIGKILL after 30 s."""
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def main() -> int:
