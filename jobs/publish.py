@@ -219,7 +219,7 @@ def record_versions(
         try:
             merged = spark.sql(merge, versions=versions).first()
             return int(merged["num_inserted_rows"])
-        except (ConcurrentAppendException, PySparkException) as err:
+        except PySparkException as err:  # Delta's exceptions are PySpark's too
             # Delta's class in a classic session, its error condition through Spark Connect
             lost = isinstance(err, ConcurrentAppendException) or (
                 err.getCondition() or ""
