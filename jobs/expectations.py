@@ -1,9 +1,11 @@
-"""routeplan's Great Expectations suites, run on Spark DataFrames from the GX project in ``gx/``.
+"""routeplan's Great Expectations suites, run on pandas DataFrames from the GX project in ``gx/``.
 
 The project (``gx/great_expectations.yml``, ``$ROUTEPLAN_GX`` elsewhere) is reviewed like code:
 the six suites are files (``gx/expectations/routeplan/*.json``), each with one validation
-definition (its dataframe asset of the Spark data source ``routeplan``, the whole DataFrame) and
-one checkpoint, whose ``UpdateDataDocsAction`` adds the result to the Data Docs site. What
+definition (its dataframe asset of the pandas data source ``routeplan``, the whole DataFrame) and
+one checkpoint (no actions: :func:`build_data_docs` adds a run's results to the Data Docs site
+once, after its last suite — GX's ``UpdateDataDocsAction`` rebuilt the site's index, reading up to
+its 500 latest results, after every checkpoint). What
 depends on the data (the number of key groups, the workers, the partitions, the consumers) is an
 expectation parameter (``{"$PARAMETER": "num_key_groups"}`` in a suite), given by each call.
 
@@ -11,7 +13,14 @@ expectation parameter (``{"$PARAMETER": "num_key_groups"}`` in a suite), given b
 ``<output_dir>/gx/validations`` and the Data Docs site to ``<output_dir>/data_docs``, never into
 ``gx/``. Each public ``validate_*`` function runs one suite's checkpoint on one DataFrame and
 returns a :class:`ValidationOutcome`: one readable line per failed expectation, and the result's
-page in the site.
+page in the site (there once :func:`build_data_docs` has run).
+
+Why pandas, in a Spark job: what is validated is small and on the driver already or nearly so —
+a plan's assignment (one row per key group or partition), one row of its numbers, and one
+stream's day of ``silver.key_group_load`` (key groups × windows rows: 4,096 × 24 ≈ 98k at most
+of the key-group counts routeplan allows for hourly windows). On Spark every expectation's metrics
+are Spark queries (~130 for a night's eleven suites, ~12 s through a warm session); on pandas the
+same suites take milliseconds each.
 """
 
 from __future__ import annotations
@@ -19,16 +28,16 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import great_expectations as gx
+import numpy as np
+import pandas as pd
 from great_expectations.data_context import FileDataContext
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from routeplan import settings
 
@@ -47,6 +56,7 @@ __all__ = [
     "SUITES",
     "ValidationFailed",
     "ValidationOutcome",
+    "build_data_docs",
     "open_context",
     "validate_key_group_load",
     "validate_partition_assignment",
@@ -120,13 +130,15 @@ class ValidationOutcome:
     """The result of running one suite on one DataFrame.
 
     ``data_docs_page`` is the result's page, relative to the Data Docs site
-    (``validations/routeplan/<suite>/…/<batch>.html``)."""
+    (``validations/routeplan/<suite>/…/<batch>.html``); ``result_id`` names the stored
+    validation result (GX's ``ValidationResultIdentifier``) for :func:`build_data_docs`."""
 
     suite: str
     success: bool
     failures: list[str]
     statistics: dict
     data_docs_page: str | None = None
+    result_id: Any = field(default=None, repr=False, compare=False)
 
     def raise_for_failures(self) -> None:
         """Raise :class:`ValidationFailed` listing every failure line, unless the suite passed."""
@@ -173,7 +185,7 @@ def open_context(
 
 
 def validate_key_group_load(
-    context: FileDataContext, df: DataFrame, num_key_groups: int
+    context: FileDataContext, df: pd.DataFrame, num_key_groups: int
 ) -> ValidationOutcome:
     """Validate per-window key-group load rows against suite ``routeplan.key_group_load``.
 
@@ -188,7 +200,7 @@ def validate_key_group_load(
 
 def validate_plan_assignment(
     context: FileDataContext,
-    df: DataFrame,
+    df: pd.DataFrame,
     active_workers: Sequence[str],
     num_key_groups: int,
     draining_workers: Sequence[str] = (),
@@ -206,25 +218,22 @@ def validate_plan_assignment(
     if isinstance(active_workers, str) or isinstance(draining_workers, str):
         raise TypeError("workers must be lists of worker names, not strings")
     active, draining = set(active_workers), set(draining_workers)
-    _check_spark_frame(df)
-    placement = F.lit("not_draining")
+    _check_frame(df)
+    placement = pd.Series("not_draining", index=df.index, dtype=object)
     if draining:
         if "previous_worker" not in df.columns:
             raise ValueError("draining workers given but the frame has no previous_worker column")
-        on_draining = F.col("worker").isin(sorted(draining))
-        unmoved = on_draining & (F.col("worker") == F.col("previous_worker"))
-        placement = (
-            F.when(unmoved, "draining_unmoved")
-            .when(on_draining, "moved onto a draining worker")
-            .otherwise(placement)
-        )
+        on_draining = df["worker"].isin(sorted(draining))
+        unmoved = on_draining & (df["worker"] == df["previous_worker"])
+        placement = placement.mask(on_draining, "moved onto a draining worker")
+        placement = placement.mask(unmoved, "draining_unmoved")
     parameters = {"num_key_groups": num_key_groups, "workers": sorted(active | draining)}
     return _run_checkpoint(
-        context, PLAN_ASSIGNMENT_SUITE, df.withColumn("placement", placement), parameters
+        context, PLAN_ASSIGNMENT_SUITE, df.assign(placement=placement), parameters
     )
 
 
-def validate_plan_metrics(context: FileDataContext, df: DataFrame) -> ValidationOutcome:
+def validate_plan_metrics(context: FileDataContext, df: pd.DataFrame) -> ValidationOutcome:
     """Validate per-stream plan metrics against suite ``routeplan.plan_metrics``.
 
     Columns: stream, strategy, predicted_imbalance, imbalance_bound, migrated_load_share.
@@ -235,7 +244,7 @@ def validate_plan_metrics(context: FileDataContext, df: DataFrame) -> Validation
     return _run_checkpoint(context, PLAN_METRICS_SUITE, df, {})
 
 
-def validate_plan_backtest(context: FileDataContext, df: DataFrame) -> ValidationOutcome:
+def validate_plan_backtest(context: FileDataContext, df: pd.DataFrame) -> ValidationOutcome:
     """Validate per-stream backtests of selected plans against ``routeplan.plan_backtest``.
 
     Columns: stream, strategy, backtest_regression (the candidate's mean headline measure —
@@ -248,7 +257,7 @@ def validate_plan_backtest(context: FileDataContext, df: DataFrame) -> Validatio
 
 
 def validate_partition_assignment(
-    context: FileDataContext, df: DataFrame, consumers: Sequence[str], partitions: Sequence[int]
+    context: FileDataContext, df: pd.DataFrame, consumers: Sequence[str], partitions: Sequence[int]
 ) -> ValidationOutcome:
     """Validate one proposed partition -> consumer map against
     ``routeplan.partition_assignment`` (paper 002 plans).
@@ -263,7 +272,7 @@ def validate_partition_assignment(
     return _run_checkpoint(context, PARTITION_ASSIGNMENT_SUITE, df, parameters)
 
 
-def validate_partition_metrics(context: FileDataContext, df: DataFrame) -> ValidationOutcome:
+def validate_partition_metrics(context: FileDataContext, df: pd.DataFrame) -> ValidationOutcome:
     """Validate per-stream partition-plan metrics against ``routeplan.partition_metrics``.
 
     Columns: stream, strategy, consumers, lower_bound, overloaded, migrated_load_share.
@@ -285,25 +294,18 @@ def _check_num_key_groups(num_key_groups: int) -> None:
         raise ValueError(f"num_key_groups must be >= 1, got {num_key_groups}")
 
 
-def _check_spark_frame(df: Any) -> None:
-    if not isinstance(df, DataFrame):
-        raise TypeError(f"expected a Spark DataFrame, got {type(df).__name__}")
+def _check_frame(df: Any) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"expected a pandas DataFrame, got {type(df).__name__}")
 
 
 def _run_checkpoint(
-    context: FileDataContext, suite_name: str, df: DataFrame, parameters: dict[str, Any]
+    context: FileDataContext, suite_name: str, df: pd.DataFrame, parameters: dict[str, Any]
 ) -> ValidationOutcome:
     """Run the suite's checkpoint on ``df`` with ``parameters`` and summarise its result."""
-    _check_spark_frame(df)
+    _check_frame(df)
     checkpoint = context.checkpoints.get(suite_name)
-    cached = df.is_cached
-    try:
-        result = checkpoint.run(
-            batch_parameters={"dataframe": df}, expectation_parameters=parameters
-        )
-    finally:
-        if not cached:  # GX persists the batch's DataFrame; free what it cached
-            df.unpersist()
+    result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters)
     [(identifier, validation)] = result.run_results.items()
 
     # GX does not return results in suite order; report failures in the order the suite file
@@ -315,7 +317,7 @@ def _run_checkpoint(
         key=lambda r: order.get(r.expectation_config.id, len(order)),
     )
     [site] = context.get_docs_sites_urls(
-        resource_identifier=identifier, site_names=[DATA_DOCS_SITE]
+        resource_identifier=identifier, site_names=[DATA_DOCS_SITE], only_if_exists=False
     )
     return ValidationOutcome(
         suite=suite_name,
@@ -323,12 +325,20 @@ def _run_checkpoint(
         failures=[_describe_failure(r) for r in failed],
         statistics=dict(validation.statistics),
         data_docs_page=_site_page(context, site["site_url"]),
+        result_id=identifier,
     )
+
+
+def build_data_docs(context: FileDataContext, outcomes: Sequence[ValidationOutcome]) -> None:
+    """Add the results of ``outcomes`` to the Data Docs site — their pages, and the index
+    (linking the latest ``validation_results_limit`` results of every run) rebuilt once."""
+    identifiers = [o.result_id for o in outcomes if o.result_id is not None]
+    context.build_data_docs(site_names=[DATA_DOCS_SITE], resource_identifiers=identifiers)
 
 
 def _site_page(context: FileDataContext, url: str) -> str:
     """A ``file://`` URL in the Data Docs site as a path relative to the site's folder."""
-    [index] = context.get_docs_sites_urls(site_names=[DATA_DOCS_SITE])
+    [index] = context.get_docs_sites_urls(site_names=[DATA_DOCS_SITE], only_if_exists=False)
     site_folder = _url_path(index["site_url"]).parent
     return _url_path(url).relative_to(site_folder).as_posix()
 
@@ -412,8 +422,10 @@ def _format_value(value: Any) -> str:
         return "(" + ", ".join(_format_value(v) for v in value) + ")"
     if isinstance(value, list):
         return "[" + ", ".join(_format_value(v) for v in value) + "]"
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
         return "null"
+    if isinstance(value, np.datetime64):  # a timestamp from a pandas column
+        value = pd.Timestamp(value)
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, str):

@@ -12,19 +12,23 @@ Every selected plan also runs routeplan.plan_backtest: its ``backtest_regression
 imbalance over the day's windows routed through the plan, minus LATEST's; ``jobs/backtest.py``)
 no more than the policy's ``regression_tolerance``; the failure lists every window's start,
 candidate and LATEST figures. A plan without a backtest (no LATEST of its kind) passes.
+The suites run on pandas frames (GX's pandas engine; ``jobs/expectations.py`` says why): one
+stream's day of loads collected to the driver, the plan's rows built there.
 Results go to Delta ``gold.validations``; any failure exits non-zero, naming each failed
 expectation, so the DAG stops before publish.
 
 The suites, validation definitions and checkpoints are the GX project in ``gx/``; each checkpoint
-adds its result to the Data Docs site ``<home>/data_docs`` (``routeplan docs`` serves it), its
-validation result to ``<home>/gx/validations``. The task log and the report name each result's
-page and the site's index. For an object-store home both are built in a local temporary folder
-and uploaded at the end; that index lists this run's results only (earlier pages stay).
+stores its validation result in ``<home>/gx/validations``, and the run adds its results to the
+Data Docs site ``<home>/data_docs`` at the end (``routeplan docs`` serves it). The task log and
+the report name each result's page and the site's index. For an object-store home both are
+built in a local temporary folder and uploaded at the end; that index lists this run's results
+only (earlier pages stay).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +36,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pandas as pd
 from great_expectations.data_context import FileDataContext
 
 from jobs.backtest import backtest_of
@@ -42,6 +47,7 @@ from jobs.expectations import (
     PLAN_BACKTEST_SUITE,
     PLAN_METRICS_COLUMNS,
     ValidationOutcome,
+    build_data_docs,
     open_context,
     validate_key_group_load,
     validate_partition_assignment,
@@ -77,7 +83,7 @@ def validate(
         raise SystemExit(f"no selected plans for {args.interval_start}: run the plan job first")
     outcomes = []
     for plan in plans:
-        outcomes.append((plan.stream, validate_backtest(spark, plan, context)))
+        outcomes.append((plan.stream, validate_backtest(plan, context)))
         table = table_from_document(json.loads(plan.table_document))
         if isinstance(table, PartitionAssignment):
             checked = validate_partitions(spark, args, plan, table, context)
@@ -85,24 +91,24 @@ def validate(
             continue
         if not isinstance(table, RoutingTable):
             raise SystemExit(f"{plan.stream}: cannot validate a {table.kind} plan")
-        loads = (
+        loads = (  # one stream's day: key groups × windows rows, to the driver
             read_delta(spark, tables, "silver.key_group_load")
             .where(args.interval_predicate() + f" AND stream = '{plan.stream}'")
             .drop("date")
+            .toPandas()
         )
         outcomes.append(
             (plan.stream, validate_key_group_load(context, loads, table.num_key_groups))
         )
-        rows = list(enumerate(table.key_group_worker))
-        columns = "key_group int, worker string"
+        assignment = pd.DataFrame(
+            {"key_group": range(table.num_key_groups), "worker": table.key_group_worker}
+        )
         active = [w.name for w in table.workers.active]
         draining = [w.name for w in table.workers.items if w.state == "draining"]
         if draining:  # gradual scale-in: a group may stay on the draining worker that holds it
             previous = _previous_table(tables, plan, table)
             held = previous.key_group_worker if previous else [None] * table.num_key_groups
-            rows = [(group, worker, held[group]) for group, worker in rows]
-            columns += ", previous_worker string"
-        assignment = spark.createDataFrame(rows, columns)
+            assignment["previous_worker"] = list(held)
         outcomes.append(
             (
                 plan.stream,
@@ -114,7 +120,7 @@ def validate(
         # equal imbalances differ in the last bits when summed in another order
         bound = plan.observed_imbalance * (1 + 1e-9) + tolerance
         numbers = [plan.predicted_imbalance, bound, json.loads(plan.metrics)["migrated_load_share"]]
-        metrics = _metrics_frame(spark, PLAN_METRICS_COLUMNS, plan.stream, plan.strategy, numbers)
+        metrics = _metrics_frame(PLAN_METRICS_COLUMNS, plan.stream, plan.strategy, numbers)
         outcomes.append((plan.stream, validate_plan_metrics(context, metrics)))
     now = datetime.now(UTC)
     rows = [
@@ -135,17 +141,16 @@ def validate(
     return outcomes
 
 
-def _metrics_frame(spark, columns: tuple[str, ...], stream: str, strategy: str, numbers: list):
+def _metrics_frame(
+    columns: tuple[str, ...], stream: str, strategy: str, numbers: list
+) -> pd.DataFrame:
     """A one-row frame of ``columns``: the stream, the strategy and a plan's numbers (doubles;
-    a missing one stays null, for the suite to name)."""
-    schema = ", ".join(
-        [f"{columns[0]} string", f"{columns[1]} string", *(f"{c} double" for c in columns[2:])]
-    )
-    values = [None if n is None else float(n) for n in numbers]
-    return spark.createDataFrame([(stream, strategy, *values)], schema)
+    a missing one stays null — NaN — for the suite to name)."""
+    values = [math.nan if n is None else float(n) for n in numbers]
+    return pd.DataFrame([(stream, strategy, *values)], columns=list(columns))
 
 
-def validate_backtest(spark, plan, context: FileDataContext) -> ValidationOutcome:
+def validate_backtest(plan, context: FileDataContext) -> ValidationOutcome:
     """Suite routeplan.plan_backtest on a selected plan's ``backtest_regression`` against its
     policy's tolerance (both null without a backtest: it passes). A failure adds one line with
     the means and every window's figures (``jobs.backtest``): hourly windows are noisy, so the
@@ -153,7 +158,7 @@ def validate_backtest(spark, plan, context: FileDataContext) -> ValidationOutcom
     row = plan.asDict()
     found = backtest_of(row.get("backtest"))
     numbers = [row.get("backtest_regression"), found.tolerance if found else None]
-    frame = _metrics_frame(spark, PLAN_BACKTEST_COLUMNS, plan.stream, plan.strategy, numbers)
+    frame = _metrics_frame(PLAN_BACKTEST_COLUMNS, plan.stream, plan.strategy, numbers)
     outcome = validate_plan_backtest(context, frame)
     if outcome.success or found is None:
         return outcome
@@ -181,13 +186,13 @@ def validate_partitions(
         .distinct()
         .collect()
     )
-    assignment = spark.createDataFrame(
-        list(table.partition_consumer.items()), "partition int, consumer string"
+    assignment = pd.DataFrame(
+        list(table.partition_consumer.items()), columns=["partition", "consumer"]
     )
     consumers = [w.name for w in table.consumers.active]
     predicted = json.loads(plan.metrics)  # the Delta column of the predicted numbers
     numbers = [predicted[column] for column in PARTITION_METRICS_COLUMNS[2:]]
-    metrics = _metrics_frame(spark, PARTITION_METRICS_COLUMNS, plan.stream, plan.strategy, numbers)
+    metrics = _metrics_frame(PARTITION_METRICS_COLUMNS, plan.stream, plan.strategy, numbers)
     return [
         validate_partition_assignment(
             context, assignment, consumers, [r["partition"] for r in seen]
@@ -231,7 +236,9 @@ def main(argv: list[str] | None = None) -> dict:
     args = run_args(ns)
     spark = spark_session("validate")
     with gx_output(args.home) as output:
-        outcomes = validate(spark, args, ns.imbalance_tolerance, open_context(output))
+        context = open_context(output)
+        outcomes = validate(spark, args, ns.imbalance_tolerance, context)
+        build_data_docs(context, [o for _, o in outcomes])
     failed = [(stream, o) for stream, o in outcomes if not o.success]
     # a backtest failure refuses that stream's candidate (LATEST stays, publish says why); any
     # other failure is a broken plan or bad loads: the night stops before publish

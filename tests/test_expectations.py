@@ -1,5 +1,5 @@
 """Tests for jobs/expectations.py: routeplan's Great Expectations suites, read from the GX
-project in gx/, run on Spark DataFrames, with Data Docs built outside the checkout."""
+project in gx/, run on pandas DataFrames, with Data Docs built outside the checkout."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from great_expectations.data_context import FileDataContext
-from pyspark.sql import DataFrame, SparkSession
 
 from jobs.expectations import (
     KEY_GROUP_LOAD_COLUMNS,
@@ -27,6 +26,7 @@ from jobs.expectations import (
     SUITES,
     ValidationFailed,
     ValidationOutcome,
+    build_data_docs,
     open_context,
     validate_key_group_load,
     validate_partition_assignment,
@@ -37,8 +37,6 @@ from jobs.expectations import (
 from routeplan import settings
 from routeplan.cli import docs
 from routeplan.errors import InputError
-
-pytestmark = pytest.mark.spark
 
 GX_PROJECT = settings.current().gx
 
@@ -75,23 +73,9 @@ def output_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def context(spark: SparkSession, project_before: dict, output_dir: Path) -> FileDataContext:
+def context(project_before: dict, output_dir: Path) -> FileDataContext:
     """The repository's GX project, opened once for the module (as the validate job does)."""
     return open_context(output_dir)
-
-
-def sdf(frame: pd.DataFrame) -> DataFrame:
-    """A Spark DataFrame of the pandas ``frame``'s rows (NaN and NaT become nulls)."""
-
-    def plain(value: object) -> object:
-        if value is None or value is pd.NaT or (isinstance(value, float) and pd.isna(value)):
-            return None
-        if isinstance(value, pd.Timestamp):
-            return value.to_pydatetime()
-        return value.item() if hasattr(value, "item") else value
-
-    rows = [tuple(plain(v) for v in row) for row in frame.astype(object).itertuples(index=False)]
-    return SparkSession.getActiveSession().createDataFrame(rows, [str(c) for c in frame.columns])
 
 
 def load_frame() -> pd.DataFrame:
@@ -161,7 +145,7 @@ def _set(frame: pd.DataFrame, row: int, column: str, value: object) -> pd.DataFr
 
 
 def test_good_key_group_load_passes(context: FileDataContext) -> None:
-    outcome = validate_key_group_load(context, sdf(load_frame()), NUM_KEY_GROUPS)
+    outcome = validate_key_group_load(context, load_frame(), NUM_KEY_GROUPS)
     assert outcome.suite == KEY_GROUP_LOAD_SUITE
     assert outcome.success, outcome.failures
     assert outcome.failures == []
@@ -172,7 +156,7 @@ def test_good_key_group_load_passes(context: FileDataContext) -> None:
 
 
 def test_good_plan_assignment_passes(context: FileDataContext) -> None:
-    outcome = validate_plan_assignment(context, sdf(assignment_frame()), WORKERS, NUM_KEY_GROUPS)
+    outcome = validate_plan_assignment(context, assignment_frame(), WORKERS, NUM_KEY_GROUPS)
     assert outcome.suite == PLAN_ASSIGNMENT_SUITE
     assert outcome.success, outcome.failures
     assert outcome.failures == []
@@ -181,7 +165,7 @@ def test_good_plan_assignment_passes(context: FileDataContext) -> None:
 
 
 def test_good_plan_metrics_passes(context: FileDataContext) -> None:
-    outcome = validate_plan_metrics(context, sdf(metrics_frame()))
+    outcome = validate_plan_metrics(context, metrics_frame())
     assert outcome.suite == PLAN_METRICS_SUITE
     assert outcome.success, outcome.failures
     assert outcome.failures == []
@@ -256,38 +240,36 @@ def test_broken_key_group_load_fails(
     column: str,
     observed: str,
 ) -> None:
-    line = only_failure(validate_key_group_load(context, sdf(mutate(load_frame())), NUM_KEY_GROUPS))
+    line = only_failure(validate_key_group_load(context, mutate(load_frame()), NUM_KEY_GROUPS))
     assert line.startswith(expectation + "(")
     assert column in line
     assert observed in line
 
 
 def test_null_window_end_fails_not_null_only(context: FileDataContext) -> None:
-    # On Spark a comparison with null is unknown, not false: the window-order check skips the
-    # row, and the not-null check names it.
+    # The window-order check leaves a row missing a side to the not-null check
+    # (ignore_row_if: either_value_is_missing), which names it.
     outcome = validate_key_group_load(
-        context, sdf(_set(load_frame(), 3, "window_end", pd.NaT)), NUM_KEY_GROUPS
+        context, _set(load_frame(), 3, "window_end", pd.NaT), NUM_KEY_GROUPS
     )
     assert not outcome.success
     assert len(outcome.failures) == 1
     assert outcome.failures[0].startswith(NOT_NULL + "(column='window_end')")
-    assert "1 unexpected of 5 rows" in outcome.failures[0]
+    assert "1 unexpected of 5 rows; unexpected values: [null]" in outcome.failures[0]
 
 
 def test_key_group_range_follows_num_key_groups(context: FileDataContext) -> None:
     # The good frame uses key group 7: valid for 8 key groups, out of range for 4.
     # Same suite name twice in one process, with different parameters.
-    assert validate_key_group_load(context, sdf(load_frame()), NUM_KEY_GROUPS).success
-    line = only_failure(validate_key_group_load(context, sdf(load_frame()), 4))
+    assert validate_key_group_load(context, load_frame(), NUM_KEY_GROUPS).success
+    line = only_failure(validate_key_group_load(context, load_frame(), 4))
     assert line.startswith(BETWEEN + "(column='key_group'")
     assert "max_value=3" in line
     assert "unexpected values: [7]" in line
 
 
 def test_missing_column_is_reported_not_raised(context: FileDataContext) -> None:
-    outcome = validate_key_group_load(
-        context, sdf(load_frame().drop(columns=["bytes"])), NUM_KEY_GROUPS
-    )
+    outcome = validate_key_group_load(context, load_frame().drop(columns=["bytes"]), NUM_KEY_GROUPS)
     assert not outcome.success
     assert len(outcome.failures) == 2  # not-null and >= 0 on bytes
     assert [line.split("(")[0] for line in outcome.failures] == [NOT_NULL, BETWEEN]
@@ -302,7 +284,7 @@ def test_failure_lines_quote_at_most_five_values(context: FileDataContext) -> No
     frame["window_end"] = frame["window_start"] + pd.Timedelta(minutes=5)
     frame["messages"] = [-(i + 1) for i in range(len(frame))]  # 10 negative values
     frame = _set(frame, 0, "stream", None)
-    outcome = validate_key_group_load(context, sdf(frame), NUM_KEY_GROUPS)
+    outcome = validate_key_group_load(context, frame, NUM_KEY_GROUPS)
     assert [line.split("(")[0] for line in outcome.failures] == [NOT_NULL, BETWEEN]
     messages_line = outcome.failures[1]
     assert "10 unexpected of 10 rows" in messages_line
@@ -314,7 +296,7 @@ def test_failures_follow_suite_order(context: FileDataContext) -> None:
     # GX returns results in its own order (here the compound-key error would come before the
     # messages range failure); failure lines follow the order the suite declares them in.
     frame = load_frame().drop(columns=["stream"]).assign(messages=-1)
-    outcome = validate_key_group_load(context, sdf(frame), NUM_KEY_GROUPS)
+    outcome = validate_key_group_load(context, frame, NUM_KEY_GROUPS)
     assert [line.split("(")[0] for line in outcome.failures] == [
         NOT_NULL,
         BETWEEN,
@@ -326,18 +308,17 @@ def test_failures_follow_suite_order(context: FileDataContext) -> None:
 
 
 def test_validation_does_not_modify_the_frame(context: FileDataContext) -> None:
-    frame = sdf(load_frame())
-    before = frame.collect()
+    frame = load_frame()
+    before = frame.copy()
     validate_key_group_load(context, frame, NUM_KEY_GROUPS)
-    assert frame.collect() == before
-    assert frame.columns == list(KEY_GROUP_LOAD_COLUMNS)
-    assert not frame.is_cached  # GX persisted the batch; the suite's run frees it again
+    pd.testing.assert_frame_equal(frame, before)
+    assert list(frame.columns) == list(KEY_GROUP_LOAD_COLUMNS)
 
 
 def test_no_progress_bars_on_the_terminal(
     context: FileDataContext, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    validate_plan_metrics(context, sdf(metrics_frame()))
+    validate_plan_metrics(context, metrics_frame())
     captured = capfd.readouterr()
     assert "Calculating Metrics" not in captured.err + captured.out
 
@@ -349,7 +330,7 @@ def test_no_progress_bars_on_the_terminal(
 def test_missing_key_group_fails_row_count(context: FileDataContext) -> None:
     frame = assignment_frame()
     frame = frame[frame["key_group"] != 5].reset_index(drop=True)
-    line = only_failure(validate_plan_assignment(context, sdf(frame), WORKERS, NUM_KEY_GROUPS))
+    line = only_failure(validate_plan_assignment(context, frame, WORKERS, NUM_KEY_GROUPS))
     assert line.startswith(ROW_COUNT + f"(value={NUM_KEY_GROUPS})")
     assert f"observed value {NUM_KEY_GROUPS - 1}" in line
 
@@ -359,7 +340,7 @@ def test_key_group_assigned_twice_fails_uniqueness_and_row_count(context: FileDa
     frame = pd.concat(
         [frame, pd.DataFrame({"key_group": [2], "worker": ["worker-a"]})], ignore_index=True
     )
-    outcome = validate_plan_assignment(context, sdf(frame), WORKERS, NUM_KEY_GROUPS)
+    outcome = validate_plan_assignment(context, frame, WORKERS, NUM_KEY_GROUPS)
     assert not outcome.success
     assert outcome.failures[0].startswith(ROW_COUNT)
     assert f"observed value {NUM_KEY_GROUPS + 1}" in outcome.failures[0]
@@ -370,13 +351,13 @@ def test_key_group_assigned_twice_fails_uniqueness_and_row_count(context: FileDa
 
 def test_duplicate_key_group_replacing_another_fails_uniqueness(context: FileDataContext) -> None:
     frame = _set(assignment_frame(), 7, "key_group", 6)  # 7 rows cover 0..6, key group 7 lost
-    line = only_failure(validate_plan_assignment(context, sdf(frame), WORKERS, NUM_KEY_GROUPS))
+    line = only_failure(validate_plan_assignment(context, frame, WORKERS, NUM_KEY_GROUPS))
     assert line.startswith(UNIQUE + "(column='key_group')")
 
 
 def test_worker_not_active_fails(context: FileDataContext) -> None:
     frame = _set(assignment_frame(), 4, "worker", "worker-retired")
-    line = only_failure(validate_plan_assignment(context, sdf(frame), WORKERS, NUM_KEY_GROUPS))
+    line = only_failure(validate_plan_assignment(context, frame, WORKERS, NUM_KEY_GROUPS))
     assert line.startswith(IN_SET + "(column='worker'")
     assert "'worker-retired'" in line
 
@@ -385,7 +366,7 @@ def test_worker_removed_from_active_set_fails(context: FileDataContext) -> None:
     # worker-c holds key groups 2 and 5; the plan is fine until worker-c leaves the active set.
     line = only_failure(
         validate_plan_assignment(
-            context, sdf(assignment_frame()), ["worker-a", "worker-b"], NUM_KEY_GROUPS
+            context, assignment_frame(), ["worker-a", "worker-b"], NUM_KEY_GROUPS
         )
     )
     assert line.startswith(IN_SET + "(column='worker'")
@@ -396,7 +377,7 @@ def test_worker_removed_from_active_set_fails(context: FileDataContext) -> None:
 def test_null_worker_fails(context: FileDataContext) -> None:
     line = only_failure(
         validate_plan_assignment(
-            context, sdf(_set(assignment_frame(), 3, "worker", None)), WORKERS, NUM_KEY_GROUPS
+            context, _set(assignment_frame(), 3, "worker", None), WORKERS, NUM_KEY_GROUPS
         )
     )
     assert line.startswith(NOT_NULL + "(column='worker')")
@@ -406,7 +387,7 @@ def test_null_key_group_fails(context: FileDataContext) -> None:
     # Uniqueness and range checks skip nulls, so only the not-null expectation reports it.
     line = only_failure(
         validate_plan_assignment(
-            context, sdf(_set(assignment_frame(), 3, "key_group", None)), WORKERS, NUM_KEY_GROUPS
+            context, _set(assignment_frame(), 3, "key_group", None), WORKERS, NUM_KEY_GROUPS
         )
     )
     assert line.startswith(NOT_NULL + "(column='key_group')")
@@ -415,14 +396,14 @@ def test_null_key_group_fails(context: FileDataContext) -> None:
 
 def test_key_group_out_of_range_fails(context: FileDataContext) -> None:
     frame = _set(assignment_frame(), 7, "key_group", NUM_KEY_GROUPS)
-    line = only_failure(validate_plan_assignment(context, sdf(frame), WORKERS, NUM_KEY_GROUPS))
+    line = only_failure(validate_plan_assignment(context, frame, WORKERS, NUM_KEY_GROUPS))
     assert line.startswith(BETWEEN + "(column='key_group'")
     assert f"unexpected values: [{NUM_KEY_GROUPS}]" in line
 
 
 def test_num_key_groups_must_be_positive(context: FileDataContext) -> None:
     with pytest.raises(ValueError, match="num_key_groups"):
-        validate_plan_assignment(context, sdf(assignment_frame()), WORKERS, 0)
+        validate_plan_assignment(context, assignment_frame(), WORKERS, 0)
 
 
 def test_non_dataframe_is_rejected(context: FileDataContext) -> None:
@@ -479,17 +460,17 @@ def test_broken_plan_metrics_fails(
     column: str,
     observed: str,
 ) -> None:
-    line = only_failure(validate_plan_metrics(context, sdf(mutate(metrics_frame()))))
+    line = only_failure(validate_plan_metrics(context, mutate(metrics_frame())))
     assert line.startswith(expectation + "(")
     assert column in line
     assert observed in line
 
 
 def test_null_imbalance_bound_fails(context: FileDataContext) -> None:
-    outcome = validate_plan_metrics(context, sdf(_set(metrics_frame(), 0, "imbalance_bound", None)))
+    outcome = validate_plan_metrics(context, _set(metrics_frame(), 0, "imbalance_bound", None))
     assert not outcome.success
-    # On Spark the row-wise comparison skips a row missing a side (null is unknown, not false);
-    # the not-null check names the missing bound.
+    # The row-wise comparison leaves a row missing a side to the not-null check
+    # (ignore_row_if: either_value_is_missing), which names the missing bound.
     assert len(outcome.failures) == 1
     assert outcome.failures[0].startswith(NOT_NULL + "(column='imbalance_bound')")
 
@@ -503,7 +484,7 @@ def test_raise_for_failures_lists_every_failure(context: FileDataContext) -> Non
     frame.loc[0, "predicted_imbalance"] = 2.0  # above its bound
     frame.loc[1, "migrated_load_share"] = 3.0  # out of [0, 1]
     frame = _set(frame, 2, "stream", None)
-    outcome = validate_plan_metrics(context, sdf(frame))
+    outcome = validate_plan_metrics(context, frame)
     assert len(outcome.failures) == 3
     with pytest.raises(ValidationFailed) as excinfo:
         outcome.raise_for_failures()
@@ -528,18 +509,16 @@ def test_raise_for_failures_is_silent_on_success() -> None:
 
 def test_partition_suites_pass_good_plans_and_name_what_is_wrong(context: FileDataContext) -> None:
     assignment = pd.DataFrame({"partition": [0, 1, 2], "consumer": ["c0", "c1", "c0"]})
-    good = validate_partition_assignment(context, sdf(assignment), ["c0", "c1"], [0, 1, 2])
+    good = validate_partition_assignment(context, assignment, ["c0", "c1"], [0, 1, 2])
     assert good.suite == PARTITION_ASSIGNMENT_SUITE
     assert good.success, good.failures
-    missing = validate_partition_assignment(
-        context, sdf(assignment.iloc[:2]), ["c0", "c1"], [0, 1, 2]
-    )
+    missing = validate_partition_assignment(context, assignment.iloc[:2], ["c0", "c1"], [0, 1, 2])
     assert [f.split("(")[0] for f in missing.failures] == [
         "expect_column_distinct_values_to_contain_set"
     ]
     stranger = assignment.assign(consumer=["c0", "x", "c0"])
     assert only_failure(
-        validate_partition_assignment(context, sdf(stranger), ["c0", "c1"], [0, 1, 2])
+        validate_partition_assignment(context, stranger, ["c0", "c1"], [0, 1, 2])
     ).startswith(IN_SET)
     metrics = pd.DataFrame(
         [
@@ -553,10 +532,10 @@ def test_partition_suites_pass_good_plans_and_name_what_is_wrong(context: FileDa
             }
         ]
     )
-    ok = validate_partition_metrics(context, sdf(metrics))
+    ok = validate_partition_metrics(context, metrics)
     assert ok.suite == PARTITION_METRICS_SUITE
     assert ok.success, ok.failures
-    bad = validate_partition_metrics(context, sdf(metrics.assign(overloaded=1.0, consumers=2.0)))
+    bad = validate_partition_metrics(context, metrics.assign(overloaded=1.0, consumers=2.0))
     assert not bad.success
     assert [f.split("(")[0] for f in bad.failures] == [BETWEEN, PAIR_A_GT_B]
 
@@ -569,10 +548,10 @@ def test_plan_assignment_lets_a_draining_worker_keep_groups_it_held(context: Fil
             "previous_worker": ["w0", "w9", "w9", "w9"],
         }
     )
-    outcome = validate_plan_assignment(context, sdf(df), ["w0", "w1"], 4, draining_workers=["w9"])
+    outcome = validate_plan_assignment(context, df, ["w0", "w1"], 4, draining_workers=["w9"])
     assert outcome.success, outcome.failures
     without_rule = validate_plan_assignment(
-        context, sdf(df.drop(columns="previous_worker")), ["w0", "w1"], 4
+        context, df.drop(columns="previous_worker"), ["w0", "w1"], 4
     )
     assert not without_rule.success
 
@@ -585,7 +564,7 @@ def test_plan_assignment_refuses_a_move_onto_a_draining_worker(context: FileData
             "previous_worker": ["w0", "w0", "w9"],
         }
     )
-    outcome = validate_plan_assignment(context, sdf(df), ["w0"], 3, draining_workers=["w9"])
+    outcome = validate_plan_assignment(context, df, ["w0"], 3, draining_workers=["w9"])
     assert not outcome.success
     assert any("placement" in f and "moved onto a draining worker" in f for f in outcome.failures)
 
@@ -608,11 +587,11 @@ def test_the_suites_checkpoints_and_data_source_come_from_the_project_files(
         checkpoint = context.checkpoints.get(name)
         [definition] = checkpoint.validation_definitions
         assert definition.suite.name == name
-        assert definition.data.data_asset.datasource.type == "spark"
-        assert [action.type for action in checkpoint.actions] == ["update_data_docs"]
+        assert definition.data.data_asset.datasource.type == "pandas"
+        assert checkpoint.actions == []  # build_data_docs builds the site once a run
 
 
-def test_an_edited_suite_file_changes_the_result(spark: SparkSession, tmp_path: Path) -> None:
+def test_an_edited_suite_file_changes_the_result(tmp_path: Path) -> None:
     project = tmp_path / "gx"
     shutil.copytree(GX_PROJECT, project)
     suite_file = project / "expectations" / "routeplan" / "key_group_load.json"
@@ -625,17 +604,17 @@ def test_an_edited_suite_file_changes_the_result(spark: SparkSession, tmp_path: 
     distinct_keys["kwargs"]["min_value"] = 41  # the good frame has 1 to 40 distinct keys a row
     suite_file.write_text(json.dumps(suite))
     edited = open_context(tmp_path / "output", project=project)
-    line = only_failure(validate_key_group_load(edited, sdf(load_frame()), NUM_KEY_GROUPS))
+    line = only_failure(validate_key_group_load(edited, load_frame(), NUM_KEY_GROUPS))
     assert line.startswith(BETWEEN + "(column='distinct_keys', min_value=41)")
     assert "5 unexpected of 5 rows" in line
 
 
 def test_data_docs_show_each_suite_run(context: FileDataContext, output_dir: Path) -> None:
-    passed = validate_key_group_load(context, sdf(load_frame()), NUM_KEY_GROUPS)
-    failed = validate_plan_metrics(
-        context, sdf(_set(metrics_frame(), 1, "migrated_load_share", 1.5))
-    )
+    passed = validate_key_group_load(context, load_frame(), NUM_KEY_GROUPS)
+    failed = validate_plan_metrics(context, _set(metrics_frame(), 1, "migrated_load_share", 1.5))
     site = Path(settings.data_docs_root(output_dir))
+    assert not (site / failed.data_docs_page).exists()  # the run builds the site once, at its end
+    build_data_docs(context, [passed, failed])
     index = (site / "index.html").read_text()
     for outcome in (passed, failed):
         assert outcome.data_docs_page.startswith("validations/routeplan/")
@@ -647,9 +626,7 @@ def test_data_docs_show_each_suite_run(context: FileDataContext, output_dir: Pat
     assert list((output_dir / "gx" / "validations").rglob("*.json"))
 
 
-def test_the_data_docs_index_links_the_latest_results_only(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def test_the_data_docs_index_links_the_latest_results_only(tmp_path: Path) -> None:
     project = tmp_path / "gx"
     shutil.copytree(GX_PROJECT, project)
     config = project / "great_expectations.yml"
@@ -657,7 +634,11 @@ def test_the_data_docs_index_links_the_latest_results_only(
     assert "validation_results_limit: 500" in text
     config.write_text(text.replace("validation_results_limit: 500", "validation_results_limit: 2"))
     context = open_context(tmp_path / "output", project=project)
-    pages = [validate_plan_metrics(context, sdf(metrics_frame())).data_docs_page for _ in range(3)]
+    pages = []
+    for _ in range(3):  # three runs
+        outcome = validate_plan_metrics(context, metrics_frame())
+        build_data_docs(context, [outcome])
+        pages.append(outcome.data_docs_page)
     site = Path(settings.data_docs_root(tmp_path / "output"))
     index = (site / "index.html").read_text()
     assert [page in index for page in pages] == [False, True, True]
@@ -672,7 +653,7 @@ def test_validation_writes_nothing_into_the_project(
     before = (
         subprocess.run(status, capture_output=True, text=True, cwd=GX_PROJECT).stdout if git else ""
     )
-    validate_plan_metrics(context, sdf(metrics_frame()))
+    validate_plan_metrics(context, metrics_frame())
     assert project_files(GX_PROJECT) == project_before
     if git:
         after = subprocess.run(status, capture_output=True, text=True, cwd=GX_PROJECT).stdout
@@ -689,7 +670,8 @@ def test_a_missing_project_is_named(tmp_path: Path) -> None:
 
 
 def test_routeplan_docs_serves_the_built_site(context: FileDataContext, output_dir: Path) -> None:
-    outcome = validate_plan_metrics(context, sdf(metrics_frame()))
+    outcome = validate_plan_metrics(context, metrics_frame())
+    build_data_docs(context, [outcome])
     folder = docs.site_folder(settings.data_docs_root(output_dir))
     with docs.make_server(folder, 0) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
