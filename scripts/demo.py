@@ -315,7 +315,8 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
             )
         details += [  # milp, albic: how far from the best plan the solver could prove
             f"{day} {name}: {p['strategy']} load distance {q['load_distance']:.4f}, lower bound "
-            f"{q['load_distance_bound']:.4f}, gap {_number(q['mip_gap'], 3)}"
+            f"{q['load_distance_bound']:.4f} (at most {_above_bound(q)} above the best plan), "
+            f"relative MIP gap {_number(q['mip_gap'], 3)}"
             for name, p in planned.items()
             if (q := p.get("solver"))
         ]
@@ -346,6 +347,12 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
 def _report(home: str, day: date, stage: str) -> dict | None:
     path = storage.join(settings.reports_root(home), day.isoformat(), f"{stage}.json")
     return json.loads(storage.read_bytes(path)) if storage.exists(path) else None
+
+
+def _above_bound(solver: dict) -> str:
+    """How much worse than the best plan the plan may be: its load distance minus the proven
+    lower bound (the relative gap alone reads 1.0 for any plan once the bound is 0)."""
+    return _number(max(0.0, solver["load_distance"] - solver["load_distance_bound"]))
 
 
 def _number(value: float | None, digits: int = 4) -> str:
