@@ -1,9 +1,9 @@
 # routeplan — every set-up step lives here. Targets are idempotent; stamps skip finished work.
 # Each target installs only what it uses (LOCAL, OBJECT_STORE, … below):
-#   make demo   the virtualenv, Delta Lake's jars, Airflow's SQLite database; then the nightly
-#               pipeline end-to-end through Airflow on sample data
-#   make test   everything (`make setup`: also S3A's jars, MinIO, the executors' zip, PostgreSQL
-#               and Chromium), then the test suite
+#   make demo   the virtualenv (routeplan's runtime packages), Delta Lake's jars, Airflow's SQLite
+#               database; then the nightly pipeline end-to-end through Airflow on sample data
+#   make test   everything (`make setup`: also the dev tools, S3A's jars, MinIO, the executors'
+#               zip, PostgreSQL and Chromium), then the test suite
 #   make airflow  start the Airflow UI + scheduler with routeplan's DAGs (Ctrl-C stops all of it)
 #   make cluster-demo  the same nightly run on a cluster on this machine: PostgreSQL, MinIO, a Spark
 #                 standalone master + 2 workers, Airflow's components (scripts/cluster.py)
@@ -41,23 +41,35 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 #   AIRFLOW_DB    Airflow's metadata database on the cluster: Debian's PostgreSQL
 #   BROWSER       tests/test_browser.py: Debian's Chromium
 #   CLIENTS       the Java and Go clients and the Kafka broker tests/test_kafka.py starts
+#   DEV           the dev extra: the tests' and docs' tools, the benchmarks' peers
 LOCAL         := $(VENV)/.installed $(JARS)/.delta $(AIRFLOW_HOME)/.migrated
 SPARK_CLUSTER := $(VENV)/.installed $(JARS)/.delta $(JARS)/.s3a $(TOOLS)/minio \
                  $(DIST)/routeplan.zip
 AIRFLOW_DB    := postgresql
 BROWSER       := chromium
 CLIENTS       := clients
+DEV           := $(VENV)/.dev
 # Everything any target uses: what `make test` installs (the tests use all of it).
-setup: $(LOCAL) $(SPARK_CLUSTER) $(AIRFLOW_DB) $(BROWSER) $(CLIENTS)
+setup: $(LOCAL) $(SPARK_CLUSTER) $(AIRFLOW_DB) $(BROWSER) $(CLIENTS) $(DEV)
 
 # The virtualenv, every package pinned by constraints.txt. pip installs uv (pinned there too),
 # uv installs the rest: downloads in parallel, PySpark's 450 MB sdist built once into uv's cache
 # (empty caches, 2 cores: ~25 s against pip's ~85 s for the same packages).
+#   .installed  what routeplan runs with (RUNTIME: the jobs, Airflow, the CLI, the API)
+#   .dev        the dev extra on top: pytest, Playwright, MkDocs, ruff, the benchmarks' peers
+#               (MkDocs' Markdown extensions need Python >= 3.11.5; the runtime, 3.11.0 and up)
+RUNTIME := pipeline,client,api
+UV_PIP  := $(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -c constraints.txt
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (install OpenJDK 17)"; exit 1; }
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -c constraints.txt uv
-	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -c constraints.txt -e '.[dev]'
+	$(UV_PIP) -e '.[$(RUNTIME)]'
+	$(VENV)/bin/uv pip check --quiet --python $(VENV)/bin/python
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.installed
+	$(UV_PIP) -e '.[dev]'
 	$(VENV)/bin/uv pip check --quiet --python $(VENV)/bin/python
 	touch $@
 
@@ -157,7 +169,7 @@ test: setup
 	mvn --batch-mode --quiet --offline -f $(JAVA_CLIENT)/pom.xml test
 	python -m pytest $(PYTEST_ARGS)
 
-lint: $(VENV)/.installed
+lint: $(DEV)
 	ruff check .
 	ruff format --check .
 
@@ -168,7 +180,7 @@ cluster-demo: $(SPARK_CLUSTER) $(AIRFLOW_DB)
 	python scripts/cluster.py demo $(CLUSTER_ARGS)
 
 # BENCH_ARGS="--sizes 200000" for a quick run (both scripts take --sizes)
-bench: $(SPARK_CLUSTER)
+bench: $(SPARK_CLUSTER) $(DEV)
 	python bench/peer_duckdb.py --cluster $(BENCH_ARGS)
 	python bench/pipeline.py $(BENCH_ARGS)
 
@@ -176,10 +188,10 @@ bench: $(SPARK_CLUSTER)
 # link or anchor, a missing page or one left out of the nav fails the build. Offline: no fonts or
 # scripts from a CDN. NO_MKDOCS_2_WARNING silences Material's notice of its end of life (May
 # 2027; Zensical, by the same team, reads the same mkdocs.yml).
-docs: $(VENV)/.installed
+docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir $(CURDIR)/$(SITE)
 
-lock: $(VENV)/.installed
+lock: $(DEV)
 	( echo '# Tested pins: `make setup` installs with `uv pip install -c constraints.txt`. Regenerate with `make lock`.'; \
 	  $(VENV)/bin/pip freeze | grep -v -E '^-e|^routeplan|^# Editable' ) > constraints.txt
 

@@ -1,7 +1,8 @@
-"""Each make target installs only what it uses: ``make demo`` the virtualenv, Delta Lake's jars
-and Airflow's SQLite database — not S3A's jars with the ~690 MB AWS SDK bundle, MinIO compiled
-from its Go module, the executors' zip, PostgreSQL or Chromium, which the targets using them
-install (``make test`` all of them: CI runs it on a clean clone).
+"""Each make target installs only what it uses: ``make demo`` the virtualenv (routeplan's runtime
+packages, not the dev tools), Delta Lake's jars and Airflow's SQLite database — not the dev
+tools, S3A's jars with the ~690 MB AWS SDK bundle, MinIO compiled from its Go module, the
+executors' zip, PostgreSQL or Chromium, which the targets using them install (``make test`` all
+of them: CI runs it on a clean clone).
 
 Read from ``make --dry-run --always-make``: the commands a fresh checkout would run, none run."""
 
@@ -17,7 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 # what a line of the dry run installs, by a pattern of its command
 INSTALLS = {
-    "virtualenv": r"pip install .*-c constraints\.txt",
+    "virtualenv": r"uv pip install .*-c constraints\.txt -e '\.\[(?!dev\])",
+    "dev_tools": r"uv pip install .*-c constraints\.txt -e '\.\[dev\]'",
     "delta_jars": r"mvn (?!.*-P)\S.*-f jars/pom\.xml dependency:copy-dependencies",
     "s3a_jars": r"mvn .*-Ps3a -f jars/pom\.xml dependency:copy-dependencies",
     "airflow_sqlite": r"airflow db migrate",
@@ -50,8 +52,9 @@ def installs(target: str) -> set[str]:
         ("demo", LOCAL),
         ("airflow", LOCAL),
         ("cluster-demo", SPARK_CLUSTER | {"postgresql"}),
-        ("bench", SPARK_CLUSTER),
-        ("docs", {"virtualenv"}),
+        ("bench", SPARK_CLUSTER | {"dev_tools"}),
+        ("docs", {"virtualenv", "dev_tools"}),
+        ("lint", {"virtualenv", "dev_tools"}),
         ("setup", EVERYTHING),
         ("test", EVERYTHING),
     ],
