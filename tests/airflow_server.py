@@ -142,6 +142,11 @@ def airflow_standalone(
         # scheduler create the latest scheduled run too (with default params), and one whose
         # logical_date equals a manual run's crashes the scheduler (UNIQUE dag_id, logical_date).
         env["AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE"] = "False"
+    # as scripts/airflow-standalone: SQLite's write lock waited for 30 s, not its default 5 s
+    env.setdefault(
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN",
+        f"sqlite:///{airflow_home.resolve()}/airflow.db?timeout=30",
+    )
     env["AIRFLOW__API__HOST"] = "127.0.0.1"
     env["AIRFLOW__API__PORT"] = str(port)
     # Task processes reach the Execution API at [api] base_url, default http://localhost:8080:

@@ -102,12 +102,22 @@ def trigger_from_the_form(
                     f"badge on 'Run Parameters'); see {screenshot}"
                 )
             assert unpause.is_checked(), "a paused DAG's form offers 'Unpause on trigger', checked"
-            with page.expect_response(
-                lambda r: r.request.method == "POST" and r.url.endswith(f"/dags/{dag_id}/dagRuns")
-            ) as posted:
+            with (
+                page.expect_response(
+                    lambda r: (
+                        r.request.method == "POST" and r.url.endswith(f"/dags/{dag_id}/dagRuns")
+                    )
+                ) as posted,
+                page.expect_response(
+                    lambda r: r.request.method == "PATCH" and r.url.endswith(f"/dags/{dag_id}")
+                ) as unpaused,
+            ):
                 submit.click()
             response = posted.value
             assert response.ok, f"POST dagRuns -> {response.status}: {response.text()}"
+            # the form unpauses the DAG in a request of its own, at the same time
+            answer = unpaused.value
+            assert answer.ok, f"PATCH dags/{dag_id} (unpause) -> {answer.status}: {answer.text()}"
             created = response.json()
             page.get_by_text("Dag Run Triggered").first.wait_for()  # the success toast
             return created
