@@ -17,10 +17,10 @@ page in the site (there once :func:`build_data_docs` has run).
 
 Why pandas, in a Spark job: what is validated is small and on the driver already or nearly so —
 a plan's assignment (one row per key group or partition), one row of its numbers, and one
-stream's day of ``silver.key_group_load`` (key groups × windows rows: 4,096 × 24 ≈ 98k at most
-of the key-group counts routeplan allows for hourly windows). On Spark every expectation's metrics
-are Spark queries (~130 for a night's eleven suites, ~12 s through a warm session); on pandas the
-same suites take milliseconds each.
+stream's day of ``silver.key_group_load`` (key groups × windows rows, e.g. 4,096 × 24 hourly
+windows ≈ 98k rows, a few MB: the windows the plan job's backtest already holds on its driver).
+On Spark every expectation's metrics are Spark queries (~130 for a night's eleven suites, ~12 s
+through a warm session); on pandas the same suites take milliseconds each.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Each make target installs only what it uses: ``make demo`` the virtualenv (routeplan's runtime
-packages, not the dev tools), Delta Lake's jars and Airflow's SQLite database — not the dev
-tools, S3A's jars with the ~690 MB AWS SDK bundle, MinIO compiled from its Go module, the
-executors' zip, PostgreSQL or Chromium, which the targets using them install (``make test`` all
-of them: CI runs it on a clean clone).
+"""Each make target installs only what it uses: ``make demo`` the virtualenv with routeplan's
+runtime packages, Delta Lake's jars and Airflow's SQLite database — not the dev tools, S3A's
+jars with the ~690 MB AWS SDK bundle, MinIO compiled from its Go module, the executors' zip,
+PostgreSQL or Chromium, which the targets using them install (``make test`` all of them: CI runs
+it on a clean clone).
 
 Read from ``make --dry-run --always-make``: the commands a fresh checkout would run, none run."""
 
