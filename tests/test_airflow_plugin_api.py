@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from airflow_server import airflow_env, run_checked
-from test_api import key_table
+from api_server import key_table
 
 from routeplan.publishing.store import RoutingStore
 

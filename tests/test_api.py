@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -10,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,58 +16,17 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-import uvicorn
 from airflow_server import free_port
+from api_server import GROUPS, WORKERS, error, get_json, key_table, running
 from conftest import stream_names
 from hypothesis import HealthCheck, given, settings
 
-from routeplan.api.app import create_app, etag_matches
+from routeplan.api.app import etag_matches
 from routeplan.contracts.schemas import load_schema, validate_document
 from routeplan.model.names import is_valid_name
 from routeplan.model.table import PartitionAssignment, RoutingTable, checksum, table_from_document
-from routeplan.model.workers import Workers
 from routeplan.publishing.diff import diff_tables
 from routeplan.publishing.store import RoutingStore
-
-WORKERS = Workers.homogeneous(3)
-GROUPS = 16
-
-
-def key_table(stream: str, moved: int = 0) -> RoutingTable:
-    """16 key groups round-robin on w0..w2 and a split hot key; ``moved`` groups shifted by one,
-    planned on loads 1..16 so that a diff can weigh its moves."""
-    owners = [f"w{(g + (g < moved)) % 3}" for g in range(GROUPS)]
-    return RoutingTable(
-        stream,
-        "kg",
-        WORKERS,
-        tuple(owners),
-        hot_keys={"hot": (("w0", 0.25), ("w1", 0.75))},
-        planning_load={"key_group_load": list(range(1, GROUPS + 1)), "hot_key_load": {"hot": 5}},
-    )
-
-
-@contextlib.contextmanager
-def running(root: Path, **options) -> Iterator[httpx.Client]:
-    """``create_app(root, **options)`` in a uvicorn server on a free port; a client to it."""
-    app = create_app(root, **options)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "uvicorn exited during start-up"
-        assert time.monotonic() < deadline, "uvicorn did not start within 20 s"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-            yield client
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-    assert not thread.is_alive(), "uvicorn did not shut down"
 
 
 @pytest.fixture(scope="module")
@@ -81,25 +38,6 @@ def root(tmp_path_factory) -> Path:
 def api(root) -> Iterator[httpx.Client]:
     with running(root) as client:
         yield client
-
-
-def get_json(api: httpx.Client, url: str, schema: str, **kw) -> dict:
-    """GET ``url``, expect 200 and validate the JSON body against ``schema``."""
-    resp = api.get(url, **kw)
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["content-type"] == "application/json"
-    body = resp.json()
-    validate_document(schema, body, where=f"GET {url}")
-    return body
-
-
-def error(api: httpx.Client, url: str, status: int) -> str:
-    """GET ``url``, expect the error ``status``; its ``detail`` text."""
-    resp = api.get(url)
-    assert resp.status_code == status, resp.text
-    detail = resp.json()["detail"]
-    assert isinstance(detail, str)
-    return detail
 
 
 def test_streams_and_versions_are_listed(api, root):
@@ -657,144 +595,3 @@ def test_a_too_deep_or_too_large_stored_document_is_refused_not_a_crash(tmp_path
         assert api.get("/streams/large/latest").status_code == 200
         store.publish(key_table("large", moved=2), reason="x" * 100)
         assert f"more than {size} bytes" in error(api, "/streams/large/latest", 500)
-
-
-# ---- what versions did (the outcomes reports) and dry runs (plan by the policy, publish nothing)
-
-
-def outcome_row(stream: str, day: str, version: int, verdict: str) -> dict:
-    from routeplan.streams.outcomes import Outcome
-
-    return Outcome(
-        stream=stream,
-        version=version,
-        interval_start=day,
-        kind="key_routing",
-        attribution="event_version",
-        measure="imbalance",
-        predicted=0.1,
-        realized=0.4,
-        previous_realized=0.2,
-        error=0.3,
-        verdict=verdict,
-        realized_day=0.35,
-        previous_realized_day=0.2,
-        predicted_imbalance=0.1,
-        realized_imbalance=0.4,
-        previous_realized_imbalance=0.2,
-        realized_imbalance_day=0.35,
-        messages=500.0,
-    ).to_row()
-
-
-def test_outcomes_serve_the_reports_of_one_stream(tmp_path, caplog):
-    routing, reports = tmp_path / "routing", tmp_path / "reports"
-    store = RoutingStore(routing)
-    store.publish(key_table("clicks"))
-    store.publish(key_table("quiet"))
-    for day, verdict in (("2026-11-20", "as_predicted"), ("2026-11-21", "regressed")):
-        (reports / day).mkdir(parents=True)
-        report = {
-            "stage": "outcomes",
-            "run_id": f"scheduled__{day}",
-            "interval_start": day,
-            "outcomes": [
-                outcome_row("clicks", day, 1, verdict),
-                outcome_row("other", day, 2, verdict),
-            ],
-            "guard": [
-                {
-                    "stream": "clicks",
-                    "version": 1,
-                    "action": "hold" if verdict == "regressed" else None,
-                    "restore_version": None,
-                    "reason": f"v1: {verdict}",
-                    "published_version": None,
-                }
-            ],
-        }
-        (reports / day / "outcomes.json").write_text(json.dumps(report))
-    (reports / "2026-11-22").mkdir()
-    (reports / "2026-11-22" / "outcomes.json").write_text("not json")
-    (reports / "notes").mkdir()
-    with running(routing, reports_root=reports) as client:
-        with caplog.at_level(logging.WARNING, logger="routeplan.api.app"):
-            records = get_json(client, "/streams/clicks/outcomes", "plan_outcomes")
-        assert [(r["interval_start"], r["verdict"]) for r in records] == [
-            ("2026-11-20", "as_predicted"),
-            ("2026-11-21", "regressed"),
-        ]
-        assert records[1]["guard"] == {
-            "action": "hold",
-            "restore_version": None,
-            "reason": "v1: regressed",
-            "published_version": None,
-        }
-        assert records[1]["realized"] == 0.4 and records[1]["run_id"] == "scheduled__2026-11-21"
-        assert "2026-11-22/outcomes.json: not JSON" in caplog.text  # logged, not an error
-        one = get_json(client, "/streams/clicks/outcomes?days=1", "plan_outcomes")
-        assert [r["interval_start"] for r in one] == ["2026-11-21"]
-        assert get_json(client, "/streams/quiet/outcomes", "plan_outcomes") == []
-        assert "no routing tables for stream 'nosuch'" in error(
-            client, "/streams/nosuch/outcomes", 404
-        )
-        assert "no such stream" in error(client, "/streams/.hidden/outcomes", 404)
-        assert client.get("/streams/clicks/outcomes?days=0").status_code == 422
-    with running(routing, reports_root=tmp_path / "none") as client:
-        assert get_json(client, "/streams/clicks/outcomes", "plan_outcomes") == []
-
-
-def inputs_body(stream: str, workers: int = 3) -> dict:
-    from conftest import zipf_snapshot
-
-    from routeplan.streams.inputs import StreamInputs, inputs_document
-
-    loads = zipf_snapshot(stream, keys=2_000, messages=50_000, num_key_groups=64)
-    return inputs_document(StreamInputs(stream, loads, Workers.homogeneous(workers)))
-
-
-def test_a_dry_run_plans_by_the_policy_and_publishes_nothing(tmp_path):
-    routing, policies = tmp_path / "routing", tmp_path / "streams.yaml"
-    policies.write_text("defaults: {strategy: cg}\nstreams:\n  clicks: {strategy: kg}\n")
-    store = RoutingStore(routing)
-    store.publish(key_table("clicks"))
-    with running(routing, policies_file=policies, max_bytes=2**20) as client:
-        resp = client.post("/streams/clicks/plan", json=inputs_body("clicks"))
-        assert resp.status_code == 200, resp.text
-        decided = resp.json()
-        assert (decided["stream"], decided["policy"], decided["strategy"]) == ("clicks", "kg", "kg")
-        assert decided["current_version"] == 1 and decided["published"] is False
-        assert decided["baseline"] == "kg"
-        assert sum(c["selected"] for c in decided["candidates"]) == 1
-        assert store.versions("clicks") == [1]  # nothing published
-
-        # a stream the file does not list gets the defaults, as at night; no LATEST is no error
-        fresh = client.post("/streams/fresh/plan", json=inputs_body("fresh"))
-        assert fresh.status_code == 200, fresh.text
-        assert fresh.json()["policy"] == "cg" and fresh.json()["current_version"] is None
-        assert any("not listed in the policies file" in n for n in fresh.json()["notes"])
-        assert store.streams() == ["clicks"]
-
-        def refused(url: str, status: int, **kw) -> str:
-            resp = client.post(url, **kw)
-            assert resp.status_code == status, resp.text
-            return resp.json()["detail"]
-
-        assert "request body: not JSON" in refused("/streams/clicks/plan", 400, content=b"{x")
-        deep = b"[" * 100 + b"]" * 100
-        assert "nested deeper" in refused("/streams/clicks/plan", 400, content=deep)
-        assert "not a stream's planning inputs" in refused(
-            "/streams/clicks/plan", 422, json={"stream": "clicks"}
-        )
-        assert "inputs of stream 'views'" in refused(
-            "/streams/clicks/plan", 422, json=inputs_body("views")
-        )
-        assert "larger than 1048576 bytes" in refused(
-            "/streams/clicks/plan", 413, content=b" " * (2**20 + 1)
-        )
-        assert "no such stream" in refused("/streams/.hidden/plan", 404, json={})
-    policies.write_text("streams:\n  clicks: {strategy: nosuch}\n")
-    with running(routing, policies_file=policies) as client:
-        resp = client.post("/streams/clicks/plan", json=inputs_body("clicks"))
-        assert resp.status_code == 500 and "policies are broken" in resp.json()["detail"]
-        assert str(tmp_path) not in resp.text  # the server's path is not told

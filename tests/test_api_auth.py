@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from api_server import running
 from fastapi import Depends
 from prometheus_client.parser import text_string_to_metric_families
-from test_api import running
 from test_api_views import client_for, sample_home
 
 from routeplan import settings

@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from test_api import outcome_row
+from api_server import outcome_row
 
 from routeplan.contracts.schemas import validate_document
 from routeplan.model.table import PartitionAssignment, RoutingTable

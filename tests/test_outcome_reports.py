@@ -7,34 +7,24 @@ import json
 from pathlib import Path
 
 import pytest
+from api_server import outcome_row
 
 from routeplan.cli.main import main
 from routeplan.contracts.schemas import validate_document
 from routeplan.streams.outcome_reports import read_outcomes
-from routeplan.streams.outcomes import Outcome
 
 
 def outcome(stream: str, day: str, version: int, verdict: str, realized: float) -> dict:
-    return Outcome(
-        stream=stream,
-        version=version,
-        interval_start=day,
-        kind="key_routing",
-        attribution="published_before",
-        measure="imbalance",
-        predicted=0.1,
-        realized=realized,
-        previous_realized=0.2,
-        error=realized - 0.1,
-        verdict=verdict,
+    return outcome_row(
+        stream,
+        day,
+        version,
+        verdict,
+        realized,
         realized_day=realized,
-        previous_realized_day=0.2,
-        predicted_imbalance=0.1,
-        realized_imbalance=realized,
-        previous_realized_imbalance=0.2,
-        realized_imbalance_day=realized,
+        attribution="published_before",
         messages=1000.0,
-    ).to_row()
+    )
 
 
 def write_report(reports: Path, day: str, outcomes: list[dict], guard: list[dict]) -> None:

@@ -160,7 +160,7 @@ def test_the_publish_report_links_each_published_version_plot(key_plans, tmp_pat
 
 
 def test_outcomes_plot_draws_each_night_and_survives_unknown_numbers():
-    from test_api import outcome_row
+    from api_server import outcome_row
 
     from routeplan.plots import outcomes_png
 
