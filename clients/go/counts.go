@@ -1,11 +1,13 @@
-//go:build !race
-
 package routeplan
 
-// The local loads are plain counters: a lock-prefixed atomic add would cost about as much as
-// the hash itself. Under concurrent calls an increment may be lost (the local load is an
-// estimate either way); builds with the race detector count atomically (counts_race.go).
+import "sync/atomic"
 
-func increment(p *int64) { *p++ }
+// counter is one worker's local load: an atomic count, so that concurrent calls lose no
+// increment (and the race detector tests the code that ships), on a cache line of its own, so
+// that goroutines counting different workers do not contend for one line.
+type counter struct {
+	n atomic.Int64
+	_ [cacheLine - 8]byte
+}
 
-func load(p *int64) int64 { return *p }
+const cacheLine = 64

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Options configure Open.
@@ -79,10 +80,10 @@ type snapshot struct {
 	m         uint64  // Lemire's fastmod multiplier for n: ceil(2^64 / n)
 	groupSlot []int32 // key group -> slot; ^slot when a split key hashes to this group
 	hot       map[string]split
-	names     []string // slot -> worker
-	counts    []int64  // slot -> messages routed under this version; nil without split keys
-	partition []int32  // slot -> Kafka partition, -1: none
-	noPart    string   // why a worker has no partition
+	names     []string  // slot -> worker
+	counts    []counter // slot -> messages routed under this version; nil without split keys
+	partition []int32   // slot -> Kafka partition, -1: none
+	noPart    string    // why a worker has no partition
 }
 
 // NewRouter routes by table alone (no source, no reload).
@@ -146,7 +147,7 @@ func (r *Router) install(t *Table) error {
 		s.names[i] = w.Name
 	}
 	if len(t.HotKeys) > 0 { // no decision reads the counts of a table without split keys
-		s.counts = make([]int64, len(t.Workers))
+		s.counts = make([]counter, len(t.Workers))
 	}
 	s.groupSlot = append([]int32(nil), t.KeyGroupWorker...)
 	for key, targets := range t.HotKeys {
@@ -194,28 +195,38 @@ func (r *Router) Table() *Table { return r.snap.Load().table }
 
 // Route is the worker of the next message of key (docs/routing-spec.md §3): its key group's,
 // or for a split key the candidate this router has sent least to (under this version) relative
-// to its capacity. It never blocks and allocates nothing. Concurrent calls are safe; a local
-// load is a plain counter (counts.go), so under concurrent calls it may miss an increment — an
-// estimate either way, as in Python and Java — and atomic under the race detector.
+// to its capacity. It never blocks and allocates nothing. Concurrent calls are safe: each
+// message is counted once, atomically (counts.go).
 func (r *Router) Route(key string) (string, error) {
 	s := r.snap.Load()
 	return s.names[s.route(key)], nil
 }
 
-func (s *snapshot) route(key string) int32 { return routeKey(s, key) }
+// route picks the worker of the next message of key and counts the message.
+func (s *snapshot) route(key string) int32 {
+	slot := pick(s, key)
+	s.count(slot)
+	return slot
+}
 
-func routeKey[T ~string | ~[]byte](s *snapshot, key T) int32 {
+// pick is the worker of the next message of key, the message not yet counted.
+func pick[T ~string | ~[]byte](s *snapshot, key T) int32 {
 	slot := s.groupSlot[group(Murmur3(key, s.seed), s.m, s.n)]
 	if slot < 0 { // a split key hashes to this group: is it one?
 		if sp, ok := s.hot[string(key)]; ok { // no allocation for a map lookup
-			return s.splitTo(sp)
+			return s.leastLoaded(sp)
 		}
 		slot = ^slot
 	}
-	if s.counts != nil {
-		increment(&s.counts[slot])
-	}
 	return slot
+}
+
+// count counts a message routed to slot (under a table with split keys: no decision reads
+// the counts of one without).
+func (s *snapshot) count(slot int32) {
+	if s.counts != nil {
+		s.counts[slot].n.Add(1)
+	}
 }
 
 // group is hash mod n as Lemire's fastmod computes it (a multiplication instead of a division;
@@ -225,22 +236,32 @@ func group(hash uint32, m uint64, n uint32) uint32 {
 	return uint32(hi)
 }
 
-func (s *snapshot) splitTo(sp split) int32 {
+// leastLoaded is the split key's candidate with the smallest local load relative to its
+// capacity, the first one on ties.
+func (s *snapshot) leastLoaded(sp split) int32 {
 	best := sp.slots[0]
-	bestLoad := float64(load(&s.counts[best])) / sp.capacities[0]
+	bestLoad := float64(s.counts[best].n.Load()) / sp.capacities[0]
 	for i := 1; i < len(sp.slots); i++ {
-		load := float64(load(&s.counts[sp.slots[i]])) / sp.capacities[i]
+		load := float64(s.counts[sp.slots[i]].n.Load()) / sp.capacities[i]
 		if load < bestLoad {
 			best, bestLoad = sp.slots[i], load
 		}
 	}
-	increment(&s.counts[best])
 	return best
 }
 
 // Partition is the Kafka partition of the next message of key (its worker's, docs/routing-spec.md
-// §4). A nil key is an error: a routed topic has no place for a record without a key.
+// §4), key being the UTF-8 bytes of the key's text (§3). A nil key is an error (a routed topic
+// has no place for a record without a key), and so is a key that is not UTF-8, as in the Python
+// and Java clients; a message refused is not counted.
 func (r *Router) Partition(key []byte) (int32, error) {
+	return r.PartitionIn("", 0, key)
+}
+
+// PartitionIn is Partition for a topic with the given number of partitions (its partitions
+// 0 … partitions-1; 0: not checked): a message whose worker's partition the topic does not
+// have is an error, and is not counted (a local load counts the messages routed).
+func (r *Router) PartitionIn(topic string, partitions int, key []byte) (int32, error) {
 	if key == nil {
 		return -1, errors.New("routeplan: the record has no key (a routed topic needs one)")
 	}
@@ -248,8 +269,20 @@ func (r *Router) Partition(key []byte) (int32, error) {
 	if s.noPart != "" {
 		return -1, errors.New("routeplan: " + s.noPart)
 	}
-	return s.partition[routeKey(s, key)], nil
+	if !utf8.Valid(key) {
+		return -1, fmt.Errorf("routeplan: the record's key %q is not UTF-8 text (a key is routed "+
+			"by the UTF-8 bytes of its text)", truncate(key))
+	}
+	slot := pick(s, key)
+	if partitions > 0 && int(s.partition[slot]) >= partitions {
+		return -1, s.missingPartition(slot, topic, partitions)
+	}
+	s.count(slot)
+	return s.partition[slot], nil
 }
+
+// truncate is a key's first 40 bytes, for a message.
+func truncate(key []byte) []byte { return key[:min(len(key), 40)] }
 
 // RoutePartition routes the next message of key: its worker and its Kafka partition.
 func (r *Router) RoutePartition(key string) (string, int32, error) {
@@ -267,14 +300,18 @@ func (r *Router) CheckPartitions(topic string, n int) error {
 	if s.noPart != "" {
 		return errors.New("routeplan: " + s.noPart)
 	}
-	for i, w := range s.table.Workers {
-		if p := s.partition[i]; int(p) >= n {
-			return fmt.Errorf("routeplan: worker %q maps to partition %d, which topic %q does not have "+
-				"(partitions 0-%d; table %s v%d)", w.Name, p, topic, n-1, s.table.Stream,
-				s.table.Version)
+	for i := range s.partition {
+		if int(s.partition[i]) >= n {
+			return s.missingPartition(int32(i), topic, n)
 		}
 	}
 	return nil
+}
+
+func (s *snapshot) missingPartition(slot int32, topic string, n int) error {
+	return fmt.Errorf("routeplan: worker %q maps to partition %d, which topic %q does not have "+
+		"(partitions 0-%d; table %s v%d)", s.names[slot], s.partition[slot], topic, n-1,
+		s.table.Stream, s.table.Version)
 }
 
 // LocalLoads is the number of messages this router has routed to each worker of the table in
@@ -284,7 +321,7 @@ func (r *Router) LocalLoads() map[string]int64 {
 	s := r.snap.Load()
 	loads := make(map[string]int64, len(s.counts))
 	for i, name := range s.names[:len(s.counts)] {
-		loads[name] = load(&s.counts[i])
+		loads[name] = s.counts[i].n.Load()
 	}
 	return loads
 }

@@ -3,11 +3,13 @@ package routeplan
 import (
 	"bytes"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,29 +153,94 @@ func TestSplitKeysGoToTheLeastLoadedCandidateByCapacity(t *testing.T) {
 	}
 }
 
-func TestConcurrentRoutesAreSafe(t *testing.T) {
-	router, _ := NewRouter(vectorTable(t, "tables/kr-seed42.json"), Options{})
-	keys := []string{"hot-a", "user-1", "", "ключ", "user-2", "hot-b"}
+// Goroutines routing through one router, split keys above all, by every entry point: each
+// message routed is counted once (LocalLoads is, per worker, the messages the calls sent there),
+// and one refused is not counted. Run by `make test` under the race detector too.
+func TestConcurrentRoutesCountEveryMessageOnce(t *testing.T) {
+	table := vectorTable(t, "tables/kr-seed42.json")
+	router, _ := NewRouter(table, Options{Kafka: true})
+	keys := []string{"hot-a", "hot-b", "", "ключ", "hot-a", "user-1", "hot-a", "ü-2", "hot-b"}
+	const goroutines, messages = 8, 20000
+	const refused = "(refused)"
+	sent := make([]map[string]map[string]int64, goroutines) // goroutine -> key -> worker -> messages
+	attempted := map[string]int64{}
 	var wg sync.WaitGroup
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 10000; i++ {
-				if w, err := router.Route(keys[i%len(keys)]); err != nil || w == "" {
-					t.Errorf("%q %v", w, err)
+	for g := range goroutines {
+		sent[g] = map[string]map[string]int64{}
+		for i := range messages {
+			attempted[keys[(g+i)%len(keys)]]++
+		}
+		wg.Go(func() {
+			for i := range messages {
+				key := keys[(g+i)%len(keys)]
+				var worker string
+				var err error
+				switch i % 4 {
+				case 0:
+					worker, err = router.Route(key)
+				case 1:
+					worker, _, err = router.RoutePartition(key)
+				case 2:
+					var p int32
+					if p, err = router.Partition([]byte(key)); err == nil {
+						worker = table.Workers[p].Name // w0 … w4 are partitions 0 … 4
+					}
+				case 3: // a topic without partition 4: w4's messages are refused
+					var p int32
+					if p, err = router.PartitionIn("clicks", 4, []byte(key)); err == nil {
+						worker = table.Workers[p].Name
+					} else if strings.Contains(err.Error(), `worker "w4" maps to partition 4`) {
+						worker, err = refused, nil
+					}
 				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if sent[g][key] == nil {
+					sent[g][key] = map[string]int64{}
+				}
+				sent[g][key][worker]++
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	var total int64
-	for _, n := range router.LocalLoads() {
-		total += n
+	perWorker, perKey := map[string]int64{}, map[string]int64{}
+	var routed int64
+	for _, byKey := range sent {
+		for key, workers := range byKey {
+			for worker, n := range workers {
+				perKey[key] += n
+				if worker == refused {
+					continue
+				}
+				perWorker[worker] += n
+				routed += n
+				if candidates := table.HotKeys[key]; candidates != nil && !slices.ContainsFunc(
+					candidates, func(c Target) bool { return table.Workers[c.Worker].Name == worker }) {
+					t.Errorf("split key %q sent to %s, not one of its workers", key, worker)
+				}
+			}
+		}
 	}
-	if total < 10000 || total > 40000 { // exact under -race; plain counters may lose some
-		t.Fatalf("%d messages counted, 40000 routed", total)
+	if !maps.Equal(perKey, attempted) { // every message of a key routed or refused, once
+		t.Errorf("messages per key %v, sent %v", perKey, attempted)
 	}
+	loads := router.LocalLoads()
+	var counted int64
+	for _, n := range loads {
+		counted += n
+	}
+	if counted != routed {
+		t.Fatalf("%d messages counted, %d routed (%d sent, some refused)", counted, routed,
+			goroutines*messages)
+	}
+	for _, w := range table.Workers {
+		if loads[w.Name] != perWorker[w.Name] {
+			t.Errorf("%s: local load %d, %d messages routed to it", w.Name, loads[w.Name], perWorker[w.Name])
+		}
+	}
+	t.Logf("local loads %v; messages per key %v", loads, perKey)
 }
 
 func TestLocalLoadsRestartAtZeroWhenANewVersionIsInstalled(t *testing.T) {

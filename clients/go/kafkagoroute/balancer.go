@@ -6,14 +6,14 @@
 //	w := &kafka.Writer{Addr: kafka.TCP("kafka:9092"), Topic: "clicks",
 //		Balancer: kafkagoroute.Balancer(router, nil)}
 //
-// kafka-go's Balancer cannot return an error: a message without a key, or whose worker's
-// partition the topic lacks, is given partition -1, which the write then fails; onError
-// (default: a log line per distinct reason) says why. Check a writer's topic first with
-// router.CheckPartitions(topic, n).
+// A message's key is the UTF-8 bytes of its text (docs/routing-spec.md §3). kafka-go's Balancer
+// cannot return an error: a message without a key, whose key is not UTF-8, or whose worker's
+// partition the topic lacks, is given partition -1 (and not counted in the router's local
+// loads), which the write then fails; onError (default: a log line per distinct reason) says
+// why. Check a writer's topic first with router.CheckPartitions(topic, n).
 package kafkagoroute
 
 import (
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -38,29 +38,15 @@ type balancer struct {
 	logged  map[string]bool
 }
 
+// Balance is the partition of the message's worker; kafka-go passes the topic's partitions,
+// 0 … n-1.
 func (b *balancer) Balance(msg kafka.Message, partitions ...int) int {
-	partition, err := b.router.Partition(msg.Key)
-	if err == nil && !contains(partitions, int(partition)) {
-		err = fmt.Errorf("routeplan: the message's worker maps to partition %d, which topic %q "+
-			"does not have (%d partitions)", partition, msg.Topic, len(partitions))
-	}
+	partition, err := b.router.PartitionIn(msg.Topic, len(partitions), msg.Key)
 	if err != nil {
 		b.onError(msg, err)
 		return -1
 	}
 	return int(partition)
-}
-
-func contains(partitions []int, p int) bool {
-	if p < len(partitions) && partitions[p] == p { // the usual case: 0 … n-1
-		return true
-	}
-	for _, q := range partitions {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 func (b *balancer) logOnce(msg kafka.Message, err error) {

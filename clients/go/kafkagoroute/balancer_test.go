@@ -1,6 +1,7 @@
 package kafkagoroute
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -25,12 +26,19 @@ func TestBalanceIsTheWorkersPartitionAndABadMessageIsRefusedWithItsReason(t *tes
 			t.Fatalf("%q: partition %d, the router says %d", key, got, want)
 		}
 	}
-	if b.Balance(kafka.Message{Topic: "clicks"}, all...) != -1 ||
-		b.Balance(kafka.Message{Topic: "clicks", Key: []byte("hot-b")}, 0, 1, 2) != -1 {
-		t.Fatal("a message without key, or beyond the topic's partitions, was placed")
+	for _, bad := range []kafka.Message{{Topic: "clicks"}, {Topic: "clicks", Key: []byte("hot-b")},
+		{Topic: "clicks", Key: []byte{0xff}}} {
+		if got := b.Balance(bad, 0, 1, 2); got != -1 { // hot-b's workers are w2, w3, w4
+			t.Fatalf("%q: placed on partition %d", bad.Key, got)
+		}
 	}
-	if len(reasons) != 2 || !strings.Contains(reasons[0], "no key") ||
-		!strings.Contains(reasons[1], `which topic "clicks" does not have (3 partitions)`) {
+	if len(reasons) != 3 || !strings.Contains(reasons[0], "no key") ||
+		!strings.Contains(reasons[1], `which topic "clicks" does not have (partitions 0-2;`) ||
+		!strings.Contains(reasons[2], "not UTF-8") {
 		t.Fatalf("%v", reasons)
+	}
+	if !maps.Equal(router.LocalLoads(), reference.LocalLoads()) {
+		t.Fatalf("a message not placed was counted: %v, want %v", router.LocalLoads(),
+			reference.LocalLoads())
 	}
 }

@@ -7,14 +7,14 @@
 //		kgo.RecordPartitioner(kgoroute.Partitioner(router, nil)))
 //	client.Produce(ctx, &kgo.Record{Topic: "clicks", Key: []byte("user-42")}, done)
 //
-// franz-go's partitioner cannot return an error: a record without a key, or whose worker's
-// partition the topic lacks, is given partition -1, which franz-go fails through the record's
-// promise ("invalid record partitioning choice"); onError (default: a log line per distinct
-// reason) says why.
+// A record's key is the UTF-8 bytes of its text (docs/routing-spec.md §3). franz-go's
+// partitioner cannot return an error: a record without a key, whose key is not UTF-8, or whose
+// worker's partition the topic lacks, is given partition -1 (and not counted in the router's
+// local loads), which franz-go fails through the record's promise ("invalid record
+// partitioning choice"); onError (default: a log line per distinct reason) says why.
 package kgoroute
 
 import (
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -65,12 +65,9 @@ type topicPartitioner struct {
 // franz-go's index into the topic's partitions is the partition number).
 func (t *topicPartitioner) RequiresConsistency(*kgo.Record) bool { return true }
 
+// Partition is the partition of the record's worker among the topic's n.
 func (t *topicPartitioner) Partition(r *kgo.Record, n int) int {
-	partition, err := t.p.router.Partition(r.Key)
-	if err == nil && int(partition) >= n {
-		err = fmt.Errorf("routeplan: the record's worker maps to partition %d, which topic %q does "+
-			"not have (partitions 0-%d)", partition, t.topic, n-1)
-	}
+	partition, err := t.p.router.PartitionIn(t.topic, n, r.Key)
 	if err != nil {
 		t.p.onError(r, err)
 		return -1

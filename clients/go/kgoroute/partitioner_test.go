@@ -2,6 +2,7 @@ package kgoroute
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -28,11 +29,18 @@ func TestPartitionIsTheWorkersAndABadRecordIsRefusedWithItsReason(t *testing.T) 
 			t.Fatalf("%q: partition %d, the router says %d", key, got, want)
 		}
 	}
-	if topic.Partition(&kgo.Record{}, 8) != -1 || topic.Partition(&kgo.Record{Key: []byte("hot-b")}, 3) != -1 {
-		t.Fatal("a record without key, or beyond the topic's partitions, was placed")
+	for _, bad := range []*kgo.Record{{}, {Key: []byte("hot-b")}, {Key: []byte{0xff}}} {
+		if got := topic.Partition(bad, 3); got != -1 { // hot-b's workers are w2, w3, w4
+			t.Fatalf("%q: placed on partition %d", bad.Key, got)
+		}
 	}
-	if len(reasons) != 2 || !strings.Contains(errors.Join(reasons...).Error(), "no key") ||
-		!strings.Contains(reasons[1].Error(), `which topic "clicks" does not have (partitions 0-2)`) {
-		t.Fatalf("%v", reasons)
+	if len(reasons) != 3 || !strings.Contains(reasons[0].Error(), "no key") ||
+		!strings.Contains(reasons[1].Error(), `which topic "clicks" does not have (partitions 0-2;`) ||
+		!strings.Contains(reasons[2].Error(), "not UTF-8") {
+		t.Fatalf("%v", errors.Join(reasons...))
+	}
+	if !maps.Equal(router.LocalLoads(), reference.LocalLoads()) {
+		t.Fatalf("a record not placed was counted: %v, want %v", router.LocalLoads(),
+			reference.LocalLoads())
 	}
 }
