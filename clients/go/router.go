@@ -83,6 +83,7 @@ type snapshot struct {
 	names     []string  // slot -> worker
 	counts    []counter // slot -> messages routed under this version; nil without split keys
 	partition []int32   // slot -> Kafka partition, -1: none
+	widest    int32     // the slot of the largest partition: a topic needs partition[widest]+1
 	noPart    string    // why a worker has no partition
 }
 
@@ -172,6 +173,9 @@ func (r *Router) install(t *Table) error {
 				s.partition[i] = int32(p)
 			}
 		}
+		if s.partition[i] > s.partition[s.widest] {
+			s.widest = int32(i)
+		}
 		if s.noPart != "" {
 			continue
 		}
@@ -258,9 +262,9 @@ func (r *Router) Partition(key []byte) (int32, error) {
 	return r.PartitionIn("", 0, key)
 }
 
-// PartitionIn is Partition for a topic with the given number of partitions (its partitions
-// 0 … partitions-1; 0: not checked): a message whose worker's partition the topic does not
-// have is an error, and is not counted (a local load counts the messages routed).
+// PartitionIn is Partition for a topic with the given number of partitions (0: not checked):
+// while the topic has fewer partitions than the table needs (CheckPartitions), every message
+// is an error, refused before it is routed (a local load counts the messages routed).
 func (r *Router) PartitionIn(topic string, partitions int, key []byte) (int32, error) {
 	if key == nil {
 		return -1, errors.New("routeplan: the record has no key (a routed topic needs one)")
@@ -273,10 +277,10 @@ func (r *Router) PartitionIn(topic string, partitions int, key []byte) (int32, e
 		return -1, fmt.Errorf("routeplan: the record's key %q is not UTF-8 text (a key is routed "+
 			"by the UTF-8 bytes of its text)", truncate(key))
 	}
-	slot := pick(s, key)
-	if partitions > 0 && int(s.partition[slot]) >= partitions {
-		return -1, s.missingPartition(slot, topic, partitions)
+	if partitions > 0 && partitions <= int(s.partition[s.widest]) {
+		return -1, s.tooFewPartitions(topic, partitions)
 	}
+	slot := pick(s, key)
 	s.count(slot)
 	return s.partition[slot], nil
 }
@@ -300,17 +304,15 @@ func (r *Router) CheckPartitions(topic string, n int) error {
 	if s.noPart != "" {
 		return errors.New("routeplan: " + s.noPart)
 	}
-	for i := range s.partition {
-		if int(s.partition[i]) >= n {
-			return s.missingPartition(int32(i), topic, n)
-		}
+	if n <= int(s.partition[s.widest]) {
+		return s.tooFewPartitions(topic, n)
 	}
 	return nil
 }
 
-func (s *snapshot) missingPartition(slot int32, topic string, n int) error {
+func (s *snapshot) tooFewPartitions(topic string, n int) error {
 	return fmt.Errorf("routeplan: worker %q maps to partition %d, which topic %q does not have "+
-		"(partitions 0-%d; table %s v%d)", s.names[slot], s.partition[slot], topic, n-1,
+		"(partitions 0-%d; table %s v%d)", s.names[s.widest], s.partition[s.widest], topic, n-1,
 		s.table.Stream, s.table.Version)
 }
 

@@ -7,10 +7,10 @@
 //		Balancer: kafkagoroute.Balancer(router, nil)}
 //
 // A message's key is the UTF-8 bytes of its text (docs/routing-spec.md §3). kafka-go's Balancer
-// cannot return an error: a message without a key, whose key is not UTF-8, or whose worker's
-// partition the topic lacks, is given partition -1 (and not counted in the router's local
-// loads), which the write then fails; onError (default: a log line per distinct reason) says
-// why. Check a writer's topic first with router.CheckPartitions(topic, n).
+// cannot return an error: a message without a key, whose key is not UTF-8, or to a topic with
+// fewer partitions than the table needs, is given partition -1 (and not counted in the
+// router's local loads), which the write then fails; onError (default: a log line per distinct
+// reason) says why. Check a writer's topic first with router.CheckPartitions(topic, n).
 package kafkagoroute
 
 import (

@@ -28,7 +28,7 @@ func TestBalanceIsTheWorkersPartitionAndABadMessageIsRefusedWithItsReason(t *tes
 	}
 	for _, bad := range []kafka.Message{{Topic: "clicks"}, {Topic: "clicks", Key: []byte("hot-b")},
 		{Topic: "clicks", Key: []byte{0xff}}} {
-		if got := b.Balance(bad, 0, 1, 2); got != -1 { // hot-b's workers are w2, w3, w4
+		if got := b.Balance(bad, 0, 1, 2); got != -1 { // the table needs 5 partitions
 			t.Fatalf("%q: placed on partition %d", bad.Key, got)
 		}
 	}

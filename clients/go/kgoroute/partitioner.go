@@ -8,10 +8,10 @@
 //	client.Produce(ctx, &kgo.Record{Topic: "clicks", Key: []byte("user-42")}, done)
 //
 // A record's key is the UTF-8 bytes of its text (docs/routing-spec.md §3). franz-go's
-// partitioner cannot return an error: a record without a key, whose key is not UTF-8, or whose
-// worker's partition the topic lacks, is given partition -1 (and not counted in the router's
-// local loads), which franz-go fails through the record's promise ("invalid record
-// partitioning choice"); onError (default: a log line per distinct reason) says why.
+// partitioner cannot return an error: a record without a key, whose key is not UTF-8, or to a
+// topic with fewer partitions than the table needs, is given partition -1 (and not counted in
+// the router's local loads), which franz-go fails through the record's promise ("invalid
+// record partitioning choice"); onError (default: a log line per distinct reason) says why.
 package kgoroute
 
 import (
