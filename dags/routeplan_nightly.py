@@ -1,4 +1,4 @@
-"""routeplan_nightly: check_policies → check_landing → ingest → windows → outcomes →
+"""routeplan_nightly: check_policies → check_landing → ingest → windows → outcomes → guard →
 guard_alerts → plan → validate → publish → announce.
 
 Nightly for the previous UTC day, or on demand from the UI's Trigger form (Params below, and
@@ -67,7 +67,7 @@ STRATEGY_PARAMS = (
     "max_load_distance",
 )
 # The Spark jobs, in the order they run (jobs/<stage>.py)
-STAGES = ("ingest", "windows", "outcomes", "plan", "validate", "publish")
+STAGES = ("ingest", "windows", "outcomes", "guard", "plan", "validate", "publish")
 # The routing tables are due this long after the run was queued (00:00 UTC for a scheduled run):
 # later, the deadline alert fires (the run goes on); after RUN_TIMEOUT the run is stopped and
 # failed, well before the next night's run.
@@ -97,10 +97,11 @@ DOC_MD = """
 ### routeplan_nightly
 
 Plans and publishes a new routing table per stream from one day of stream logs:
-**check_policies → check_landing → ingest → windows → outcomes → guard_alerts → plan → validate
-→ publish → announce**. **outcomes** measures what the version in force did that day
-(`gold.plan_outcomes`, `routeplan outcomes`) and, when it regressed, acts by the stream's
-`on_regression`: rollback (a new version with its predecessor's routing), hold or alert;
+**check_policies → check_landing → ingest → windows → outcomes → guard → guard_alerts → plan →
+validate → publish → announce**. **outcomes** measures what the version in force did that day
+(`gold.plan_outcomes`, `routeplan outcomes`); **guard** keeps each stream's loop state and, when
+the version in force regressed, acts by the stream's `on_regression`: rollback (a new version
+with the last good routing), hold or alert — once per night, whatever the reruns;
 **guard_alerts** sends an alert for each such action.
 It runs every night at 00:00 UTC for the day that just ended, with the defaults below.
 
@@ -516,6 +517,7 @@ with DAG(
         ],
         "windows": ["--window-minutes", "{{ params.window_minutes }}", *workers],
         "outcomes": ["--policies={{ optional(params.policies_path) }}"],
+        "guard": ["--policies={{ optional(params.policies_path) }}"],
         "plan": [
             "--policies={{ optional(params.policies_path) }}",
             "--strategy={{ optional(params.strategy) }}",
@@ -531,13 +533,16 @@ with DAG(
             *workers,
         ],
         "validate": ["--imbalance-tolerance", "{{ params.imbalance_tolerance }}"],
-        "publish": ["--keep-versions={{ optional(params.keep_versions) }}"],
+        "publish": [
+            "--keep-versions={{ optional(params.keep_versions) }}",
+            "--policies={{ optional(params.policies_path) }}",
+        ],
     }
     previous = check_policies() >> check_landing(day)
     for stage in STAGES:
         task = spark_job(stage, common + stage_args[stage])
         previous >> task
         previous = task
-        if stage == "outcomes":  # an alert per regression the guard acted on, before planning
-            previous = task >> guard_alerts(f"{HOME}/reports/{day}/outcomes.json")
+        if stage == "guard":  # an alert per regression the guard acted on, before planning
+            previous = task >> guard_alerts(f"{HOME}/reports/{day}/guard.json")
     previous >> announce(f"{HOME}/reports/{day}/publish.json")

@@ -285,11 +285,31 @@ class Tables:
             return None
         return json.loads(storage.read_bytes(path).decode("utf-8"))
 
+    def loop_states(self, interval_start: date) -> dict[str, Any]:
+        """Every stream's loop state after the day's night (``routeplan.streams.loop_state``,
+        written by the guard job in the routing store), by stream; streams without one are
+        left out."""
+        from routeplan.publishing.store import RoutingStore
+        from routeplan.streams.loop_state import LoopState
+
+        store, night = RoutingStore(self.routing), interval_start.isoformat()
+        return {
+            stream: LoopState.from_document(store.read_loop_state(stream, night))
+            for stream in store.streams()
+            if night in store.loop_nights(stream)
+        }
+
     def guard_actions(self, interval_start: date) -> list[dict[str, Any]]:
-        """The regression guard's rollbacks and holds of the day's run (the outcomes job's
-        report): the plan job plans nothing new for those streams, publish reports them."""
-        report = self.read_report(interval_start, "outcomes") or {}
-        return [g for g in report.get("guard", []) if g.get("action") in ("rollback", "hold")]
+        """The regression guard's rollbacks and holds of the day's night (its loop states):
+        the plan job plans nothing new for those streams, publish reports them."""
+        from routeplan.streams.loop_state import acted_tonight
+
+        night = interval_start.isoformat()
+        return [
+            state.decision.entry(stream)
+            for stream, state in self.loop_states(interval_start).items()
+            if acted_tonight(state, night)
+        ]
 
 
 @dataclass(frozen=True)
@@ -363,6 +383,21 @@ def run_args(ns: argparse.Namespace) -> RunArgs:
         except InvalidNameError as error:
             raise SystemExit(f"--streams: {error}") from None
     return RunArgs(location_arg(ns.home), ns.interval_start, end, streams, ns.run_id)
+
+
+def stream_policies(ns, home: str | os.PathLike[str]):
+    """The deployment's policies (``--policies``, default ``<home>/config/streams.yaml``) as
+    ``routeplan.streams.policy.Policies``; None when there is no file (every stream then gets
+    the defaults, or the plan job's ``--strategy``). ``PolicyError`` on a wrong file."""
+    from routeplan.streams.policy import load_policies
+
+    path = ns.policies or settings.policies_file(home)
+    if not storage.is_file(path):
+        if ns.policies:
+            raise SystemExit(f"policy file {path} not found")
+        log("policies", f"no policy file at {path}: every stream planned with its defaults")
+        return None
+    return load_policies(path)
 
 
 def write_delta(df, tables: Tables, name: str, replace_where: str, partition_by=()) -> None:

@@ -33,6 +33,8 @@ MIGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("reason", "string"),  # 6c4a1cb: rollback
         ("restored_version", "int"),
     ),
+    # the share of the day's messages a version routed (event_version attribution)
+    "gold.plan_outcomes": (("attributed_share", "double"),),
 }
 
 

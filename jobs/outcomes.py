@@ -1,49 +1,29 @@
-"""outcomes: what the version in force did on the day → Delta ``gold.plan_outcomes``, and the guard.
+"""outcomes: what the versions in force did on the day → Delta ``gold.plan_outcomes``.
 
-Runs after windows and before plan. For every stream, the versions in force on the day, by
-data interval — never by wall clock, so a backfill and a version published by hand between two
-nights are attributed right (column ``attribution``):
+Runs after windows and before guard and plan; it measures and never acts (the regression guard,
+``jobs/guard.py``, decides from these rows and the stream's loop state), so any rerun replaces
+exactly its day's rows. For every stream, the versions in force on the day by the rules of
+``routeplan.streams.attribution`` (column ``attribution``): the versions the day's events name
+(``silver.version_load``; events naming no worker are never attributed, ``attributed_share``
+says what share of the day each version routed), else the last version a run for an earlier day
+published or rolled back to (``gold.publish_log``), else the store's LATEST.
 
-1. ``event_version`` — the versions the day's events name (``routing_version``, stamped by
-   producers that follow a published table; ``silver.version_load``), each with its own traffic;
-2. ``published_before`` — else the last version a run for an earlier day published or rolled
-   back to (``gold.publish_log``);
-3. ``latest_at_run_start`` — else the store's LATEST now, before this night publishes.
-
-For each, ``routeplan.streams.outcomes`` measures the realized numbers in the stream's planning
-window (its policy: the busiest window of the version's traffic, or the whole day) and over the
-day, in the policy's load metric, with the version's own workers and capacities — the same
-definitions its prediction used — and the predecessor's realized: the same measures on the logs
-of the day before the version came into force (produced under its predecessor, or by hash).
-Computed from the silver tables; only small per-window × per-worker aggregates reach the driver.
-A version gone from the store is read from
-``gold.routing_tables``; gone from both, or logs naming workers it never had: verdict
-``unknown`` with a note, never a failed night.
-
-Then the guard (``routeplan.streams.outcomes.guard``): when the version in force regressed on
-the policy's ``regression_days`` days in a row — and, replayed on the last day's traffic
-(``replay``: the plan job's backtest, both tables routed through the day's windows), its
-predecessor would have done better by more than the tolerance (a regression that any table
-shows on that traffic is the traffic's change, not the plan's) — by ``on_regression``:
-``rollback`` publishes its predecessor's routing again through the rollback path
-(``jobs/rollback.py``; action ``rolled_back``), ``hold`` puts a hold in the routing store
-(``held``: publish refuses new routings until the rollback DAG runs or ``routeplan hold
---clear``), ``alert`` only alerts (``alerted``). Each action is a ``gold.publish_log`` row with
-the reason and numbers, once per regression. The report (``reports/<day>/outcomes.json``) lists
-the outcomes and the guard's decisions: the plan job plans nothing new for a stream rolled back
-or held tonight, and the DAG's ``guard_alerts`` task alerts on each action. A rerun of the night
-replaces its outcome rows and acts no second time.
+Each version is judged the way it was planned (its table's ``planned``: planning window, load
+metric — partitions in bytes — with its own workers and capacities; the stream's policy for a
+table published before tables said so): ``routeplan.streams.outcomes`` measures the realized
+numbers in that window and over the day, and the predecessor's realized — the same measures on
+the logs of the day before the version came into force. Only small per-window × per-worker
+aggregates reach the driver. A version gone from the store is read from ``gold.routing_tables``;
+gone from both, or logs naming workers it never had: verdict ``unknown`` with a note, never a
+failed night. The report (``reports/<day>/outcomes.json``) lists the outcomes.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from typing import Any
 
-from jobs.backtest import run_backtest, unroutable
 from jobs.common import (
     RunArgs,
     Tables,
@@ -52,23 +32,20 @@ from jobs.common import (
     run_args,
     run_parser,
     spark_session,
+    stream_policies,
     table_exists,
     write_delta,
 )
-from jobs.plan import stream_policies
-from jobs.publish import append_log
-from jobs.rollback import from_history, rollback
-from jobs.windows import UNRECORDED
+from jobs.rollback import from_history
 from routeplan.model.table import Table
 from routeplan.publishing.store import RoutingStore
-from routeplan.streams.outcomes import (
-    Measures,
-    Outcome,
-    guard,
-    measures,
-    outcome,
-    unknown_workers,
+from routeplan.streams.attribution import (
+    UNRECORDED,
+    WindowLoads,
+    split_by_version,
+    version_by_history,
 )
+from routeplan.streams.outcomes import Measures, Outcome, measures, outcome, unknown_workers
 from routeplan.streams.overrides import RunOverrides, policy_for
 from routeplan.streams.policy import StreamPolicy
 
@@ -79,64 +56,20 @@ OUTCOME_COLUMNS = (
     "predicted_imbalance double, realized_imbalance double, "
     "previous_realized_imbalance double, realized_imbalance_day double, messages double, "
     "consumers int, lower_bound int, overloaded int, note string, run_id string, "
-    "created_at timestamp"
+    "created_at timestamp, attributed_share double"
 )
 OUTCOME_FIELDS = tuple(column.split()[0] for column in OUTCOME_COLUMNS.split(", "))
-ACTIONS = {"rollback": "rolled_back", "hold": "held", "alert": "alerted"}  # publish_log's action
-
-
-class Loads:
-    """A stream's per-window × per-worker loads on one day, in one metric."""
-
-    def __init__(self, rows: list[Any], metric: str) -> None:
-        self.windows: dict[Any, dict[str, float]] = defaultdict(dict)
-        self.counts: dict[Any, float] = defaultdict(float)  # messages per window
-        self.ends: dict[Any, Any] = {}
-        for r in rows:
-            self.windows[r["window_start"]][r["worker"]] = float(r[metric] or 0.0)
-            self.counts[r["window_start"]] += float(r["messages"] or 0)
-            self.ends[r["window_start"]] = r["window_end"]
-
-    @property
-    def messages(self) -> float:
-        return sum(self.counts.values())
-
-    def planning_window(self, rule: str) -> tuple[dict[str, float], float]:
-        """The loads of the planning window (``peak``: the busiest window; ``interval``: all
-        of them) and its length in seconds."""
-        if not self.windows:
-            return {}, 0.0
-        if rule == "peak":  # by messages, as the plan job chooses it
-            start = max(self.windows, key=lambda w: (self.counts[w], -_ts(w)))
-            return dict(self.windows[start]), _seconds(start, self.ends[start])
-        return self.day()
-
-    def day(self) -> tuple[dict[str, float], float]:
-        total: dict[str, float] = defaultdict(float)
-        for loads in self.windows.values():
-            for worker, load in loads.items():
-                total[worker] += load
-        span = _seconds(min(self.windows), max(self.ends.values())) if self.windows else 0.0
-        return dict(total), span
-
-
-def _ts(value: Any) -> float:
-    return value.timestamp() if hasattr(value, "timestamp") else 0.0
-
-
-def _seconds(start: Any, end: Any) -> float:
-    return max((end - start).total_seconds(), 1.0)
 
 
 class Attribution:
-    """Which versions were in force for a stream on the day (see the module docstring)."""
+    """Which versions were in force for a stream on the day (``routeplan.streams.attribution``)."""
 
     def __init__(self, spark, args: RunArgs, store: RoutingStore) -> None:
         self.spark, self.args, self.store = spark, args, store
         self.log = (
             read_delta(spark, args.tables, "gold.publish_log")
             .where("version IS NOT NULL AND action IN ('published', 'rolled_back')")
-            .select("interval_start", "stream", "version")
+            .select("interval_start", "stream", "version", "logged_at")
             .collect()
             if table_exists(args.tables, "gold.publish_log")
             else []
@@ -144,15 +77,17 @@ class Attribution:
 
     def by_history(self, stream: str) -> int | None:
         """The last version a run for an earlier day published or rolled back to."""
-        day = self.args.interval_start
-        earlier = [
-            (r["interval_start"], r["version"])
-            for r in self.log
-            if r["stream"] == stream
-            and r["interval_start"] is not None
-            and r["interval_start"] < day
-        ]
-        return max(earlier)[1] if earlier else None
+        return version_by_history((r.asDict() for r in self.log), stream, self.args.interval_start)
+
+
+def planned_as(table: Table | None, policy: StreamPolicy) -> tuple[str, str]:
+    """The planning window and load metric ``table`` was planned with (its ``planned``), else the
+    policy's (a table published before tables said so; partitions are planned in bytes)."""
+    planned = dict(table.planned) if table is not None else {}
+    metric = policy.load_metric
+    if table is not None and table.kind == "partition_assignment":
+        metric = "bytes"
+    return planned.get("window", policy.planning_window), planned.get("load_metric", metric)
 
 
 def stream_outcomes(
@@ -167,14 +102,21 @@ def stream_outcomes(
     stream's first version)."""
     day = args.interval_start.isoformat()
     where = args.interval_predicate() + f" AND stream = '{stream}'"
-    metric = policy.load_metric
-    by_version: dict[int, list[Any]] = defaultdict(list)
-    if table_exists(args.tables, "silver.version_load"):
-        for r in read_delta(spark, args.tables, "silver.version_load").where(where).collect():
-            by_version[r["routing_version"]].append(r)
+    versions: dict[int, list[Any]] = {}
     notes: list[str] = []
-    if by_version:
-        rule, versions = "event_version", dict(by_version)
+    shares: dict[int, float] = {}
+    if table_exists(args.tables, "silver.version_load"):
+        rows = [r.asDict() for r in read_delta(spark, args.tables, "silver.version_load")
+                .where(where).collect()]  # fmt: skip
+        versions, unrecorded = split_by_version(rows)
+        if unrecorded:
+            notes.append(f"{unrecorded:.0f} stamped messages name no worker: not attributed")
+    if versions:
+        rule = "event_version"
+        total = day_messages(spark, args, where)
+        for version, rows in versions.items():
+            routed = sum(float(r["messages"] or 0) for r in rows)
+            shares[version] = min(routed / total, 1.0) if total > 0 else 1.0
     else:
         found = attribution.by_history(stream)
         rule = "published_before"
@@ -184,25 +126,28 @@ def stream_outcomes(
         if found is None:
             return []
         rows = read_delta(spark, args.tables, "silver.worker_load").where(where).collect()
-        logged = [r for r in rows if r["worker"] != UNRECORDED]
+        logged = [r.asDict() for r in rows if r["worker"] != UNRECORDED]
         if len(logged) < len(rows):
             notes.append("some of the day's events name no worker: left out")
         versions = {found: logged}
     results = []
     for version, rows in sorted(versions.items()):
         table = version_table(spark, args.tables, attribution.store, stream, version, tables_of)
-        loads = Loads(rows, metric)
+        window_rule, metric = planned_as(table, policy)
+        loads = WindowLoads(rows, metric)
         realized = realized_day = previous = previous_day = None
         these = list(notes)
         if table is not None and loads.messages > 0:
-            window, seconds = loads.planning_window(policy.planning_window)
+            window, seconds = loads.planning_window(window_rule)
             strangers = unknown_workers(table, window) or unknown_workers(table, loads.day()[0])
             if strangers:
                 these.append(f"the logs name workers v{version} never had: {', '.join(strangers)}")
             else:
                 realized = measures(table, window, seconds)
                 realized_day = measures(table, *loads.day())
-            previous, previous_day = previous_measures(spark, args, stream, table, policy, these)
+            previous, previous_day = previous_measures(
+                spark, args, stream, table, (window_rule, metric), these
+            )
         results.append(
             outcome(
                 stream,
@@ -217,18 +162,32 @@ def stream_outcomes(
                 policy.regression_tolerance,
                 these,
                 previous_day,
+                shares.get(version),
             )
         )
     return results
 
 
+def day_messages(spark, args: RunArgs, where: str) -> float:
+    """The stream's messages on the day, stamped or not (``silver.window_summary``)."""
+    from pyspark.sql import functions as F
+
+    found = (
+        read_delta(spark, args.tables, "silver.window_summary")
+        .where(where)
+        .agg(F.sum("messages").alias("messages"))
+        .first()
+    )
+    return float(found["messages"] or 0.0)
+
+
 def previous_measures(
-    spark, args: RunArgs, stream: str, table: Table, policy: StreamPolicy, notes: list[str]
+    spark, args: RunArgs, stream: str, table: Table, planned: tuple[str, str], notes: list[str]
 ) -> tuple[Measures | None, Measures | None]:
     """The predecessor's realized, in the planning window and over the day: ``table``'s
-    measures — its workers and capacities, the same window and metric — on the logs of the day
-    before it came into force (the first day it has
-    an outcome, else this one), which were produced under its predecessor (or by hash)."""
+    measures — its workers and capacities, the window and load metric it was ``planned`` with
+    — on the logs of the day before it came into force (the first day it has an outcome, else
+    this one), which were produced under its predecessor (or by hash)."""
     first = args.interval_start
     if table_exists(args.tables, "gold.plan_outcomes"):
         found = (
@@ -247,11 +206,12 @@ def previous_measures(
         .where(f"date = '{before}' AND stream = '{stream}' AND worker <> '{UNRECORDED}'")
         .collect()
     )
-    loads = Loads(rows, policy.load_metric)
+    window_rule, metric = planned
+    loads = WindowLoads((r.asDict() for r in rows), metric)
     if loads.messages <= 0:
         notes.append(f"no logged worker loads on {before}, the day before v{table.version}")
         return None, None
-    window, seconds = loads.planning_window(policy.planning_window)
+    window, seconds = loads.planning_window(window_rule)
     if unknown_workers(table, loads.day()[0]):
         notes.append(f"the workers logged on {before} are not v{table.version}'s: no predecessor")
         return None, None
@@ -271,149 +231,6 @@ def version_table(spark, tables: Tables, store, stream: str, version: int, cache
                 table = None
         cache[(stream, version)] = table
     return cache[(stream, version)]
-
-
-def act(spark, args: RunArgs, store, policy, today: list[Outcome], tables_of) -> dict | None:
-    """The guard for the stream's main version in force (the most traffic); its decision as
-    a report entry, with what it published."""
-    main = max((o for o in today), key=lambda o: o.messages, default=None)
-    if main is None or main.verdict in ("unknown", "no_traffic"):
-        return None
-    current = tables_of.get((main.stream, main.version))
-    if current is None:
-        return None
-    history = earlier_outcomes(spark, args, main.stream, main.version) + [main]
-    predecessor = (
-        version_table(spark, args.tables, store, main.stream, current.parent_version, tables_of)
-        if current.parent_version is not None
-        else None
-    )
-    decide = partial(
-        guard,
-        policy.on_regression,
-        policy.regression_days,
-        policy.regression_tolerance,
-        history,
-        current,
-        predecessor,
-        acted_before=acted_on(spark, args.tables, main.stream, main.version),
-    )
-    decision = decide()
-    if decision.action is not None:  # the day's replay only where it can still stop an action
-        replayed = replay(spark, args, main.stream, current, predecessor, policy)
-        if replayed is not None:
-            decision = decide(replayed=replayed)
-    entry = {
-        "stream": decision.stream,
-        "version": decision.version,
-        "action": decision.action,
-        "restore_version": decision.restore_version,
-        "reason": decision.reason,
-        "published_version": None,
-    }
-    if decision.action is None:
-        return entry
-    log("outcomes", f"{main.stream}: guard {decision.action}: {decision.reason}")
-    record = {"stream": main.stream, "version": main.version, "reason": decision.reason}
-    if decision.action == "rollback":
-        done = rollback(
-            spark,
-            args.tables,
-            main.stream,
-            decision.restore_version,
-            decision.reason,
-            args.run_id,
-            args.interval_start,
-        )
-        entry["published_version"] = done["version"] if done["action"] == "rolled_back" else None
-        return entry  # the rollback path wrote its publish_log row
-    if decision.action == "hold":
-        store.hold(main.stream, decision.reason)
-    append_log(
-        spark,
-        args.tables,
-        [{**record, "action": ACTIONS[decision.action]}],
-        args.run_id,
-        args.interval_start,
-    )
-    return entry
-
-
-def replay(
-    spark, args: RunArgs, stream: str, current: Table, predecessor: Table, policy: StreamPolicy
-) -> tuple[float, float] | None:
-    """``current``'s and ``predecessor``'s mean headline over the day's windows, the day's
-    traffic routed through each (``jobs/backtest.py``, the plan job's backtest); None, with a
-    log line, when the windows cannot be routed through both."""
-    windows = args.tables.read_report(args.interval_start, "windows") or {}
-    if "num_key_groups" not in windows or "hash_seed" not in windows:
-        why = "the day's windows report does not name its key groups and hash seed"
-    else:
-        why = unroutable(current, predecessor, windows["num_key_groups"], windows["hash_seed"])
-    if why is not None:
-        versions = f"v{current.version} and v{predecessor.version}"
-        log("outcomes", f"{stream}: no replay of {versions} on the day: {why}")
-        return None
-    found = run_backtest(
-        spark,
-        args,
-        stream,
-        current,
-        predecessor,
-        policy.load_metric,
-        policy.regression_tolerance,
-        windows.get("window_minutes"),
-    )
-    log(
-        "outcomes",
-        f"{stream}: the day replayed: v{current.version} {found.candidate_mean:.4f}, "
-        f"v{predecessor.version} {found.latest_mean:.4f} (mean {found.measure} over "
-        f"{len(found.windows)} windows, {found.seconds:.1f} s)",
-    )
-    return found.candidate_mean, found.latest_mean
-
-
-def earlier_outcomes(spark, args: RunArgs, stream: str, version: int) -> list[Outcome]:
-    """The version's outcomes of earlier days, oldest first."""
-    if not table_exists(args.tables, "gold.plan_outcomes"):
-        return []
-    rows = (
-        read_delta(spark, args.tables, "gold.plan_outcomes")
-        .where(
-            f"stream = '{stream}' AND version = {int(version)} "
-            f"AND interval_start < '{args.interval_start}'"
-        )
-        .orderBy("interval_start")
-        .collect()
-    )
-    fields = Outcome.__dataclass_fields__
-    return [
-        Outcome(
-            **{
-                k: (str(v) if k == "interval_start" else v)
-                for k, v in r.asDict().items()
-                if k in fields
-            }
-        )
-        for r in rows
-    ]
-
-
-def acted_on(spark, tables: Tables, stream: str, version: int) -> bool:
-    """Whether the guard already acted on a regression of ``version`` (its publish_log row)."""
-    if not table_exists(tables, "gold.publish_log"):
-        return False
-    from pyspark.sql import functions as F
-
-    prefix = f"regression: v{int(version)}'s"
-    return (
-        read_delta(spark, tables, "gold.publish_log")
-        .where(f"stream = '{stream}' AND action IN ('rolled_back', 'held', 'alerted')")
-        .where(F.col("reason").contains(prefix))  # a rollback's reason has it after "rollback to"
-        .limit(1)
-        .count()
-        > 0
-    )
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -444,19 +261,14 @@ def main(argv: list[str] | None = None) -> dict:
     streams = args.streams or tuple(sorted(seen | set(store.streams())))
     attribution = Attribution(spark, args, store)
     tables_of: dict[tuple[str, int], Table | None] = {}
-    rows, guard_entries = [], []
+    rows = []
     for stream in streams:
         policy = policy_for(RunOverrides(), policies, stream)
         today = stream_outcomes(spark, args, stream, policy, attribution, tables_of)
-        if not today and stream not in seen:
-            continue
         for o in today:
             figures = f"realized {o.realized} predicted {o.predicted} before {o.previous_realized}"
             log("outcomes", f"{stream}: v{o.version} {o.verdict}: {o.measure} {figures} {o.note}")
         rows += today
-        entry = act(spark, args, store, policy, today, tables_of)
-        if entry is not None:
-            guard_entries.append(entry)
     now = datetime.now(UTC)
     frame = spark.createDataFrame(
         [
@@ -485,7 +297,6 @@ def main(argv: list[str] | None = None) -> dict:
         "run_id": args.run_id,
         "interval_start": args.interval_start.isoformat(),
         "outcomes": [o.to_row() for o in rows],
-        "guard": guard_entries,
     }
     args.tables.write_report(args.interval_start, "outcomes", report)
     log("outcomes", json.dumps(report, default=str))

@@ -47,7 +47,7 @@ become budget limits, each logged as a deprecation warning).
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from jobs.backtest import BACKTEST_COLUMNS, selected_backtest
@@ -58,23 +58,25 @@ from jobs.common import (
     run_args,
     run_parser,
     spark_session,
+    stream_policies,
     write_delta,
 )
 from jobs.plan_loads import StreamOptions, load_snapshot
-from jobs.workers import learnt_capacities, resolve_workers
+from jobs.workers import learnt_capacities, resolve_workers_and_source
 from routeplan import settings, storage
 from routeplan.errors import InputError
 from routeplan.files import json_text
-from routeplan.model.capacity import resolve_capacities
+from routeplan.model.capacity import capacities_source, resolve_capacities
 from routeplan.model.hashing import DEFAULT_SEED
 from routeplan.model.plan import MIGRATION_COST_UNITS
+from routeplan.model.table import Table
 from routeplan.model.workers import Workers
 from routeplan.parsing import param_pair
 from routeplan.planning.registry import strategy_names
 from routeplan.publishing.store import RoutingStore
 from routeplan.streams.inputs import StreamInputs, inputs_document
 from routeplan.streams.overrides import RunOverrides, policy_for, read_overrides
-from routeplan.streams.policy import LOAD_METRICS, Policies, load_policies
+from routeplan.streams.policy import LOAD_METRICS
 from routeplan.streams.service import PlanRefusedError, plan_stream
 
 PLAN_COLUMNS = (
@@ -102,7 +104,13 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
     if loads is None:
         log("plan", f"{stream}: no event names a partition, nothing for {policy.strategy}")
         return []
-    workers = stream_workers(spark, args, stream, options, logged)
+    workers, capacities = stream_workers(spark, args, stream, options, logged)
+    # how every table of the stream is planned tonight: its outcomes are judged the same way
+    planned = {
+        "window": options.planning_window,
+        "load_metric": "bytes" if policy.kind == "partition_assignment" else options.load_metric,
+        "capacities": capacities,
+    }
     inputs = StreamInputs(
         stream,
         loads,
@@ -152,7 +160,7 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
                 # runs (kept for other intervals) stay one table
                 "metrics": json.dumps(plan.predicted),
                 "params": json.dumps(dict(plan.table.params)),
-                "table_document": json.dumps(plan.table.to_document()),
+                "table_document": json.dumps(with_planned(plan.table, planned).to_document()),
                 "created_at": now,
                 "choice": candidate.choice,
                 "backtest": tested.to_json() if tested else None,
@@ -175,6 +183,11 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
     return rows
 
 
+def with_planned(table: Table, planned: dict[str, str]) -> Table:
+    """``table`` saying how it was planned; LATEST kept by the rerun rule keeps its own."""
+    return table if table.version is not None else replace(table, planned=planned)
+
+
 def inputs_path(args: RunArgs, stream: str) -> str:
     """``<home>/reports/<day>/plan-inputs/<stream>.json`` (a stream name is a safe segment)."""
     day = args.interval_start.isoformat()
@@ -183,35 +196,27 @@ def inputs_path(args: RunArgs, stream: str) -> str:
     )
 
 
-def stream_workers(spark, args: RunArgs, stream: str, options: StreamOptions, logged) -> Workers:
+def stream_workers(
+    spark, args: RunArgs, stream: str, options: StreamOptions, logged
+) -> tuple[Workers, str]:
     """The policy's inline workers (``auto`` capacities learnt from ``silver.worker_capacity``,
-    in the units of the capacities it fixes), else the workers file's (``resolve_workers``)."""
+    in the units of the capacities it fixes), else the workers file's (``resolve_workers``);
+    with where their capacities came from (given, learnt or mixed)."""
     policy = options.policy
     if policy.workers is None:
-        return resolve_workers(
+        return resolve_workers_and_source(
             spark, args.tables, options.workers_path, stream, logged, args.interval_start
         )
     learn = [w.name for w in policy.workers if w.capacity is None]
+    source = capacities_source([w.name for w in policy.workers], learn)
     if not learn:
-        return policy.to_workers()
+        return policy.to_workers(), source
     fixed = {w.name: w.capacity for w in policy.workers if w.capacity is not None}
     learnt = learnt_capacities(spark, args.tables, stream, args.interval_start)
     capacities, notes = resolve_capacities(fixed, learn, learnt)
     for note in notes:
         log("workers", f"{stream}: {note}")
-    return policy.to_workers(capacities, fallback=1.0)
-
-
-def stream_policies(ns, home: str | os.PathLike[str]) -> Policies | None:
-    """The deployment's policies (``--policies``, default ``<home>/config/streams.yaml``); None
-    when there is no file (every stream then gets the command line's strategy)."""
-    path = ns.policies or settings.policies_file(home)
-    if not storage.is_file(path):
-        if ns.policies:
-            raise SystemExit(f"plan refused: policy file {path} not found")
-        log("plan", f"no policy file at {path}: every stream planned with --strategy")
-        return None
-    return load_policies(path)
+    return policy.to_workers(capacities, fallback=1.0), source
 
 
 def run_overrides(ns) -> RunOverrides:

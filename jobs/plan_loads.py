@@ -3,7 +3,8 @@ into the library's values for one stream's planning window — a ``LoadSnapshot`
 and hot keys (``silver.key_group_load``, ``silver.key_load``; with ``silver.key_group_flow`` for
 ``albic``), or a ``PartitionLoad`` of write rates (``silver.partition_load``) — and the load each
 logged worker carried there (``silver.worker_load``). The planning window is the busiest one
-(``peak``) or the whole interval, as the stream's policy says (``StreamOptions``)."""
+(``peak``: ``routeplan.streams.attribution.peak_window``, the rule outcomes judge by) or the
+whole interval, as the stream's policy says (``StreamOptions``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 from jobs.common import RunArgs, read_delta, table_exists
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.publishing.store import RoutingStore
+from routeplan.streams.attribution import peak_window
 from routeplan.streams.policy import LOAD_METRICS, StreamPolicy
 
 
@@ -52,11 +54,13 @@ def load_snapshot(spark, args: RunArgs, stream: str, options, kind: str):
         name: read_delta(spark, tables, f"silver.{name}").where(where)
         for name in ("key_group_load", "key_load", "worker_load")
     }
-    if options.planning_window == "peak":
-        chosen = summary.orderBy(F.desc("messages"), "window_start").first()
-        if chosen is None:
+    if options.planning_window == "peak":  # the busiest window, as outcomes find it
+        counts = {r["window_start"]: r for r in summary.select(
+            "window_start", "window_end", "messages").collect()}  # fmt: skip
+        if not counts:
             return None
-        window = (chosen["window_start"], chosen["window_end"])
+        start = peak_window({w: float(r["messages"] or 0) for w, r in counts.items()})
+        window = (start, counts[start]["window_end"])
         frames = {
             name: frame.where(F.col("window_start") == F.lit(window[0]))
             for name, frame in frames.items()

@@ -3,12 +3,15 @@
 Writes ``routing/<stream>/v<N>.json`` (never rewritten), moves ``routing/<stream>/LATEST``
 atomically (``routeplan.publishing.store``), and appends the version to Delta
 ``gold.routing_tables`` (with any version published outside a job, e.g. by ``routeplan rollback``).
-A plan that routes every key as LATEST already does publishes nothing; the reason is recorded in
-``gold.publish_log`` like every other outcome. A plan made against another LATEST than the one now
-published (a concurrent publish or rollback) is refused. A held stream (``routeplan hold``, or the
-regression guard's ``hold``) keeps its LATEST: its outcome is ``held`` with the hold's reason, and
-the night goes on. With ``--keep-versions N`` only the newest
-N JSON files stay; Delta keeps every version (and its time travel keeps every state of the table).
+A plan that routes every key as LATEST already does (capacities within the policy's
+``capacity_tolerance``) publishes nothing, and one that routes as a routing rolled back within
+its ``cooldown`` nights (the stream's loop state, ``routeplan.streams.loop_state``) is kept out;
+the reason is recorded in ``gold.publish_log`` like every other outcome. A plan made against
+another LATEST than the one now published (a concurrent publish or rollback) is refused. A held
+stream (``routeplan hold``, or the regression guard's ``hold``) keeps its LATEST: its outcome is
+``held`` with the hold's reason, and the night goes on. With ``--keep-versions N`` only the
+newest N JSON files stay; Delta keeps every version (and its time travel every state of the
+table).
 """
 
 from __future__ import annotations
@@ -25,12 +28,16 @@ from jobs.common import (
     run_args,
     run_parser,
     spark_session,
+    stream_policies,
     table_exists,
     upgrade_table,
 )
 from routeplan import settings, storage
 from routeplan.model.table import table_from_document
 from routeplan.publishing.store import HeldError, RoutingStore, StaleLatestError
+from routeplan.streams.loop_state import publish_refusal
+from routeplan.streams.overrides import RunOverrides, policy_for
+from routeplan.streams.policy import Policies
 
 TABLE_COLUMNS = (
     "stream string, version int, parent_version int, created_at string, kind string, "
@@ -44,7 +51,9 @@ LOG_COLUMNS = (
 )
 
 
-def publish(spark, args: RunArgs, keep_versions: int | None = None) -> list[dict]:
+def publish(
+    spark, args: RunArgs, keep_versions: int | None = None, policies: Policies | None = None
+) -> list[dict]:
     tables = args.tables
     plans = (
         read_delta(spark, tables, "gold.plans")
@@ -57,12 +66,21 @@ def publish(spark, args: RunArgs, keep_versions: int | None = None) -> list[dict
         raise SystemExit(f"no selected plans for {args.interval_start}: run plan and validate")
     store = RoutingStore(tables.routing)
     refused = (tables.read_report(args.interval_start, "validate") or {}).get("refused") or {}
-    outcomes = [
-        kept_by_backtest(store, plan, refused[plan["stream"]])
-        if plan["stream"] in refused
-        else publish_plan(store, plan)
-        for plan in plans
-    ]
+    states = tables.loop_states(args.interval_start)
+    night = args.interval_start.isoformat()
+    outcomes = []
+    for plan in plans:
+        stream = plan["stream"]
+        policy = policy_for(RunOverrides(), policies, stream)
+        table = table_from_document(json.loads(plan["table_document"]))
+        cooling = publish_refusal(states.get(stream), table, night, policy.cooldown)
+        if stream in refused:
+            outcomes.append(kept(store, plan, f"the candidate's backtest was refused: "
+                                 f"{refused[stream]}"))  # fmt: skip
+        elif cooling is not None:
+            outcomes.append(kept(store, plan, cooling))
+        else:
+            outcomes.append(publish_plan(store, plan, policy.capacity_tolerance))
     streams = [o["stream"] for o in outcomes]
     ours = {(o["stream"], o["version"]) for o in outcomes if o["action"] == "published"}
     record_versions(spark, tables, store, ours, args.run_id, args.interval_start)
@@ -90,9 +108,10 @@ def publish(spark, args: RunArgs, keep_versions: int | None = None) -> list[dict
     return outcomes
 
 
-def kept_by_backtest(store: RoutingStore, plan, why: str) -> dict:
-    """The outcome of a stream whose candidate validate refused on its backtest: LATEST stays
-    (action ``kept``, the backtest's figures as the reason); the night goes on."""
+def kept(store: RoutingStore, plan, why: str) -> dict:
+    """The outcome of a stream whose candidate is not published — validate refused its
+    backtest, or it routes as a routing rolled back within its cooldown: LATEST stays (action
+    ``kept``, ``why`` as the reason); the night goes on."""
     outcome = {
         "stream": plan["stream"],
         "observed_imbalance": plan["observed_imbalance"],
@@ -102,14 +121,16 @@ def kept_by_backtest(store: RoutingStore, plan, why: str) -> dict:
         "choice": plan.asDict().get("choice"),
         "action": "kept",
         "version": store.latest_version(plan["stream"]),
-        "reason": f"the candidate's backtest was refused: {why}",
+        "reason": why,
     }
     log("publish", f"{plan['stream']}: kept v{outcome['version']} ({outcome['reason'][:300]})")
     return outcome
 
 
-def publish_plan(store: RoutingStore, plan) -> dict:
-    """Publish one stream's selected plan, or say why not: its outcome row."""
+def publish_plan(store: RoutingStore, plan, capacity_tolerance: float = 0.0) -> dict:
+    """Publish one stream's selected plan, or say why not: its outcome row. A plan that routes
+    as LATEST — capacities within ``capacity_tolerance`` (``Table.same_routing``: capacities
+    learnt from the logs move a little every night) — publishes nothing."""
     table = table_from_document(json.loads(plan["table_document"]))
     stream, planned_on = plan["stream"], plan["current_version"]
     latest = store.latest_version(stream)
@@ -124,7 +145,7 @@ def publish_plan(store: RoutingStore, plan) -> dict:
         "version": latest,
         "reason": f"planned against v{planned_on} but LATEST is now v{latest}; rerun the plan",
     }
-    if table.same_routing(store.load(stream) if latest else None):
+    if table.same_routing(store.load(stream) if latest else None, capacity_tolerance):
         outcome.update(
             action="unchanged",
             reason=(
@@ -285,10 +306,20 @@ def main(argv: list[str] | None = None) -> dict:
         default=None,
         help="JSON versions kept per stream (default: all; Delta keeps every version)",
     )
+    parser.add_argument(
+        "--policies",
+        default="",
+        help="the streams' planning policies (YAML; their cooldown and capacity_tolerance); "
+        "empty: $ROUTEPLAN_HOME/config/streams.yaml",
+    )
     ns = parser.parse_args(argv)
     args = run_args(ns)
+    try:
+        policies = stream_policies(ns, args.tables.home)
+    except ValueError as err:  # PolicyError: one line naming the file, stream and field
+        raise SystemExit(f"publish refused: {err}") from None
     spark = spark_session("publish")
-    outcomes = publish(spark, args, ns.keep_versions)
+    outcomes = publish(spark, args, ns.keep_versions, policies)
     write_plots(args.tables, args.interval_start, outcomes)
     report = {
         "stage": "publish",

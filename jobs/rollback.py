@@ -5,14 +5,15 @@ file was pruned, publishes it as a new version (``parent_version`` = the LATEST 
 ``restored_version`` = the older one, ``reason`` = why), records it in ``gold.routing_tables``
 and ``gold.publish_log``, and writes a report for the DAG's asset-event task. A held stream
 (``routeplan hold``, the regression guard) is released: the report's ``hold_cleared`` says the
-hold's reason.
+hold's reason. A rollback by hand is recorded with the day before the one it is made on, so the
+next night attributes the day's traffic to it (the guard's own rollbacks keep their night).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from datetime import date
+from datetime import UTC, date, datetime
 
 from jobs.common import (
     Tables,
@@ -27,6 +28,7 @@ from jobs.publish import append_log, record_versions
 from routeplan import storage
 from routeplan.model.table import Table, table_from_document
 from routeplan.publishing.store import RoutingStore
+from routeplan.streams.attribution import hand_interval
 
 
 def rollback(
@@ -37,17 +39,23 @@ def rollback(
     reason: str,
     run_id: str,
     interval_start: date | None = None,
+    lift_hold: bool = True,
 ) -> dict:
     """Publish ``version``'s routing again as a new version (from the JSON store, or from
     ``gold.routing_tables`` when pruned there) and record it; ``interval_start``: the night
-    whose run did it (the regression guard's), None for a rollback by hand."""
+    whose run did it (the regression guard's); a rollback by hand (None) is recorded with the
+    day before the one it is made on (``routeplan.streams.attribution.hand_interval``), as the
+    night's run that would have published it. A person's rollback lifts the stream's hold;
+    the guard's (``lift_hold=False``) never does."""
     store = RoutingStore(tables.routing)
+    if interval_start is None:
+        interval_start = hand_interval(datetime.now(UTC))
     if version in store.versions(stream):
         target = store.load(stream, version)
     else:
         target = from_history(spark, tables, stream, version)
-    held = store.held(stream)
-    table, published = store.restore(target, reason)  # and lifts the stream's hold
+    held = store.held(stream) if lift_hold else None
+    table, published = store.restore(target, reason, lift_hold=lift_hold)
     outcome = {
         "stream": stream,
         "action": "rolled_back" if published else "unchanged",

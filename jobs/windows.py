@@ -51,9 +51,9 @@ from routeplan.model.capacity import (
 )
 from routeplan.model.hashing import DEFAULT_NUM_KEY_GROUPS, DEFAULT_SEED, key_groups
 from routeplan.planning.metrics import observed_imbalance
+from routeplan.streams.attribution import UNRECORDED
 
 LOADS = ("messages", "bytes", "cost_ms")
-UNRECORDED = "(unrecorded)"  # silver.worker_load's worker for events that name none
 CAPACITY_COLUMNS = (
     "interval_start date, stream string, worker string, capacity double, "
     "observed_capacity double, method string, windows int, messages long, busy_seconds double, "

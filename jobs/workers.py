@@ -10,8 +10,9 @@ from datetime import date
 from jobs.common import Tables, log, table_exists
 from routeplan import storage
 from routeplan.files import read_workers_and_learn
-from routeplan.model.capacity import resolve_capacities
+from routeplan.model.capacity import capacities_source, resolve_capacities
 from routeplan.model.workers import Worker, Workers
+from routeplan.streams.attribution import UNRECORDED
 
 CAPACITY_TABLE = "silver.worker_capacity"
 
@@ -100,11 +101,25 @@ def resolve_workers(
     file has no entry for the stream) learnt from ``silver.worker_capacity`` — the latest
     estimate on or before ``interval_start`` (default: any). What the plan job should call in
     place of ``read_workers``."""
+    return resolve_workers_and_source(spark, tables, path, stream, seen, interval_start)[0]
+
+
+def resolve_workers_and_source(
+    spark,
+    tables: Tables,
+    path: str | os.PathLike[str] | None,
+    stream: str,
+    seen: Iterable[str] = (),
+    interval_start: date | None = None,
+) -> tuple[Workers, str]:
+    """``resolve_workers`` and where the capacities came from
+    (``routeplan.model.capacity.capacities_source``: given, learnt or mixed)."""
     workers, learn = _workers(path, stream, seen)
+    source = capacities_source(workers.names, learn)
     if not learn:
-        return workers
+        return workers, source
     learnt = learnt_capacities(spark, tables, stream, interval_start)
-    return _resolved(stream, workers, learn, learnt)
+    return _resolved(stream, workers, learn, learnt), source
 
 
 def _workers(
@@ -116,7 +131,7 @@ def _workers(
         workers = by_stream.get(stream)
         if workers is not None:
             return workers, learn.get(stream, frozenset())
-    names = sorted(w for w in seen if w != "(unrecorded)")
+    names = sorted(w for w in seen if w != UNRECORDED)
     if not names:
         raise SystemExit(f"no workers for stream {stream!r}: none in {path}, none in the logs")
     log("workers", f"{stream}: no workers file entry; using the {len(names)} logged workers")

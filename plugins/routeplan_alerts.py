@@ -14,11 +14,12 @@ The alert line (``routeplan alert: {...}``) holds ``event`` (``task_failed`` or
 ``error`` (the first line of the exception, or what was missed) and ``url`` (the task's log, or
 the run's page). A failed POST is logged and never fails the callback.
 
-The regression guard's actions (``routeplan_tasks.guard_alerts``, from the outcomes report) are
+The regression guard's actions (``routeplan_tasks.guard_alerts``, from the guard report) are
 alert lines of the same kind (``raise_alert``): ``event`` ``regression_rollback``,
 ``regression_hold`` or ``regression_alert``, with ``stream``, ``version`` (the version that
-regressed), ``restore_version``, ``published_version`` (what a rollback published), ``reason``,
-``run_id`` and ``interval_start`` (``guard_alert_fields``).
+regressed), ``hold`` (the guard also held the stream), ``restore_version``,
+``published_version`` (what a rollback published), ``reason``, ``run_id`` and
+``interval_start`` (``guard_alert_fields``).
 """
 
 from __future__ import annotations
@@ -69,11 +70,13 @@ GUARD_EVENTS = {
 
 
 def guard_alert_fields(entry: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
-    """The alert of one guard decision of an outcomes report (``entry["action"]`` set)."""
+    """The alert of one guard decision of a guard report (``entry["action"]`` set; ``hold``:
+    the guard also held the stream, after a repeated regression)."""
     return {
         "event": GUARD_EVENTS.get(entry["action"], f"regression_{entry['action']}"),
         "stream": entry.get("stream"),
         "version": entry.get("version"),
+        "hold": bool(entry.get("hold")),
         "restore_version": entry.get("restore_version"),
         "published_version": entry.get("published_version"),
         "reason": entry.get("reason"),

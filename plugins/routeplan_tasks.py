@@ -47,6 +47,7 @@ TIMEOUT_MINUTES = {
     "ingest": 180,
     "windows": 120,
     "outcomes": 30,
+    "guard": 30,
     "plan": 60,
     "validate": 30,
     "publish": 30,
@@ -260,15 +261,16 @@ def announce(report_path: str, *, outlet_events=None) -> list[dict]:
 @task(execution_timeout=TIMEOUTS["guard_alerts"])
 def guard_alerts(report_path: str) -> list[dict]:
     """One alert (``routeplan_alerts.raise_alert``: a ``routeplan alert:`` line, POSTed to the
-    webhook) per regression guard decision with an action in the outcomes report (a path or
-    URI): ``regression_rollback``, ``regression_hold`` or ``regression_alert``; the alerts."""
+    webhook) per regression guard decision with an action in the guard report (a path or URI):
+    ``regression_rollback``, ``regression_hold`` or ``regression_alert``; the alerts. A decision
+    an earlier run of the night took (``again``) was alerted then: not a second time."""
     report = json.loads(storage.read_bytes(report_path))
     alerts = [
         guard_alert_fields(entry, report)
         for entry in report.get("guard") or []
-        if isinstance(entry, dict) and entry.get("action")
+        if isinstance(entry, dict) and entry.get("action") and not entry.get("again")
     ]
     for alert in alerts:
         raise_alert(alert)
-    print(f"guard alerts: {len(alerts) or 'none (the guard took no action)'}")
+    print(f"guard alerts: {len(alerts) or 'none (the guard took no new action)'}")
     return alerts

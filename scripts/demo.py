@@ -328,7 +328,7 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
         regressed = {s for s, o in seen.items() if o["verdict"] == "regressed"}
         guarded += [  # what the guard did, and why it did nothing about a regression
             f"{day} {g['stream']}: {g['action'] or 'no action'}: {g['reason']}"
-            for g in outcomes.get("guard", [])
+            for g in (_report(home, day, "guard") or {}).get("guard", [])
             if g.get("action") or g["stream"] in regressed
         ]
     for line in details:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.plan import run_overrides, solver_quality, stream_policies
+from jobs.common import stream_policies
+from jobs.plan import run_overrides, solver_quality
 from routeplan.model.plan import Budget
 from routeplan.planning.registry import get_strategy
 from routeplan.simulation.instances import varies_instance

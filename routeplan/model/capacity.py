@@ -231,3 +231,15 @@ def resolve_capacities(
 def _check_alpha(alpha: float) -> None:
     if not 0 < alpha <= 1:
         raise ValueError(f"alpha must be in (0, 1], got {alpha}")
+
+
+CAPACITY_SOURCES = ("given", "learnt", "mixed")
+
+
+def capacities_source(names: Iterable[str], learnt: Iterable[str]) -> str:
+    """Where the capacities of workers ``names`` came from, ``learnt`` being those learnt from
+    the logs: ``given`` (none), ``learnt`` (all) or ``mixed``."""
+    names, learnt = set(names), set(learnt) & set(names)
+    if not learnt:
+        return "given"
+    return "learnt" if learnt == names else "mixed"

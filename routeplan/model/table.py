@@ -60,6 +60,8 @@ class Table:
     strategy_state: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
     predicted: Mapping[str, float] = field(default_factory=dict, kw_only=True)
     planning_load: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
+    # how it was planned (window, load_metric, capacities): its outcomes are judged the same way
+    planned: Mapping[str, str] = field(default_factory=dict, kw_only=True)
     version: int | None = field(default=None, kw_only=True)
     parent_version: int | None = field(default=None, kw_only=True)
     created_at: str | None = field(default=None, kw_only=True)
@@ -75,8 +77,32 @@ class Table:
         partition) alike."""
         return {"kind": self.kind, **self.routing()}
 
-    def same_routing(self, other: Table | None) -> bool:
-        return other is not None and self.content() == other.content()
+    def same_routing(self, other: Table | None, capacity_tolerance: float = 0.0) -> bool:
+        """Whether ``other`` routes every key (assigns every partition) as this table does:
+        the same ``fingerprint``, and the workers' capacities within ``capacity_tolerance``
+        (``Workers.routes_like``; 0: the same content)."""
+        return (
+            other is not None
+            and self.fingerprint() == other.fingerprint()
+            and self.workers_of().routes_like(other.workers_of(), capacity_tolerance)
+        )
+
+    def workers_of(self) -> Workers:
+        """What the table routes to: a key-routing table's workers, an assignment's consumers."""
+        raise NotImplementedError
+
+    def fingerprint(self) -> str:
+        """``content`` without the workers' capacities, hashed: ``jcs-sha256:<hex>`` of its
+        canonical JSON. Two tables with the same fingerprint send every key (partition) to the
+        same worker names in the same states; only capacities may differ (``same_routing``
+        weighs them). The loop's state remembers a routing by it (a rolled-back content)."""
+        content = self.content()
+        for field_name in ("workers", "consumers"):
+            if field_name in content:
+                content[field_name] = [
+                    {"worker": r["worker"], "state": r["state"]} for r in content[field_name]
+                ]
+        return CHECKSUM_PREFIX + hashlib.sha256(canonical_json(content)).hexdigest()
 
     def to_document(self) -> dict[str, Any]:
         """The JSON document, with its checksum."""
@@ -93,6 +119,8 @@ class Table:
         }
         if self.planning_load:
             doc["planning_load"] = dict(self.planning_load)
+        if self.planned:
+            doc["planned"] = dict(self.planned)
         if self.reason is not None:
             doc["reason"] = self.reason
         if self.restored_version is not None:
@@ -123,6 +151,7 @@ class Table:
             "strategy_state": doc.get("strategy_state", {}),
             "predicted": doc.get("predicted", {}),
             "planning_load": doc.get("planning_load", {}),
+            "planned": doc.get("planned", {}),
             "version": doc.get("version"),
             "parent_version": doc.get("parent_version"),
             "created_at": doc.get("created_at"),
@@ -188,6 +217,9 @@ class RoutingTable(Table):
     @property
     def num_key_groups(self) -> int:
         return len(self.key_group_worker)
+
+    def workers_of(self) -> Workers:
+        return self.workers
 
     def routing(self) -> dict[str, Any]:
         return {
@@ -270,6 +302,9 @@ class PartitionAssignment(Table):
     @property
     def num_partitions(self) -> int:
         return len(self.partition_consumer)
+
+    def workers_of(self) -> Workers:
+        return self.consumers
 
     def routing(self) -> dict[str, Any]:
         return {

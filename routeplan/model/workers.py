@@ -84,3 +84,17 @@ class Workers:
 
     def index(self) -> dict[str, int]:
         return {w.name: i for i, w in enumerate(self.items)}
+
+    def routes_like(self, other: Workers, capacity_tolerance: float = 0.0) -> bool:
+        """Whether ``other`` routes as these workers do: the same names in the same order, the
+        same states, and each capacity within ``capacity_tolerance`` of ours relative to the
+        larger of the two (``|a - b| <= tolerance * max(a, b)``; 0: equal). Capacities learnt
+        from the logs move by a little every night; within the tolerance they are the same."""
+        if len(self.items) != len(other.items):
+            return False
+        return all(
+            a.name == b.name
+            and a.state == b.state
+            and abs(a.capacity - b.capacity) <= capacity_tolerance * max(a.capacity, b.capacity)
+            for a, b in zip(self.items, other.items, strict=True)
+        )

@@ -282,16 +282,18 @@ class RoutingStore:
         return self.restore(target, reason, now)
 
     def restore(
-        self, target: Table, reason: str, now: datetime | None = None
+        self, target: Table, reason: str, now: datetime | None = None, lift_hold: bool = True
     ) -> tuple[Table, bool]:
         """``rollback`` to a table read elsewhere (e.g. from Delta when its JSON was pruned).
 
         A restore is how a person decides about a held stream: it is published despite the
-        hold and then clears it (also when LATEST already routes as ``target``)."""
+        hold and then clears it (also when LATEST already routes as ``target``). The regression
+        guard restores with ``lift_hold=False``: it never lifts a hold."""
         self.checked_latest(target.stream)  # a broken LATEST: say how to repair it
         latest = self.load(target.stream)
         if latest is not None and latest.same_routing(target):
-            self.clear_hold(target.stream)
+            if lift_hold:
+                self.clear_hold(target.stream)
             return latest, False
         restored = self.publish(
             target,
@@ -300,18 +302,24 @@ class RoutingStore:
             restored_version=target.version,
             expected_latest=None if latest is None else latest.version,
         )
-        self.clear_hold(target.stream)
+        if lift_hold:
+            self.clear_hold(target.stream)
         return restored, True
 
-    def hold(self, stream: str, reason: str, now: datetime | None = None) -> dict[str, Any]:
-        """Hold ``stream``: write ``<stream>/HOLD`` (``{"reason", "created_at", "version"}``,
-        ``version`` the LATEST it holds, None before the first publish) and return it.
+    def hold(
+        self, stream: str, reason: str, now: datetime | None = None, by: str = "person"
+    ) -> dict[str, Any]:
+        """Hold ``stream``: write ``<stream>/HOLD`` (``{"reason", "created_at", "version",
+        "by"}``, ``version`` the LATEST it holds, None before the first publish; ``by``:
+        ``person`` or ``guard``, the regression guard) and return it.
 
         Until the hold is cleared (``clear_hold``, or a ``restore``) ``publish`` refuses every
         new routing of the stream with ``HeldError``; LATEST stays as it is. Holding a held
         stream replaces its document (the newest reason). The write is atomic on both back ends
         (a rename under the publish lock on disk, one PUT on object storage)."""
         check_name(stream)
+        if by not in ("person", "guard"):
+            raise ValueError(f"a hold is put by a person or the guard, not {by!r}")
         reason = reason.strip()
         if not reason:
             raise ValueError("a hold needs a reason")
@@ -326,6 +334,7 @@ class RoutingStore:
                 "reason": reason,
                 "created_at": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
                 "version": latest,
+                "by": by,
             }
             self._files.replace(stream, HOLD, json.dumps(doc, indent=1) + "\n")
         return doc
@@ -348,11 +357,13 @@ class RoutingStore:
                 "reason": f"unreadable {where} ({one_line(err)})",
                 "created_at": None,
                 "version": None,
+                "by": "person",
             }
         return {
             "reason": doc["reason"],
             "created_at": doc.get("created_at"),
             "version": doc.get("version"),
+            "by": "guard" if doc.get("by") == "guard" else "person",  # unsaid: a person's
         }
 
     def holds(self) -> dict[str, dict[str, Any]]:
@@ -370,6 +381,30 @@ class RoutingStore:
                 return False
             self._files.delete(stream, [HOLD])
         return True
+
+    def write_loop_state(self, stream: str, night: str, doc: Mapping[str, Any]) -> None:
+        """Write the stream's loop state after ``night`` (``routeplan.streams.loop_state``) as
+        ``<stream>/loop-<night>.json``, whole (a rename on disk, one PUT on object storage);
+        a rerun of the night replaces it."""
+        name = _loop_name(night)
+        with self._files.locked(check_name(stream), create=True):
+            self._files.replace(stream, name, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+    def loop_nights(self, stream: str) -> list[str]:
+        """The nights with a written loop state, oldest first."""
+        check_name(stream)
+        found = (_LOOP_NAME.fullmatch(n) for n in self._files.names(stream))
+        return sorted(m.group(1) for m in found if m is not None and _is_date(m.group(1)))
+
+    def read_loop_state(self, stream: str, night: str) -> dict[str, Any]:
+        """The loop state written after ``night``; ``FileNotFoundError`` when there is none,
+        ``ValueError`` when it is not a JSON object."""
+        check_name(stream)
+        name = _loop_name(night)
+        doc = parse_document(self._files.read(stream, name, LOOP_MAX_BYTES), name, LOOP_MAX_BYTES)
+        if not isinstance(doc, dict):
+            raise ValueError(f"{self._files.location(stream, name)}: not a JSON object")
+        return doc
 
     def prune(self, stream: str, keep_versions: int) -> list[int]:
         """Delete all but the newest ``keep_versions`` JSON files (never LATEST's); the deleted."""
@@ -498,6 +533,28 @@ def _never_named(
     outside = [v for v in sorted(links) if v not in history]
     orphans = tuple(v for v in outside if v > broken)
     return orphans, tuple(v for v in outside if v < broken), broken or None
+
+
+LOOP_MAX_BYTES = 4 * 2**20
+_LOOP_NAME = re.compile(r"loop-(\d{4}-\d{2}-\d{2})\.json")
+
+
+def _is_date(text: str) -> bool:
+    try:
+        datetime.strptime(text, "%Y-%m-%d")
+    except ValueError:
+        return False
+    return True
+
+
+def _loop_name(night: str) -> str:
+    """``loop-<night>.json``; ``ValueError`` unless ``night`` is a date (YYYY-MM-DD): a name
+    from data never becomes a path unchecked."""
+    if not (isinstance(night, str) and _LOOP_NAME.fullmatch(f"loop-{night}.json")):
+        raise ValueError(f"a loop state's night is a date YYYY-MM-DD, not {night!r}")
+    if not _is_date(night):
+        raise ValueError(f"a loop state's night is a date YYYY-MM-DD, not {night!r}")
+    return f"loop-{night}.json"
 
 
 def parse_latest(text: str, where: str = "LATEST") -> int:

@@ -1,8 +1,10 @@
 """The outcomes stage's reports, read back: what each published version did, day by day.
 
 Each night the outcomes stage writes ``<reports>/<YYYY-MM-DD>/outcomes.json``: ``{"stage",
-"run_id", "interval_start", "outcomes": [Outcome.to_row() …], "guard": [{"stream", "version",
-"action", "restore_version", "reason", "published_version"} …]}`` (``routeplan.streams.outcomes``).
+"run_id", "interval_start", "outcomes": [Outcome.to_row() …]}`` (``routeplan.streams.outcomes``),
+and the guard stage ``<day>/guard.json``: ``{…, "guard": [{"stream", "version", "action",
+"restore_version", "hold", "reason", "published_version", "status", "again"} …]}``
+(``routeplan.streams.loop_state``; reports of earlier releases kept the list in outcomes.json).
 ``read_outcomes`` gathers them — a local folder or an object-store URI (``routeplan.storage``) —
 as one record per outcome (``schemas/plan_outcomes.schema.json``): the outcome's row, the run,
 and the guard's decision for that stream and version (``None`` when none was recorded). ``routeplan
@@ -27,8 +29,9 @@ from routeplan.contracts.schemas import schema_errors
 from routeplan.errors import one_line
 
 REPORT = "outcomes.json"
+GUARD_REPORT = "guard.json"  # the guard stage's decisions, by stream
 REPORT_MAX_BYTES = 64 * 2**20
-GUARD_FIELDS = ("action", "restore_version", "reason", "published_version")
+GUARD_FIELDS = ("action", "restore_version", "hold", "reason", "published_version")
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -70,6 +73,9 @@ def read_outcomes(
         except ValueError as err:
             found.warnings.append(f"skipped {one_line(err)}")
             continue
+        guard = _guard_report(reports_root, day)
+        if guard:  # the guard's own report (older nights kept it in the outcomes report)
+            report = {**report, "guard": [*(report.get("guard") or []), *guard]}
         picked.append((where, report))
     for where, report in reversed(picked):
         records, skipped = report_records(report, stream)
@@ -112,6 +118,17 @@ def _guard_entries(entries: Any) -> dict[tuple[Any, Any], dict[str, Any]]:
             key = (entry.get("stream"), entry.get("version"))
             found[key] = {name: entry.get(name) for name in GUARD_FIELDS}
     return found
+
+
+def _guard_report(reports_root: str, day: str) -> list[Any]:
+    """The guard report's decisions of ``day`` (``<day>/guard.json``); [] when none is readable."""
+    try:
+        raw = storage.read_bytes(storage.join(reports_root, day, GUARD_REPORT), REPORT_MAX_BYTES)
+        report = parse_document(raw, GUARD_REPORT, REPORT_MAX_BYTES)
+    except (OSError, ValueError):
+        return []
+    entries = report.get("guard") if isinstance(report, dict) else None
+    return entries if isinstance(entries, list) else []
 
 
 def _is_day(name: str) -> bool:

@@ -31,11 +31,8 @@ Verdicts, in this order (``tolerance`` is the policy's ``regression_tolerance``)
   tolerance, though off its prediction;
 * ``off_prediction`` — none of the above: no better nor worse than before, and off its prediction.
 
-``guard`` decides what a night does about a regression (the policy's ``on_regression``):
-``rollback`` (publish the predecessor's routing again as a new version), ``hold`` (publish nothing
-new until a person acts) or ``alert``. It never acts on a day without traffic, on a version
-whose workers differ from its predecessor's (the comparison would not be like with like: it
-says so), or twice for the same version.
+The regression guard — what a night does about a regression — decides from these outcomes and
+the stream's loop state (``routeplan.streams.loop_state``).
 """
 
 from __future__ import annotations
@@ -49,15 +46,12 @@ from typing import Any
 import numpy as np
 
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
-from routeplan.model.workers import Workers
 from routeplan.planning.metrics import observed_imbalance
 from routeplan.planning.partitions.scores import lower_bound
+from routeplan.streams.attribution import MIN_ATTRIBUTED_SHARE
 
 HEADLINES: Mapping[str, str] = {"key_routing": "imbalance", "partition_assignment": "overload"}
 VERDICTS = ("unknown", "no_traffic", "regressed", "as_predicted", "improved", "off_prediction")
-# which rule said what version was in force on the day observed
-ATTRIBUTIONS = ("event_version", "published_before", "latest_at_run_start")
-GUARD_ACTIONS = ("rollback", "alert", "hold")
 
 
 @dataclass(frozen=True)
@@ -159,14 +153,9 @@ def _consumer_measures(
     )
 
 
-def workers_of(table: Table) -> Workers:
-    """A table's workers: a key-routing table's workers, an assignment's consumers."""
-    return table.consumers if isinstance(table, PartitionAssignment) else table.workers
-
-
 def unknown_workers(table: Table, loads: Mapping[str, float]) -> list[str]:
     """The workers ``loads`` names with load that ``table`` never had, sorted."""
-    listed = set(workers_of(table).names)
+    listed = set(table.workers_of().names)
     return sorted(w for w, v in loads.items() if v > 0 and w not in listed)
 
 
@@ -199,6 +188,8 @@ class Outcome:
     lower_bound: int | None = None
     overloaded: int | None = None
     note: str = ""
+    # the share of the day's messages this version routed (None: attributed by history)
+    attributed_share: float | None = None
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -217,11 +208,16 @@ def outcome(
     tolerance: float,
     notes: Sequence[str] = (),
     previous_day: Measures | None = None,
+    attributed_share: float | None = None,
 ) -> Outcome:
     """The outcome of ``version`` (``table``; None when it is gone from the store) on day
     ``interval_start``: realized measures in the planning window and over the day, the
     predecessor's on the day before the version came into force (``previous``,
-    ``previous_day``; None when unknown), and the verdict (see the module docstring)."""
+    ``previous_day``; None when unknown), and the verdict (see the module docstring).
+
+    ``attributed_share`` — the share of the day's messages the version routed — below
+    ``MIN_ATTRIBUTED_SHARE`` keeps the day from being compared with the day before (a part of
+    the traffic against the whole): no ``regressed`` or ``improved`` verdict, a note says so."""
     notes = list(notes)
     kind = table.kind if table is not None else "key_routing"
     measure = HEADLINES[kind]
@@ -238,7 +234,13 @@ def outcome(
     elif messages <= 0:
         verdict, notes = "no_traffic", [*notes, "no message of the day was routed by it"]
     else:
-        verdict = judge(p, r, r_day, before_day, tolerance)
+        partial = attributed_share is not None and attributed_share < MIN_ATTRIBUTED_SHARE
+        if partial:
+            notes.append(
+                f"v{version} routed {attributed_share:.0%} of the day's messages (the rest name "
+                "another version or none): not compared with the day before"
+            )
+        verdict = judge(p, r, r_day, None if partial else before_day, tolerance)
     return Outcome(
         stream=stream,
         version=version,
@@ -264,6 +266,7 @@ def outcome(
         lower_bound=realized.lower_bound if realized is not None else None,
         overloaded=realized.overloaded if realized is not None else None,
         note="; ".join(notes),
+        attributed_share=_finite(attributed_share),
     )
 
 
@@ -289,88 +292,6 @@ def judge(
     if change is not None and -change > tolerance:
         return "improved"
     return "off_prediction"
-
-
-@dataclass(frozen=True)
-class GuardDecision:
-    """What the night does about the version in force: ``action`` None means nothing."""
-
-    stream: str
-    version: int
-    action: str | None
-    restore_version: int | None
-    reason: str
-
-
-def guard(
-    on_regression: str,
-    regression_days: int,
-    tolerance: float,
-    history: Sequence[Outcome],
-    current: Table,
-    predecessor: Table | None,
-    acted_before: bool,
-    replayed: tuple[float, float] | None = None,
-) -> GuardDecision:
-    """The guard's decision for ``current`` (the version in force), from its outcomes
-    ``history`` (oldest first, the day observed last): act by ``on_regression`` when the last
-    ``regression_days`` days in a row regressed, unless the last day had no traffic, the
-    workers changed from the predecessor's, there is no predecessor, or it already acted.
-
-    A regression compares two days: the last one under ``current`` and the day before it came
-    into force. When the traffic changed between them (new hot keys), any table does worse.
-    ``replayed`` — ``current``'s and ``predecessor``'s mean headline over the last day's windows,
-    that day's traffic routed through each (the backtest) — tells them apart: the guard then acts
-    only if the predecessor would have done better on the same traffic by more than
-    ``tolerance``."""
-    stream, version = current.stream, current.version
-    latest = history[-1] if history else None
-
-    def nothing(reason: str) -> GuardDecision:
-        return GuardDecision(stream, version, None, None, reason)
-
-    if latest is None or latest.verdict != "regressed":
-        return nothing(f"v{version}: {latest.verdict if latest else 'no outcome'}")
-    days = [o for o in history if o.verdict != "no_traffic"][-regression_days:]
-    if len(days) < regression_days or any(o.verdict != "regressed" for o in days):
-        return nothing(
-            f"v{version} regressed on {sum(o.verdict == 'regressed' for o in days)} of the "
-            f"{regression_days} days in a row the policy waits for"
-        )
-    if acted_before:
-        return nothing(f"v{version}: the guard already acted on this regression")
-    if predecessor is None:
-        return nothing(f"v{version} regressed but has no predecessor to return to")
-    if workers_of(predecessor) != workers_of(current):
-        return nothing(
-            f"v{version} regressed, but its workers differ from v{predecessor.version}'s: "
-            "not comparable, no action"
-        )
-    reason = (
-        f"regression: v{version}'s realized {latest.measure} over {latest.interval_start} "
-        f"{_shown(latest.realized_day)} is worse than the day before it came into force "
-        f"({_shown(latest.previous_realized_day)}) by more than {tolerance:.2f} (busiest hour "
-        f"{_shown(latest.realized)}, predicted {_shown(latest.predicted)})"
-    )
-    if replayed is not None:
-        ours, theirs = replayed
-        same_day = (
-            f"{latest.interval_start}'s traffic replayed through both, mean {latest.measure} "
-            f"v{version} {ours:.4f}, v{predecessor.version} {theirs:.4f}"
-        )
-        if ours - theirs <= tolerance:
-            return nothing(
-                f"v{version} did worse than the day before it came into force, but "
-                f"v{predecessor.version} would not have done better on the same traffic by more "
-                f"than {tolerance:.2f} ({same_day}): the traffic changed, not the plan; no action"
-            )
-        reason += f"; {same_day}"
-    reason += {
-        "rollback": f"; back to v{predecessor.version}'s routing",
-        "hold": f"; v{version} held until a person acts",
-    }.get(on_regression, "")
-    restore = predecessor.version if on_regression == "rollback" else None
-    return GuardDecision(stream, version, on_regression, restore, reason)
 
 
 def _finite(value: float | None) -> float | None:

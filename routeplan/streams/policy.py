@@ -77,6 +77,9 @@ DEFAULTS: Mapping[str, Any] = {
         "hot_key_min_share": 0.001,
         "regression_tolerance": 0.10,
         "regression_days": 1,
+        "regression_window": 7,
+        "cooldown": 7,
+        "capacity_tolerance": 0.05,
     },
     "on_regression": "rollback",
     "goals": list(DEFAULT_GOALS),
@@ -113,6 +116,9 @@ class StreamPolicy:
     hot_key_min_share: float = 0.001
     regression_tolerance: float = 0.10
     regression_days: int = 1
+    regression_window: int = 7  # nights: a second regression within them holds the stream
+    cooldown: int = 7  # nights a rolled-back routing is not published again
+    capacity_tolerance: float = 0.05  # capacities within it route alike (Workers.routes_like)
     on_regression: str = "rollback"  # one of ON_REGRESSION
     candidates: tuple[str, ...] = ()
     goals: tuple[str, ...] = DEFAULT_GOALS
@@ -251,6 +257,9 @@ def policy_from_overrides(
             "hot_key_min_share": base.hot_key_min_share,
             "regression_tolerance": base.regression_tolerance,
             "regression_days": base.regression_days,
+            "regression_window": base.regression_window,
+            "cooldown": base.cooldown,
+            "capacity_tolerance": base.capacity_tolerance,
         },
         "goals": list(base.goals),
         "on_regression": base.on_regression,
@@ -350,6 +359,15 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
     days = thresholds.get("regression_days")
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 30:
         raise ctx.error(stream, "thresholds.regression_days", "must be an integer in 1..30")
+    nights = {}
+    for name in ("regression_window", "cooldown"):
+        value = thresholds.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 365:
+            raise ctx.error(stream, f"thresholds.{name}", "must be an integer in 0..365 (nights)")
+        nights[name] = value
+    capacity_tolerance = _number(thresholds.get("capacity_tolerance"), 0.0, 1.0, False)
+    if capacity_tolerance is None:
+        raise ctx.error(stream, "thresholds.capacity_tolerance", "must be a number in [0, 1]")
     if doc["on_regression"] not in ON_REGRESSION:
         raise ctx.error(stream, "on_regression", f"must be one of {', '.join(ON_REGRESSION)}")
     if doc["load_metric"] not in LOAD_METRICS:
@@ -387,6 +405,9 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
         hot_key_min_share=hot_share,
         regression_tolerance=regression,
         regression_days=days,
+        regression_window=nights["regression_window"],
+        cooldown=nights["cooldown"],
+        capacity_tolerance=capacity_tolerance,
         on_regression=doc["on_regression"],
         candidates=candidates,
         goals=goals,

@@ -7,7 +7,7 @@ A version gets published by one of three runs, each leaving a report under ``<re
   (``<day>/plan.json``) holds the stream's policy, the strategy chosen and why (``choice``), the
   budget it ran under and, since this release, every candidate ``auto`` weighed
   (``candidates``: strategy, selected, choice, moves, predicted);
-* the **regression guard** of a night's outcomes stage (``<day>/outcomes.json``, a ``guard``
+* the **regression guard** of a night's guard stage (``<day>/guard.json``, a ``guard``
   entry with ``published_version``);
 * the **rollback** DAG (``rollbacks/<run>.json``, ``action: rolled_back``).
 
@@ -148,13 +148,15 @@ def publications(reports_root: str, stream: str, days: int | None = DEFAULT_DAYS
                     plan_entry(plan_report, stream),
                 )
             )
-        outcomes = _read(storage.join(reports_root, day, "outcomes.json"), found)
-        for entry in _entries(outcomes, "guard"):
+        guard = _read(storage.join(reports_root, day, "guard.json"), found)
+        if not _entries(guard, "guard"):  # earlier releases: the outcomes report held them
+            guard = _read(storage.join(reports_root, day, "outcomes.json"), found)
+        for entry in _entries(guard, "guard"):
             version = _version(entry.get("published_version"))
             if entry.get("stream") == stream and version:
                 reason = entry.get("reason") if isinstance(entry.get("reason"), str) else None
                 found.found.append(
-                    Publication(stream, version, "regression_guard", day, _run_id(outcomes), reason)
+                    Publication(stream, version, "regression_guard", day, _run_id(guard), reason)
                 )
     folder = storage.join(reports_root, ROLLBACKS)
     try:
@@ -201,10 +203,10 @@ def explain_published(
 def reports_of_run(
     reports_root: str, run_id: str, days: int | None = DEFAULT_DAYS
 ) -> dict[str, Any] | None:
-    """The reports a DAG run wrote: for a nightly run ``{"day", "publish", "plan", "outcomes"}``
-    (the day whose publish — else plan, else outcomes — report names ``run_id``; a report not
-    written is None), for a rollback run ``{"rollback": report}``; None when no report names it.
-    The run id is only compared, never made a path."""
+    """The reports a DAG run wrote: for a nightly run ``{"day", "publish", "plan", "outcomes",
+    "guard"}`` (the day whose publish — else plan, else outcomes or guard — report names
+    ``run_id``; a report not written is None), for a rollback run ``{"rollback": report}``;
+    None when no report names it. The run id is only compared, never made a path."""
     found = Publications()
     for name in sorted(storage.list_files(storage.join(reports_root, ROLLBACKS)), reverse=True):
         if name.endswith(".json"):
@@ -215,7 +217,7 @@ def reports_of_run(
     for day in day_names if days is None else day_names[:days]:
         stages = {
             stage: _read(storage.join(reports_root, day, f"{stage}.json"), found)
-            for stage in ("publish", "plan", "outcomes")
+            for stage in ("publish", "plan", "outcomes", "guard")
         }
         if any(_run_id(report) == run_id for report in stages.values()):
             return {
