@@ -5,12 +5,15 @@ import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -31,7 +34,8 @@ import java.util.regex.Pattern;
  * thread polls it; a version that is refused (not JSON, wrong checksum, wrong kind, a worker
  * without a partition for a Kafka router) or a source that is down is logged once and the last
  * good table keeps serving. {@code route} takes no lock and allocates nothing for a plain key;
- * under concurrent calls a local load may miss an increment (an estimate either way).
+ * concurrent calls are safe, and each message is counted once (a {@link LongAdder} per worker:
+ * threads counting at once add to cells of their own).
  *
  * <p>The local loads (the messages this router has routed to each worker, which decide a split
  * key's worker) are counted per installed version: they start at 0 when a new version is
@@ -96,8 +100,9 @@ public final class Router implements AutoCloseable {
     Map<String, int[]> splitSlots;
     Map<String, double[]> splitCapacities;
     String[] names; // slot -> worker
-    long[] counts; // slot -> messages routed under this version; null without split keys
+    LongAdder[] counts; // slot -> messages routed under this version; null without split keys
     int[] partition; // slot -> Kafka partition, -1: none
+    int widest; // the slot of the largest partition: a topic needs partition[widest] + 1
     String noPartition; // why the table's workers have no partition each, or null
     int[] splitHashes; // the split keys' hashes, ascending (duplicates next to each other)
     byte[][] splitBytes; // their UTF-8 bytes, in the same order
@@ -166,7 +171,10 @@ public final class Router implements AutoCloseable {
       s.m = Long.divideUnsigned(-1L, s.n) + 1;
       s.names = table.workers.toArray(new String[0]);
       if (!table.hotKeys.isEmpty()) { // no decision reads the counts of a table without them
-        s.counts = new long[s.names.length];
+        s.counts = new LongAdder[s.names.length];
+        for (int i = 0; i < s.counts.length; i++) {
+          s.counts[i] = new LongAdder();
+        }
       }
       s.groupSlot = table.keyGroupWorker.clone();
       s.splitSlots = new HashMap<>();
@@ -197,6 +205,9 @@ public final class Router implements AutoCloseable {
         Matcher m = TRAILING_INT.matcher(s.names[i]);
         s.partition[i] = p != null ? p : m.find() && m.group(1).length() < 10
             ? Integer.parseInt(m.group(1)) : -1;
+        if (s.partition[i] > s.partition[s.widest]) {
+          s.widest = i;
+        }
       }
       for (int i = 0; i < s.names.length && s.noPartition == null; i++) {
         String name = s.names[i];
@@ -225,20 +236,27 @@ public final class Router implements AutoCloseable {
   /** The worker of the next message of {@code key}. */
   public String route(String key) {
     Snapshot s = snap;
-    return s.names[slot(s, key)];
+    return s.names[counted(s, pick(s, key))];
   }
 
-  private static int slot(Snapshot s, String key) {
+  /** The worker (slot) of the next message of {@code key}, the message not yet counted. */
+  private static int pick(Snapshot s, String key) {
     int slot = s.groupSlot[group(Murmur3.hashUtf8(key, s.seed), s.m, s.n)];
     if (slot < 0) { // a split key hashes to this group: is it one?
       int[] split = s.splitSlots.get(key);
       if (split != null) {
-        return splitTo(s, split, s.splitCapacities.get(key));
+        return leastLoaded(s, split, s.splitCapacities.get(key));
       }
       slot = ~slot;
     }
+    return slot;
+  }
+
+  /** {@code slot}, a message routed to it counted (under a table with split keys: no decision
+   * reads the counts of one without). */
+  private static int counted(Snapshot s, int slot) {
     if (s.counts != null) {
-      s.counts[slot]++;
+      s.counts[slot].increment();
     }
     return slot;
   }
@@ -253,55 +271,136 @@ public final class Router implements AutoCloseable {
     return (int) (Math.multiplyHigh(low, n) + ((low >> 63) & n)); // unsigned high 64 bits
   }
 
-  private static int splitTo(Snapshot s, int[] split, double[] capacities) {
+  /** The split key's candidate with the smallest local load relative to its capacity, the
+   * first one on ties. */
+  private static int leastLoaded(Snapshot s, int[] split, double[] capacities) {
     int best = split[0];
-    double bestLoad = s.counts[best] / capacities[0];
+    double bestLoad = s.counts[best].sum() / capacities[0];
     for (int i = 1; i < split.length; i++) {
-      double load = s.counts[split[i]] / capacities[i];
+      double load = s.counts[split[i]].sum() / capacities[i];
       if (load < bestLoad) {
         best = split[i];
         bestLoad = load;
       }
     }
-    s.counts[best]++;
     return best;
   }
 
-  /** The worker of the next message whose key is the UTF-8 {@code key}. */
+  /**
+   * The worker of the next message whose key is the UTF-8 {@code key} (the bytes of its text,
+   * docs/routing-spec.md §3); an IllegalArgumentException, the message not counted, when they
+   * are not UTF-8.
+   */
   public String route(byte[] key) {
     Snapshot s = snap;
-    return s.names[slot(s, key)];
+    return s.names[counted(s, pick(s, key))];
   }
 
-  private static int slot(Snapshot s, byte[] key) {
+  /** {@link #pick(Snapshot, String)} of the key whose UTF-8 bytes are {@code key}. */
+  private static int pick(Snapshot s, byte[] key) {
+    if (!isUtf8(key)) {
+      throw new IllegalArgumentException("the key 0x" + HexFormat.of().formatHex(key, 0,
+          Math.min(key.length, 40)) + " is not UTF-8 text (a key is routed by the UTF-8 bytes of "
+          + "its text)");
+    }
     int hash = Murmur3.hash(key, 0, key.length, s.seed);
     int slot = s.groupSlot[group(hash, s.m, s.n)];
     if (slot < 0) { // a split key hashes to this group: compare bytes, allocate nothing
-      int i = java.util.Arrays.binarySearch(s.splitHashes, hash);
+      int i = Arrays.binarySearch(s.splitHashes, hash);
       while (i > 0 && s.splitHashes[i - 1] == hash) {
         i--;
       }
       for (; i >= 0 && i < s.splitHashes.length && s.splitHashes[i] == hash; i++) {
-        if (java.util.Arrays.equals(s.splitBytes[i], key)) {
+        if (Arrays.equals(s.splitBytes[i], key)) {
           String text = s.splitKeys[i];
-          return splitTo(s, s.splitSlots.get(text), s.splitCapacities.get(text));
+          return leastLoaded(s, s.splitSlots.get(text), s.splitCapacities.get(text));
         }
       }
       slot = ~slot;
     }
-    if (s.counts != null) {
-      s.counts[slot]++;
-    }
     return slot;
   }
 
-  /** The Kafka partition of the next message whose key is the UTF-8 {@code key}. */
+  /**
+   * Whether {@code b} is well-formed UTF-8 (no overlong form, surrogate, or code point above
+   * U+10FFFF), as Python's and Go's decoders have it.
+   */
+  static boolean isUtf8(byte[] b) {
+    for (int i = 0; i < b.length; ) {
+      int c = b[i] & 0xff;
+      if (c < 0x80) {
+        i++;
+        continue;
+      }
+      int more; // continuation bytes
+      int lo = 0x80; // the second byte's range
+      int hi = 0xbf;
+      if (c >= 0xc2 && c <= 0xdf) {
+        more = 1;
+      } else if (c >= 0xe0 && c <= 0xef) {
+        more = 2;
+        lo = c == 0xe0 ? 0xa0 : lo; // not overlong
+        hi = c == 0xed ? 0x9f : hi; // not a surrogate
+      } else if (c >= 0xf0 && c <= 0xf4) {
+        more = 3;
+        lo = c == 0xf0 ? 0x90 : lo; // not overlong
+        hi = c == 0xf4 ? 0x8f : hi; // not above U+10FFFF
+      } else {
+        return false;
+      }
+      if (i + more >= b.length || (b[i + 1] & 0xff) < lo || (b[i + 1] & 0xff) > hi) {
+        return false;
+      }
+      for (int j = 2; j <= more; j++) {
+        if ((b[i + j] & 0xc0) != 0x80) {
+          return false;
+        }
+      }
+      i += more + 1;
+    }
+    return true;
+  }
+
+  /** The Kafka partition of the next message whose key is the UTF-8 {@code key} (as {@link
+   * #route(byte[])}). */
   public int partition(byte[] key) {
     Snapshot s = snap;
     if (s.noPartition != null) {
       throw new InvalidTableException(s.noPartition);
     }
-    return s.partition[slot(s, key)];
+    return s.partition[counted(s, pick(s, key))];
+  }
+
+  /**
+   * The partition of the next message of a record to {@code topic}, a topic of {@code
+   * partitions} partitions ({@link RoutingPartitioner}), by one snapshot of the table: {@code
+   * key} is the record's key, its text (a String) or the UTF-8 bytes of its text (a byte[]).
+   * The message is counted only once it is placed: an IllegalArgumentException says why it
+   * cannot be (a topic with fewer partitions than the table needs, a key of another type, bytes
+   * that are not UTF-8).
+   */
+  int partition(String topic, int partitions, Object key) {
+    Snapshot s = snap;
+    if (s.noPartition != null) {
+      throw new InvalidTableException(s.noPartition);
+    }
+    if (partitions <= s.partition[s.widest]) {
+      Table t = s.table;
+      throw new IllegalArgumentException("worker '" + s.names[s.widest] + "' maps to partition "
+          + s.partition[s.widest] + ", which topic '" + topic + "' does not have (" + partitions
+          + " partitions; table " + t.stream + " v" + t.version + ")");
+    }
+    int slot;
+    if (key instanceof String) {
+      slot = pick(s, (String) key);
+    } else if (key instanceof byte[]) {
+      slot = pick(s, (byte[]) key);
+    } else {
+      throw new IllegalArgumentException("a record to topic '" + topic + "' has a key of type "
+          + key.getClass().getName() + ": routeplan routes a key by its text, a String (or a "
+          + "byte[] of its UTF-8), whatever the key serializer writes");
+    }
+    return s.partition[counted(s, slot)];
   }
 
   /** The worker and partition of the next message of {@code key}. */
@@ -310,7 +409,7 @@ public final class Router implements AutoCloseable {
     if (s.noPartition != null) {
       throw new InvalidTableException(s.noPartition);
     }
-    int slot = slot(s, key);
+    int slot = counted(s, pick(s, key));
     return new Routed(s.names[slot], s.partition[slot]);
   }
 
@@ -323,23 +422,13 @@ public final class Router implements AutoCloseable {
     if (s.noPartition != null) {
       throw new InvalidTableException(s.noPartition);
     }
-    int most = -1;
-    for (int p : s.partition) {
-      most = Math.max(most, p);
-    }
-    return most + 1;
+    return s.partition[s.widest] + 1;
   }
 
   /** The worker needing the largest partition. */
   String widestWorker() {
     Snapshot s = snap;
-    int widest = 0;
-    for (int i = 1; i < s.partition.length; i++) {
-      if (s.partition[i] > s.partition[widest]) {
-        widest = i;
-      }
-    }
-    return s.names[widest];
+    return s.names[s.widest];
   }
 
   /**
@@ -354,7 +443,7 @@ public final class Router implements AutoCloseable {
       return loads;
     }
     for (int i = 0; i < s.names.length; i++) {
-      loads.put(s.names[i], s.counts[i]);
+      loads.put(s.names[i], s.counts[i].sum());
     }
     return loads;
   }

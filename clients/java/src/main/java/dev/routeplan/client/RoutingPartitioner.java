@@ -22,9 +22,11 @@ import org.apache.kafka.common.KafkaException;
  * routeplan.worker.partitions=a=0,b=1                  (optional: workers not named wN)
  * </pre>
  *
- * <p>{@code send} throws a {@link RoutingException} for a record without a key, or when the
- * topic has fewer partitions than the table needs; a bad table published later is logged and
- * the last good one keeps serving.
+ * <p>A record is routed by its key's text: a String key (any key serializer), or a byte[] key
+ * holding the UTF-8 bytes of the text (ByteArraySerializer). {@code send} throws a {@link
+ * RoutingException} for a record without a key, a key of another type or bytes that are not
+ * UTF-8, or when the topic has fewer partitions than the table needs; a bad table published
+ * later is logged and the last good one keeps serving.
  */
 public class RoutingPartitioner implements Partitioner {
   public static final String LOCATION = "routeplan.table.location";
@@ -92,23 +94,26 @@ public class RoutingPartitioner implements Partitioner {
     return router;
   }
 
+  /**
+   * The partition of the record's worker. The record is routed by its key's text: a String key
+   * by the String, whatever bytes the key serializer writes for it; a byte[] key by those bytes,
+   * the UTF-8 of its text (docs/routing-spec.md §3). Any other key, bytes that are not UTF-8, a
+   * record without a key, or a topic with fewer partitions than the table needs is a {@link
+   * RoutingException}, and the record is not counted in the router's local loads.
+   */
   @Override
   public int partition(String topic, Object key, byte[] keyBytes, Object value, byte[] valueBytes,
       Cluster cluster) {
-    if (keyBytes == null) {
+    if (key == null) {
       throw new RoutingException("routeplan: a record to topic '" + topic
           + "' has no key (a routed topic has no place for one; the empty key is a key)");
     }
     Integer count = cluster.partitionCountForTopic(topic);
-    int needed = router.partitionsNeeded();
-    if (count == null || count < needed) {
-      Table t = router.table();
-      throw new RoutingException("routeplan: worker '" + router.widestWorker()
-          + "' maps to partition " + (needed - 1) + ", which topic '" + topic
-          + "' does not have (" + count + " partitions; table " + t.stream + " v" + t.version
-          + ")");
+    try {
+      return router.partition(topic, count == null ? 0 : count, key);
+    } catch (IllegalArgumentException e) {
+      throw new RoutingException("routeplan: " + e.getMessage());
     }
-    return router.partition(keyBytes);
   }
 
   @Override

@@ -4,10 +4,13 @@ import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * A warm loop (README, Performance): nanoseconds per call of Murmur3 of a key, route(key),
- * partition(key bytes) and route of a split key, and the bytes each call allocates.
+ * partition(key bytes) and route of a split key, and the bytes each call allocates; then route
+ * of a key and of a split key from as many threads as there are processors, at once.
  *
  * <pre>
  * cd clients/java && java -cp 'target/classes:target/test-classes:target/lib/*' \
@@ -64,7 +67,45 @@ public final class RouteBench {
         bytes / 10_000_000.0);
   }
 
-  public static void main(String[] args) throws IOException {
+  /** {@code call} on {@code threads} threads at once, 10M calls each, through one router: wall
+   * time per call (best of {@code rounds}). */
+  static void measureParallel(String name, Call call, int threads, int rounds) throws Exception {
+    int n = 10_000_000;
+    double best = Double.MAX_VALUE;
+    for (int r = 0; r <= rounds; r++) { // round 0 warms up
+      java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads + 1);
+      List<Thread> running = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        int offset = t * 1013;
+        Thread thread = new Thread(() -> {
+          long s = 0;
+          try {
+            start.await();
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+          for (int i = 0; i < n; i++) {
+            s += call.run(i + offset);
+          }
+          sink = s;
+        });
+        thread.start();
+        running.add(thread);
+      }
+      start.await();
+      long t0 = System.nanoTime();
+      for (Thread thread : running) {
+        thread.join();
+      }
+      if (r > 0) {
+        best = Math.min(best, (System.nanoTime() - t0) / ((double) n * threads));
+      }
+    }
+    System.out.printf("%-24s %6.1f ns/call  (%d threads, wall time per call)%n", name, best,
+        threads);
+  }
+
+  public static void main(String[] args) throws Exception {
     String[] keys = keys();
     byte[][] raw = new byte[KEYS][];
     for (int i = 0; i < KEYS; i++) {
@@ -76,5 +117,10 @@ public final class RouteBench {
     measure("route(key)", i -> router.route(keys[i & (KEYS - 1)]).length(), rounds);
     measure("partition(key bytes)", i -> router.partition(raw[i & (KEYS - 1)]), rounds);
     measure("route(split key)", i -> router.route("hot-8").length(), rounds);
+    int threads = Runtime.getRuntime().availableProcessors();
+    measureParallel("route(key), threads", i -> router.route(keys[i & (KEYS - 1)]).length(),
+        threads, rounds);
+    measureParallel("route(split key), threads", i -> router.route("hot-8").length(), threads,
+        rounds);
   }
 }

@@ -14,9 +14,15 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.Node;
@@ -105,34 +111,117 @@ class RouterTest {
     return new Cluster("c", List.of(node), infos, Set.of(), Set.of());
   }
 
-  @Test
-  void thePartitionerRoutesByTheTableAndRefusesWhatItCannotRoute() {
+  static RoutingPartitioner partitioner(String table) {
     RoutingPartitioner partitioner = new RoutingPartitioner();
     partitioner.configure(Map.of(RoutingPartitioner.LOCATION,
-        VectorsTest.VECTORS.resolve("tables/kr-seed42.json").toString(),
-        RoutingPartitioner.RELOAD_MS, "0"));
+        VectorsTest.VECTORS.resolve(table).toString(), RoutingPartitioner.RELOAD_MS, "0"));
+    return partitioner;
+  }
+
+  @Test
+  void thePartitionerRoutesByTheTableAndRefusesWhatItCannotRoute() {
+    RoutingPartitioner partitioner = partitioner("tables/kr-seed42.json");
     Router reference = new Router(partitioner.router().table());
     for (String key : List.of("hot-a", "user-1", "", "hot-a", "ключ")) {
       byte[] k = key.getBytes(StandardCharsets.UTF_8);
       assertEquals(Integer.parseInt(reference.route(key).substring(1)),
           partitioner.partition("clicks", key, k, null, null, cluster("clicks", 8)));
     }
-    RoutingPartitioner.RoutingException noKey = assertThrows(
-        RoutingPartitioner.RoutingException.class,
-        () -> partitioner.partition("clicks", null, null, null, null, cluster("clicks", 8)));
-    assertTrue(noKey.getMessage().contains("has no key"), noKey.getMessage());
-    RoutingPartitioner.RoutingException small = assertThrows(
-        RoutingPartitioner.RoutingException.class,
-        () -> partitioner.partition("clicks", "k", new byte[] {'k'}, null, null,
-            cluster("clicks", 4)));
-    assertTrue(small.getMessage().contains(
-        "worker 'w4' maps to partition 4, which topic 'clicks' does not have (4 partitions"),
-        small.getMessage());
+    Map<String, Object[]> refused = new LinkedHashMap<>(); // why -> key, key bytes, partitions
+    refused.put("has no key", new Object[] {null, null, 8});
+    refused.put("worker 'w4' maps to partition 4, which topic 'clicks' does not have "
+        + "(4 partitions", new Object[] {"k", new byte[] {'k'}, 4});
+    refused.put("has a key of type java.lang.Long", new Object[] {42L, new byte[8], 8});
+    refused.put("the key 0xff is not UTF-8", new Object[] {new byte[] {-1}, new byte[] {-1}, 8});
+    for (Map.Entry<String, Object[]> e : refused.entrySet()) {
+      Object[] record = e.getValue();
+      RoutingPartitioner.RoutingException error = assertThrows(
+          RoutingPartitioner.RoutingException.class,
+          () -> partitioner.partition("clicks", record[0], (byte[]) record[1], null, null,
+              cluster("clicks", (Integer) record[2])));
+      assertTrue(error.getMessage().contains(e.getKey()), error.getMessage());
+    }
+    assertEquals(reference.localLoads(), partitioner.router().localLoads()); // none counted
     partitioner.close();
     RoutingPartitioner.RoutingException missing = assertThrows(
         RoutingPartitioner.RoutingException.class,
         () -> new RoutingPartitioner().configure(Map.of()));
     assertTrue(missing.getMessage().contains("routeplan.table.location is required"));
+  }
+
+  /**
+   * Threads routing through one router, split keys above all, by every entry point: each message
+   * routed is counted once (the local loads are, per worker, the messages the calls sent there),
+   * and one refused is not counted.
+   */
+  @Test
+  void concurrentRoutesCountEveryMessageOnce() throws Exception {
+    RoutingPartitioner partitioner = partitioner("tables/kr-seed42.json");
+    Router router = partitioner.router();
+    Table table = router.table();
+    List<String> keys = List.of("hot-a", "hot-b", "", "ключ", "hot-a", "user-1", "hot-a", "ü-2",
+        "hot-b");
+    int threads = 8;
+    int messages = 20_000;
+    Cluster small = cluster("clicks", 4); // the table needs 5 partitions: refused
+    Cluster topic = cluster("clicks", 8);
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    List<Future<Map<String, Map<String, Long>>>> sent = new ArrayList<>(); // key -> worker -> n
+    for (int t = 0; t < threads; t++) {
+      int first = t;
+      sent.add(pool.submit(() -> {
+        Map<String, Map<String, Long>> byKey = new HashMap<>();
+        for (int i = 0; i < messages; i++) {
+          String key = keys.get((first + i) % keys.size());
+          byte[] bytes = key.getBytes(StandardCharsets.UTF_8);
+          String worker;
+          switch (i % 5) {
+            case 0 -> worker = router.route(key);
+            case 1 -> worker = router.route(bytes);
+            case 2 -> worker = router.routePartition(key).worker();
+            case 3 -> worker = "w" + partitioner.partition("clicks", key, bytes, null, null,
+                topic); // w0 … w4 are partitions 0 … 4
+            default -> {
+              assertThrows(RoutingPartitioner.RoutingException.class,
+                  () -> partitioner.partition("clicks", key, bytes, null, null, small));
+              worker = "(refused)";
+            }
+          }
+          byKey.computeIfAbsent(key, k -> new HashMap<>()).merge(worker, 1L, Long::sum);
+        }
+        return byKey;
+      }));
+    }
+    pool.shutdown();
+    assertTrue(pool.awaitTermination(60, TimeUnit.SECONDS));
+    Map<String, Long> perWorker = new HashMap<>();
+    Map<String, Long> perKey = new HashMap<>();
+    for (Future<Map<String, Map<String, Long>>> f : sent) {
+      for (Map.Entry<String, Map<String, Long>> byKey : f.get().entrySet()) {
+        String key = byKey.getKey();
+        for (Map.Entry<String, Long> e : byKey.getValue().entrySet()) {
+          perKey.merge(key, e.getValue(), Long::sum);
+          if (e.getKey().equals("(refused)")) {
+            continue;
+          }
+          perWorker.merge(e.getKey(), e.getValue(), Long::sum);
+          int[] candidates = table.hotKeys.get(key);
+          assertTrue(candidates == null || Arrays.stream(candidates)
+              .anyMatch(c -> table.workers.get(c).equals(e.getKey())), key + " -> " + e.getKey());
+        }
+      }
+    }
+    Map<String, Long> attempted = new HashMap<>();
+    for (int t = 0; t < threads; t++) {
+      for (int i = 0; i < messages; i++) {
+        attempted.merge(keys.get((t + i) % keys.size()), 1L, Long::sum);
+      }
+    }
+    assertEquals(attempted, perKey); // every message of a key routed or refused, once
+    Map<String, Long> loads = router.localLoads();
+    for (String worker : table.workers) {
+      assertEquals(perWorker.getOrDefault(worker, 0L), loads.get(worker), worker);
+    }
   }
 
   @Test
@@ -232,6 +321,33 @@ class RouterTest {
     }
     long bytes = RouteBench.allocated() - before;
     assertTrue(bytes < 10_000, bytes + " bytes for 200 000 calls");
+  }
+
+  @Test
+  void isUtf8IsJavasStrictDecoder() {
+    java.util.Random random = new java.util.Random(11);
+    List<byte[]> cases = new ArrayList<>();
+    for (String hex : List.of("", "41", "c3a9", "c0af", "c2", "e0a080", "e09f80", "eda080",
+        "ed9fbf", "efbfbf", "f0908080", "f08f8080", "f48fbfbf", "f4908080", "f5", "80", "ff")) {
+      cases.add(java.util.HexFormat.of().parseHex(hex));
+    }
+    for (int i = 0; i < 100_000; i++) {
+      byte[] b = new byte[random.nextInt(6)];
+      for (int j = 0; j < b.length; j++) { // mostly bytes of multi-byte forms
+        b[j] = (byte) (random.nextInt(4) == 0 ? random.nextInt(256) : 0x80 + random.nextInt(0x78));
+      }
+      cases.add(b);
+    }
+    for (byte[] b : cases) {
+      boolean valid;
+      try {
+        StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(b));
+        valid = true;
+      } catch (java.nio.charset.CharacterCodingException e) {
+        valid = false;
+      }
+      assertEquals(valid, Router.isUtf8(b), java.util.HexFormat.of().formatHex(b));
+    }
   }
 
   @Test
