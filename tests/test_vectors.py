@@ -20,11 +20,13 @@ from routeplan.contracts.jcs import canonical_json
 from routeplan.errors import InputError
 from routeplan.model.table import RoutingTable, Table
 from routeplan.producers.client import Router
+from routeplan.producers.kafka import KafkaPythonPartitioner
 
 VECTORS = Path(__file__).resolve().parents[1] / "schemas" / "vectors"
 CASES = json.loads((VECTORS / "cases.json").read_text(encoding="utf-8"))["cases"]
 REFUSED = json.loads((VECTORS / "refused.json").read_text(encoding="utf-8"))["cases"]
 CANONICAL = json.loads((VECTORS / "canonical.json").read_text(encoding="utf-8"))["cases"]
+KEY_BYTES = json.loads((VECTORS / "key_bytes.json").read_text(encoding="utf-8"))["cases"]
 
 
 def test_the_committed_vectors_are_what_routeplan_vectors_writes(tmp_path):
@@ -55,6 +57,11 @@ def test_the_vectors_cover_what_the_spec_asks_for():
     assert {max(len(ch.encode()) for ch in k) for k in keys if k} == {1, 2, 3, 4}
     assert {t.kind for t in tables.values()} == {"key_routing", "partition_assignment"}
     assert any(c["checksum"].startswith("sha256:") for c in CASES)  # documents from before JCS
+    # keys as bytes: their UTF-8, and other encodings' bytes that are another key's or not UTF-8
+    assert {c["name"] for c in KEY_BYTES} >= {"utf-8", "utf-16-be", "latin-1"}
+    assert all(c["by_bytes"] == c["by_text"] for c in KEY_BYTES if c["name"] == "utf-8")
+    by_bytes = [p for c in KEY_BYTES if c["name"] != "utf-8" for p in c["by_bytes"]]
+    assert "refused" in by_bytes and {p for p in by_bytes if p != "refused"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -65,6 +72,28 @@ def test_the_python_router_routes_every_message_as_the_vectors_say(case):
     if isinstance(table, RoutingTable):  # route_many decides as route() does
         workers = [line.split("\t")[0] for line in case["expected"]]
         assert Router(table).route_many(case["keys"]).tolist() == workers
+
+
+@pytest.mark.parametrize("case", KEY_BYTES, ids=[c["name"] for c in KEY_BYTES])
+def test_a_producer_routes_a_keys_utf8_bytes_as_its_text_and_other_bytes_as_the_vectors_say(case):
+    """kafka-python's partitioner routes the serialized key: the UTF-8 of a key's text as the
+    text; bytes of another encoding as the key they are the UTF-8 of, or refused (not counted)
+    when they are not UTF-8."""
+    table = vector_table(case["table"])
+    partitions = list(range(case["partitions"]))
+
+    def routed(serialized: list[bytes]) -> list[str]:
+        partitioner, out = KafkaPythonPartitioner(Router(table)), []
+        for key in serialized:
+            try:
+                out.append(str(partitioner(key, partitions, partitions)))
+            except ValueError as err:
+                assert "not UTF-8" in str(err)
+                out.append("refused")
+        return out
+
+    assert routed([k.encode() for k in case["keys"]]) == case["by_text"]
+    assert routed([bytes.fromhex(b) for b in case["key_bytes"]]) == case["by_bytes"]
 
 
 def json_checksum(path: Path) -> str:

@@ -200,7 +200,8 @@ func (r *Router) Table() *Table { return r.snap.Load().table }
 // Route is the worker of the next message of key (docs/routing-spec.md §3): its key group's,
 // or for a split key the candidate this router has sent least to (under this version) relative
 // to its capacity. It never blocks and allocates nothing. Concurrent calls are safe: each
-// message is counted once, atomically (counts.go).
+// message is counted once, atomically (counts.go). key is the key's text, hashed as its bytes
+// (a Go string holding UTF-8; Route does not check it, Partition checks the bytes it is given).
 func (r *Router) Route(key string) (string, error) {
 	s := r.snap.Load()
 	return s.names[s.route(key)], nil

@@ -1,6 +1,7 @@
 package routeplan
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -110,6 +111,44 @@ func TestVectorsRouteEveryMessageAsPythonDoes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A producer's key is the UTF-8 of its text: the UTF-8 bytes route as the text does; bytes
+// of another encoding as the key they are the UTF-8 of, or are refused (and not counted) when
+// they are not UTF-8 (key_bytes.json).
+func TestVectorsKeyBytesRouteAsTheUTF8OfAKey(t *testing.T) {
+	type keyBytesCase struct {
+		Name, Table string
+		Partitions  int
+		Keys        []string
+		KeyBytes    []string `json:"key_bytes"`
+		ByText      []string `json:"by_text"`
+		ByBytes     []string `json:"by_bytes"`
+	}
+	for _, c := range readVectors[keyBytesCase](t, "key_bytes.json") {
+		table := vectorTable(t, c.Table)
+		byText, _ := NewRouter(table, Options{Kafka: true})
+		byBytes, _ := NewRouter(table, Options{Kafka: true})
+		for i, key := range c.Keys {
+			_, p, err := byText.RoutePartition(key)
+			if got := fmt.Sprint(p); err != nil || got != c.ByText[i] {
+				t.Fatalf("%s, message %d (%q): partition %s (%v), vectors say %s", c.Name, i, key, got, err, c.ByText[i])
+			}
+			raw, err := hex.DecodeString(c.KeyBytes[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := "refused"
+			if p, err := byBytes.PartitionIn("t", c.Partitions, raw); err == nil {
+				got = fmt.Sprint(p)
+			} else if !strings.Contains(err.Error(), "not UTF-8") {
+				t.Fatal(err)
+			}
+			if got != c.ByBytes[i] {
+				t.Fatalf("%s, message %d (%q as %x): %s, vectors say %s", c.Name, i, key, raw, got, c.ByBytes[i])
+			}
+		}
 	}
 }
 

@@ -10,6 +10,9 @@ Python implementation, which is the reference (docs/routing-spec.md):
 * ``cases.json``: per table, a sequence of keys (every UTF-8 length class, every Murmur3 tail
   length, the empty key, a skewed stream with the split keys) and the line ``routeplan route``
   prints for each message in order; the table's expected checksum;
+* ``key_bytes.json``: keys given to a producer as bytes — their UTF-8, or their text in another
+  encoding — and the partition of each message routed by the key's text and by those bytes
+  (bytes are a key's UTF-8: others are another key, or refused when they are not UTF-8);
 * ``canonical.json``: JSON texts and their RFC 8785 form (numbers, escapes, UTF-16 member order);
 * ``refused.json`` and ``refused/``: documents every reader must refuse, and why.
 """
@@ -182,6 +185,57 @@ def key_stream(table: RoutingTable, n: int, seed: int) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------
+# keys as bytes
+
+# Texts a producer may serialize other than as UTF-8: split keys, non-ASCII keys of every UTF-8
+# length, keys whose UTF-16BE happens to be UTF-8 too ("ключ", "hot-a": another key's bytes);
+# for Latin-1, texts it can encode.
+KEY_TEXTS = ("hot-a", "ключ", "é", "", "€uro", "😀", "hot-b", "ü-1", "user-1", "日本語")
+KEY_BYTES_TEXTS = {
+    "utf-8": KEY_TEXTS,
+    "utf-16-be": KEY_TEXTS,
+    "latin-1": ("hot-a", "é", "", "Größe", "hot-b", "naïve", "user-1", "ü-1"),
+}
+
+
+def _key_bytes_cases(name: str, table: RoutingTable, partitions: int) -> list[dict[str, Any]]:
+    """Per encoding, messages of table ``name``: each key's text, its bytes in the encoding
+    (hex), and the partition of each message when a producer routes by the text (``by_text``)
+    and by the bytes, read as the UTF-8 of a key (``by_bytes``; ``refused`` when they are not
+    UTF-8, a message not routed: the next one is decided as if it had not been sent). A fresh
+    router for each column."""
+    from routeplan.cli.route import route_lines
+
+    def partitions_of(keys: list[str]) -> list[str]:
+        return [line.split("\t")[1] for line in route_lines(table, keys, partitions)]
+
+    rng = np.random.default_rng(8)
+    records = []
+    for encoding, texts in KEY_BYTES_TEXTS.items():
+        keys = [texts[i] for i in rng.integers(0, len(texts), size=60).tolist()]
+        encoded = [k.encode(encoding) for k in keys]
+        decoded = []
+        for b in encoded:
+            try:
+                decoded.append(b.decode("utf-8"))
+            except UnicodeDecodeError:
+                decoded.append(None)
+        routed = iter(partitions_of([k for k in decoded if k is not None]))
+        records.append(
+            {
+                "name": encoding,
+                "table": _table_path(name),
+                "partitions": partitions,
+                "keys": keys,
+                "key_bytes": [b.hex() for b in encoded],
+                "by_text": partitions_of(keys),
+                "by_bytes": ["refused" if k is None else next(routed) for k in decoded],
+            }
+        )
+    return records
+
+
+# --------------------------------------------------------------------------------------------
 # canonical forms and refused documents
 
 CANONICAL_INPUTS = {
@@ -296,7 +350,8 @@ def generate(out: Path) -> list[Path]:
     written: list[Path] = []
     cases = []
     documents: dict[str, dict[str, Any]] = {}
-    for i, (name, (table, partitions)) in enumerate(_key_tables().items()):
+    key_tables = _key_tables()
+    for i, (name, (table, partitions)) in enumerate(key_tables.items()):
         documents[name] = _published(table)
         keys = special_keys() + key_stream(table, 1000, seed=i)
         cases.append((name, table, partitions, keys))
@@ -340,6 +395,9 @@ def generate(out: Path) -> list[Path]:
         written.append(path)
     _write_json(out / "cases.json", {"cases": records})
     written.append(out / "cases.json")
+    key_bytes = _key_bytes_cases("kr-seed42", *key_tables["kr-seed42"])
+    _write_json(out / "key_bytes.json", {"cases": key_bytes})
+    written.append(out / "key_bytes.json")
 
     canonical = [
         {"name": name, "input": text, "canonical": canonical_json(json.loads(text)).decode()}

@@ -15,10 +15,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
+import org.apache.kafka.common.Cluster;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
@@ -110,6 +112,41 @@ class VectorsTest {
           RouteTool.run(args.toArray(new String[0]),
               new ByteArrayInputStream(stdin.getBytes(StandardCharsets.UTF_8)), out);
           assertEquals(String.join("\n", (List<String>) c.get("expected")) + "\n", out.toString());
+        }));
+  }
+
+  /**
+   * The partitioner routes a String key by its text, whatever bytes its serializer wrote (the
+   * vectors' bytes of another encoding); a byte[] key as the UTF-8 of a key: another key's, or
+   * refused (and not counted) when it is not UTF-8 (key_bytes.json).
+   */
+  @SuppressWarnings("unchecked")
+  @TestFactory
+  Stream<DynamicTest> thePartitionerRoutesAKeyByItsTextAndBytesAsUtf8() throws IOException {
+    return cases("key_bytes.json").stream().map(c -> DynamicTest.dynamicTest(
+        (String) c.get("name"), () -> {
+          List<String> keys = (List<String>) c.get("keys");
+          List<String> hex = (List<String>) c.get("key_bytes");
+          List<String> byText = (List<String>) c.get("by_text");
+          List<String> byBytes = (List<String>) c.get("by_bytes");
+          Cluster cluster = RouterTest.cluster("t", (Integer) c.get("partitions"));
+          RoutingPartitioner text = RouterTest.partitioner((String) c.get("table"));
+          RoutingPartitioner bytes = RouterTest.partitioner((String) c.get("table"));
+          for (int i = 0; i < keys.size(); i++) {
+            byte[] serialized = HexFormat.of().parseHex(hex.get(i));
+            String message = c.get("name") + ", message " + i + " ('" + keys.get(i) + "')";
+            assertEquals(byText.get(i), Integer.toString(
+                text.partition("t", keys.get(i), serialized, null, null, cluster)), message);
+            String got;
+            try {
+              got = Integer.toString(bytes.partition("t", serialized, serialized, null, null,
+                  cluster));
+            } catch (RoutingPartitioner.RoutingException e) {
+              assertTrue(e.getMessage().contains("not UTF-8"), e.getMessage());
+              got = "refused";
+            }
+            assertEquals(byBytes.get(i), got, message);
+          }
         }));
   }
 
