@@ -165,7 +165,7 @@ demo: $(LOCAL)
 
 test: setup
 	ruff check .
-	cd $(GO_CLIENT) && go vet ./... && go test ./...
+	cd $(GO_CLIENT) && go vet ./... && go test ./... && go test -race -run Concurrent .
 	mvn --batch-mode --quiet --offline -f $(JAVA_CLIENT)/pom.xml test
 	python -m pytest $(PYTEST_ARGS)
 
