@@ -207,31 +207,23 @@ func (r *Router) Route(key string) (string, error) {
 	return s.names[s.route(key)], nil
 }
 
-// route picks the worker of the next message of key and counts the message.
-func (s *snapshot) route(key string) int32 {
-	slot := pick(s, key)
-	s.count(slot)
-	return slot
-}
+func (s *snapshot) route(key string) int32 { return routeKey(s, key) }
 
-// pick is the worker of the next message of key, the message not yet counted.
-func pick[T ~string | ~[]byte](s *snapshot, key T) int32 {
+// routeKey is the worker of the next message of key, the message counted (under a table with
+// split keys: no decision reads the counts of one without).
+func routeKey[T ~string | ~[]byte](s *snapshot, key T) int32 {
 	slot := s.groupSlot[group(Murmur3(key, s.seed), s.m, s.n)]
 	if slot < 0 { // a split key hashes to this group: is it one?
 		if sp, ok := s.hot[string(key)]; ok { // no allocation for a map lookup
-			return s.leastLoaded(sp)
+			slot = s.leastLoaded(sp)
+		} else {
+			slot = ^slot
 		}
-		slot = ^slot
 	}
-	return slot
-}
-
-// count counts a message routed to slot (under a table with split keys: no decision reads
-// the counts of one without).
-func (s *snapshot) count(slot int32) {
 	if s.counts != nil {
 		s.counts[slot].n.Add(1)
 	}
+	return slot
 }
 
 // group is hash mod n as Lemire's fastmod computes it (a multiplication instead of a division;
@@ -281,9 +273,7 @@ func (r *Router) PartitionIn(topic string, partitions int, key []byte) (int32, e
 	if partitions > 0 && partitions <= int(s.partition[s.widest]) {
 		return -1, s.tooFewPartitions(topic, partitions)
 	}
-	slot := pick(s, key)
-	s.count(slot)
-	return s.partition[slot], nil
+	return s.partition[routeKey(s, key)], nil
 }
 
 // truncate is a key's first 40 bytes, for a message.

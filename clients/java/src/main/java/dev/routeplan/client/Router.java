@@ -236,20 +236,17 @@ public final class Router implements AutoCloseable {
   /** The worker of the next message of {@code key}. */
   public String route(String key) {
     Snapshot s = snap;
-    return s.names[counted(s, pick(s, key))];
+    return s.names[slot(s, key)];
   }
 
-  /** The worker (slot) of the next message of {@code key}, the message not yet counted. */
-  private static int pick(Snapshot s, String key) {
+  /** The worker (slot) of the next message of {@code key}, the message counted. */
+  private static int slot(Snapshot s, String key) {
     int slot = s.groupSlot[group(Murmur3.hashUtf8(key, s.seed), s.m, s.n)];
     if (slot < 0) { // a split key hashes to this group: is it one?
       int[] split = s.splitSlots.get(key);
-      if (split != null) {
-        return leastLoaded(s, split, s.splitCapacities.get(key));
-      }
-      slot = ~slot;
+      slot = split != null ? leastLoaded(s, split, s.splitCapacities.get(key)) : ~slot;
     }
-    return slot;
+    return counted(s, slot);
   }
 
   /** {@code slot}, a message routed to it counted (under a table with split keys: no decision
@@ -293,11 +290,11 @@ public final class Router implements AutoCloseable {
    */
   public String route(byte[] key) {
     Snapshot s = snap;
-    return s.names[counted(s, pick(s, key))];
+    return s.names[slot(s, key)];
   }
 
-  /** {@link #pick(Snapshot, String)} of the key whose UTF-8 bytes are {@code key}. */
-  private static int pick(Snapshot s, byte[] key) {
+  /** {@link #slot(Snapshot, String)} of the key whose UTF-8 bytes are {@code key}. */
+  private static int slot(Snapshot s, byte[] key) {
     if (!isUtf8(key)) {
       throw new IllegalArgumentException("the key 0x" + HexFormat.of().formatHex(key, 0,
           Math.min(key.length, 40)) + " is not UTF-8 text (a key is routed by the UTF-8 bytes of "
@@ -310,15 +307,16 @@ public final class Router implements AutoCloseable {
       while (i > 0 && s.splitHashes[i - 1] == hash) {
         i--;
       }
+      slot = ~slot;
       for (; i >= 0 && i < s.splitHashes.length && s.splitHashes[i] == hash; i++) {
         if (Arrays.equals(s.splitBytes[i], key)) {
           String text = s.splitKeys[i];
-          return leastLoaded(s, s.splitSlots.get(text), s.splitCapacities.get(text));
+          slot = leastLoaded(s, s.splitSlots.get(text), s.splitCapacities.get(text));
+          break;
         }
       }
-      slot = ~slot;
     }
-    return slot;
+    return counted(s, slot);
   }
 
   /**
@@ -368,7 +366,7 @@ public final class Router implements AutoCloseable {
     if (s.noPartition != null) {
       throw new InvalidTableException(s.noPartition);
     }
-    return s.partition[counted(s, pick(s, key))];
+    return s.partition[slot(s, key)];
   }
 
   /**
@@ -390,17 +388,14 @@ public final class Router implements AutoCloseable {
           + s.partition[s.widest] + ", which topic '" + topic + "' does not have (" + partitions
           + " partitions; table " + t.stream + " v" + t.version + ")");
     }
-    int slot;
     if (key instanceof String) {
-      slot = pick(s, (String) key);
+      return s.partition[slot(s, (String) key)];
     } else if (key instanceof byte[]) {
-      slot = pick(s, (byte[]) key);
-    } else {
-      throw new IllegalArgumentException("a record to topic '" + topic + "' has a key of type "
-          + key.getClass().getName() + ": routeplan routes a key by its text, a String (or a "
-          + "byte[] of its UTF-8), whatever the key serializer writes");
+      return s.partition[slot(s, (byte[]) key)];
     }
-    return s.partition[counted(s, slot)];
+    throw new IllegalArgumentException("a record to topic '" + topic + "' has a key of type "
+        + key.getClass().getName() + ": routeplan routes a key by its text, a String (or a "
+        + "byte[] of its UTF-8), whatever the key serializer writes");
   }
 
   /** The worker and partition of the next message of {@code key}. */
@@ -409,7 +404,7 @@ public final class Router implements AutoCloseable {
     if (s.noPartition != null) {
       throw new InvalidTableException(s.noPartition);
     }
-    int slot = counted(s, pick(s, key));
+    int slot = slot(s, key);
     return new Routed(s.names[slot], s.partition[slot]);
   }
 
