@@ -118,7 +118,15 @@ def decide_stream(
     base = base_state(store, stream, args.interval_start.isoformat())
     observed, current = observed_night(spark, args, store, stream, base, today, tables_of)
     state = loop.observe(base, observed)
-    target = loop.rollback_target(state)
+    parent = None
+    if current is not None and current.parent_version is not None:
+        parent = version_table(spark, args.tables, store, stream, current.parent_version, tables_of)
+    before = (
+        loop.InForce(parent.version, parent.fingerprint(), (parent.created_at or "")[:10])
+        if parent is not None
+        else None
+    )
+    target = loop.rollback_target(state, before)
     target_table = not_restorable = None
     if target is not None and current is not None:
         target_table = version_table(spark, args.tables, store, stream, target.version, tables_of)

@@ -209,8 +209,9 @@ def test_a_missed_deadline_runs_through_airflows_callback_runner(
 def test_the_guards_actions_are_alert_lines_and_posts(
     nightly, webhook, monkeypatch, caplog, tmp_path
 ):
-    """``guard_alerts`` on an outcomes report: one alert per guard decision with an action, in
-    the notifier's format, each posted; a decision without action is no alert."""
+    """``guard_alerts`` on a guard report: one alert per guard decision with an action, in the
+    notifier's format, each posted; a decision without action, or one an earlier run of the
+    night took and alerted (``again``), is no alert."""
     import routeplan_tasks
 
     url, received = webhook
@@ -229,6 +230,7 @@ def test_the_guards_actions_are_alert_lines_and_posts(
             "stream": "orders",
             "version": 2,
             "action": "hold",
+            "hold": True,
             "restore_version": None,
             "reason": "regression: v2's realized overload 0.2 …",
             "published_version": None,
@@ -249,17 +251,20 @@ def test_the_guards_actions_are_alert_lines_and_posts(
             "reason": "v1: as_predicted",
             "published_version": None,
         },
+        {
+            "stream": "again",
+            "version": 3,
+            "action": "rollback",
+            "restore_version": 2,
+            "reason": "regression: v3 …",
+            "published_version": 4,
+            "again": True,
+        },
     ]
-    report = tmp_path / "outcomes.json"
+    report = tmp_path / "guard.json"
     report.write_text(
         json.dumps(
-            {
-                "stage": "outcomes",
-                "run_id": RUN_ID,
-                "interval_start": "2026-11-21",
-                "outcomes": [],
-                "guard": guard,
-            }
+            {"stage": "guard", "run_id": RUN_ID, "interval_start": "2026-11-21", "guard": guard}
         )
     )
     alerts = routeplan_tasks.guard_alerts.function(str(report))
@@ -272,6 +277,7 @@ def test_the_guards_actions_are_alert_lines_and_posts(
         "event": "regression_rollback",
         "stream": "clicks",
         "version": 4,
+        "hold": False,
         "restore_version": 3,
         "published_version": 5,
         "reason": "regression: v4's realized imbalance 0.4 …",
@@ -282,6 +288,6 @@ def test_the_guards_actions_are_alert_lines_and_posts(
     assert [r["body"] for r in received] == alerts
     assert {r["path"] for r in received} == {"/hooks/routeplan"}
 
-    report.write_text(json.dumps({"stage": "outcomes", "outcomes": [], "guard": guard[3:]}))
+    report.write_text(json.dumps({"stage": "guard", "guard": guard[3:]}))
     assert routeplan_tasks.guard_alerts.function(str(report)) == []
     assert len(received) == 3

@@ -52,6 +52,7 @@ def test_outcomes_serve_the_reports_of_one_stream(tmp_path, caplog):
         assert records[1]["guard"] == {
             "action": "hold",
             "restore_version": None,
+            "hold": None,  # a report of an earlier release: the guard's entry in outcomes.json
             "reason": "v1: regressed",
             "published_version": None,
         }

@@ -46,7 +46,7 @@ def assert_spark_jobs_then_announce(dag, jobs: list[str]) -> None:
         assert Path(task.application).name == f"{task.task_id}.py"
 
 
-def test_policies_and_landing_checked_then_six_spark_jobs_in_order_then_announce(dag):
+def test_policies_and_landing_checked_then_seven_spark_jobs_in_order_then_announce(dag):
     assert_spark_jobs_then_announce(
         dag,
         [
@@ -55,6 +55,7 @@ def test_policies_and_landing_checked_then_six_spark_jobs_in_order_then_announce
             "ingest",
             "windows",
             "outcomes",
+            "guard",
             "guard_alerts",
             "plan",
             "validate",
@@ -698,8 +699,8 @@ def test_with_a_spark_connect_server_the_spark_tasks_are_its_clients(monkeypatch
     monkeypatch.setenv("ROUTEPLAN_SPARK_CONNECT_CONN", "a_connect_server")
     nightly = DagBag(dag_folder=str(REPO / "dags")).get_dag("routeplan_nightly")
     spark = [t for t in nightly.tasks if t.task_id not in PYTHON_TASKS]
-    assert [t.task_id for t in spark] == ["ingest", "windows", "outcomes", "plan", "validate",
-                                          "publish"]  # fmt: skip
+    assert [t.task_id for t in spark] == ["ingest", "windows", "outcomes", "guard", "plan",
+                                          "validate", "publish"]  # fmt: skip
     for task in spark:
         assert isinstance(task, PySparkOperator) and task.conn_id == "a_connect_server"
         assert task.python_callable is run_job

@@ -192,7 +192,7 @@ def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(night
 
     spoiled = second["clicks"]
     assert (spoiled["version"], spoiled["verdict"]) == (2, "regressed")  # the bad table
-    guard = next(g for g in report(home, DAYS[1], "outcomes")["guard"] if g["stream"] == "clicks")
+    guard = next(g for g in report(home, DAYS[1], "guard")["guard"] if g["stream"] == "clicks")
     assert guard["action"] == "rollback" and guard["reason"].startswith("regression: ")
     published = report(home, DAYS[1], "publish")["streams"]
     rolled = next(s for s in published if s["stream"] == "clicks")

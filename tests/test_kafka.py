@@ -90,11 +90,17 @@ def test_kafka_python_partitioner_called_as_both_major_versions_call_it():
 def test_a_partition_the_topic_lacks_or_a_bad_key_is_a_clear_error():
     partitioner = KafkaPythonPartitioner(Router(TABLE))
     cluster = Cluster({0, 1, 2})
-    key = next(k for k in messages() if routed_partitions([k]) == [3])
-    with pytest.raises(
-        ValueError, match=r"'w3' maps to partition 3, which topic 'clicks' does not"
+    # a topic with fewer partitions than the table needs refuses every record, before the
+    # router counts it (routing spec §4): also one whose own partition exists
+    for key in (
+        next(k for k in messages() if routed_partitions([k]) == [3]),
+        next(k for k in messages() if routed_partitions([k]) == [0]),
     ):
-        partitioner.partition("clicks", key, key.encode(), None, None, cluster)
+        with pytest.raises(
+            ValueError, match=r"topic 'clicks' has partitions 0-2, but table .* needs 3 too"
+        ):
+            partitioner.partition("clicks", key, key.encode(), None, None, cluster)
+    assert sum(partitioner.router.local_loads().values()) == 0
     with pytest.raises(ValueError, match="has no key"):
         partitioner.partition("clicks", None, None, b"v", b"v", cluster)
     with pytest.raises(ValueError, match="not UTF-8"):
@@ -351,7 +357,7 @@ def test_confluent_kafka_refuses_a_topic_with_fewer_partitions_than_the_table_ne
         confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap}), Router(WIDE)
     )
     key = next(k for k, p in zip(KEYS, EXPECTED, strict=True) if p >= 4)
-    with pytest.raises(ValueError, match=rf"which topic '{topic}' does not have \(partitions 0-3"):
+    with pytest.raises(ValueError, match=rf"topic '{topic}' has partitions 0-3, but table"):
         producer.produce(topic, b"v", key)
     with pytest.raises(ValueError, match="has no key"):
         producer.produce(topic, b"v")

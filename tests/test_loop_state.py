@@ -145,6 +145,8 @@ def test_a_rollback_never_returns_to_a_routing_rolled_back_from():
     # v3 routes as v1 (A); it regresses in its turn: A is the current routing, B rolled back
     state = night(state, 2, 3, "A", "regressed")
     assert loop.rollback_target(state) is None
+    # the version v3 replaced when it was published is B's v2: rolled back from, never a target
+    assert loop.rollback_target(state, loop.InForce(2, table("B", 2).fingerprint(), "")) is None
     decision = loop.decide(state, outcome(3, "regressed", day(2)), POLICY, None)
     assert decision.action == "alert" and "no version to return to" in decision.reason
     cooled = loop.publish_refusal(state, table("B", 9), day(3), cooldown=7)
@@ -220,10 +222,11 @@ def test_regression_days_count_nights_under_the_same_routing_across_versions():
 
 
 def test_rollbacks_by_hand_are_remembered_with_their_night():
-    v3 = table("A", 3, parent_version=2, restored_version=1,
-               reason="rollback to v1: bad day", created_at="2026-11-05T09:00:00+00:00")  # fmt: skip
+    v3 = table("A", 3, parent_version=2, restored_version=1, reason="rollback to v1: bad day",
+               created_at="2026-11-05T09:00:00+00:00")  # fmt: skip
     v4 = table("B", 4, parent_version=3, restored_version=2,
-               reason="rollback to v2: regression: …", created_at="2026-11-06T00:30:00+00:00")  # fmt: skip
+               reason="rollback to v2: regression: …",
+               created_at="2026-11-06T00:30:00+00:00")  # fmt: skip
     found = loop.rollbacks_by_hand([v3, v4, table("C", 5)], {2: "fp2", 3: "fp3"})
     assert found == (loop.RolledBack(2, "fp2", "2026-11-05", 1, "person"),)
 
@@ -291,7 +294,9 @@ class LoopMachine(RuleBasedStateMachine):
                 self.hold, loop.rollbacks_by_hand(newer, prints), max(self.versions),
             )  # fmt: skip
             state = loop.observe(base, observed)
-            target = loop.rollback_target(state)
+            parent = self.versions.get(current.parent_version)
+            before = loop.InForce(parent.version, parent.fingerprint(), "") if parent else None
+            target = loop.rollback_target(state, before)
             target_table = self.versions[target.version] if target else None
             blocked = loop.unrestorable(target_table, current) if target_table else None
             decision = loop.decide(
@@ -310,9 +315,7 @@ class LoopMachine(RuleBasedStateMachine):
                 target = self.versions[decision.restore_version]
                 if not self.latest.same_routing(target):
                     reason = f"rollback to v{target.version}: {decision.reason}"
-                    published = self.publish(
-                        target, restored_version=target.version, reason=reason
-                    )
+                    published = self.publish(target, restored_version=target.version, reason=reason)
                     self.rollbacks.append((key, decision.version, target.fingerprint()))
             if decision.hold:
                 self.hold = loop.Hold("guard", decision.reason, key, self.latest.version)
@@ -405,3 +408,16 @@ TestLoopMachine.settings = settings(
     max_examples=60, stateful_step_count=30, deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )  # fmt: skip
+
+
+def test_a_routing_published_before_but_never_in_force_is_the_target_of_last_resort():
+    """A bad table published by hand right after a night's version replaced it before any
+    traffic: nothing realized well yet, so the rollback goes to the version it replaced — and
+    only if the day, replayed through both, confirms it."""
+    state = history((2, "B", "regressed"))
+    replaced = loop.InForce(1, table("A", 1).fingerprint(), day(0))
+    assert loop.rollback_target(state) is None
+    assert loop.rollback_target(state, replaced) == replaced
+    good = history((1, "C", "as_predicted"), (2, "B", "regressed"))
+    assert loop.rollback_target(good, replaced).version == 1  # C's v1 realized well: first
+    assert loop.rollback_target(good, replaced).fingerprint == table("C", 1).fingerprint()

@@ -28,16 +28,14 @@ def outcome(stream: str, day: str, version: int, verdict: str, realized: float) 
 
 
 def write_report(reports: Path, day: str, outcomes: list[dict], guard: list[dict]) -> None:
+    """The outcomes stage's report and the guard stage's (``guard.json``) of ``day``."""
     folder = reports / day
     folder.mkdir(parents=True, exist_ok=True)
-    report = {
-        "stage": "outcomes",
-        "run_id": f"scheduled__{day}",
-        "interval_start": day,
-        "outcomes": outcomes,
-        "guard": guard,
-    }
-    (folder / "outcomes.json").write_text(json.dumps(report))
+    head = {"run_id": f"scheduled__{day}", "interval_start": day}
+    (folder / "outcomes.json").write_text(
+        json.dumps({"stage": "outcomes", **head, "outcomes": outcomes})
+    )
+    (folder / "guard.json").write_text(json.dumps({"stage": "guard", **head, "guard": guard}))
 
 
 @pytest.fixture

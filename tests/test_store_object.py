@@ -452,6 +452,7 @@ def test_a_hold_refuses_new_routing_until_a_restore_or_clear_on_both_back_ends(r
         "reason": "v2 regressed",
         "created_at": "2026-11-22T03:00:00+00:00",
         "version": 2,
+        "by": "person",
     }
     assert store.held("s") == hold and store.holds() == {"s": hold}
     assert json.loads(storage.read_bytes(storage.join(root, "s", "HOLD"))) == hold
@@ -466,9 +467,14 @@ def test_a_hold_refuses_new_routing_until_a_restore_or_clear_on_both_back_ends(r
     store.hold("s", "again")
     assert store.rollback("s", 1, "keep v3") == (store.load("s"), False)
     assert store.held("s") is None  # a restore that publishes nothing lifts it too
+    guard = store.hold("s", "v3 regressed twice", by="guard")
+    assert store.held("s")["by"] == "guard"
+    # the guard's own rollback never lifts a hold (a person's or its own)
+    assert store.restore(store.load("s", 2), "guard", lift_hold=False)[1]
+    assert store.held("s") == guard
     store.hold("s", "once more")
     assert store.clear_hold("s") and not store.clear_hold("s")
-    assert store.publish(table("s", 2)).version == 4
+    assert store.publish(table("s", 1)).version == 5
     with pytest.raises(ValueError, match="a hold needs a reason"):
         store.hold("s", "  ")
 
@@ -508,3 +514,20 @@ def test_outcomes_reports_are_read_from_object_storage(object_store, capsys):
     assert main(["outcomes", "--reports", reports, "--stream", "s"]) == 0
     out = capsys.readouterr().out
     assert "v2" in out and "guard: hold: worse" in out
+
+
+def test_the_loop_state_is_written_per_night_and_read_back_on_both_back_ends(root):
+    store = RoutingStore(root)
+    store.publish(table("s"))
+    assert store.loop_nights("s") == []
+    store.write_loop_state("s", "2026-11-21", {"stream": "s", "night": "2026-11-21"})
+    store.write_loop_state("s", "2026-11-20", {"stream": "s", "night": "2026-11-20"})
+    store.write_loop_state("s", "2026-11-21", {"stream": "s", "night": "2026-11-21", "n": 2})
+    assert store.loop_nights("s") == ["2026-11-20", "2026-11-21"]  # a rerun replaced its night
+    assert store.read_loop_state("s", "2026-11-21")["n"] == 2
+    assert store.versions("s") == [1] and store.doctor("s").clean  # not versions, no problem
+    for night in ("../x", "2026-13-01", "2026-11-21/../../y"):
+        with pytest.raises(ValueError, match="a loop state's night is a date"):
+            store.write_loop_state("s", night, {})
+    with pytest.raises(FileNotFoundError):
+        store.read_loop_state("s", "2026-11-22")

@@ -77,7 +77,8 @@ def _key_text(key: object) -> str:
 
 
 class _Partitions:
-    """``router.route(key)`` as a partition, the worker map rebuilt when the table changes."""
+    """``router.route(key)`` as a partition of a topic, the worker map rebuilt when the table
+    changes."""
 
     def __init__(self, router: Router, worker_partition: Mapping[str, int] | None) -> None:
         self.router = router
@@ -91,22 +92,28 @@ class _Partitions:
             self._cached = (table, worker_partitions(table.workers.names, self._explicit))
         return self._cached[1]
 
-    def route(self, key: object) -> tuple[str, int]:
-        """The worker of the message (counted by the router: call once per message) and its
-        partition."""
-        worker = self.router.route(_key_text(key))
-        partition = self._map().get(worker)
-        if partition is None:  # the table changed between route() and _map()
-            partition = worker_partitions([worker], self._explicit)[worker]
-        return worker, partition
+    def missing(self, partitions: Collection[int]) -> list[int]:
+        """The partitions the table needs that ``partitions`` (a topic's) lacks."""
+        return sorted(set(self._map().values()) - set(partitions))
 
-    def check(self, topic: str, worker: str, partition: int, partitions: Collection[int]) -> None:
-        if partition not in partitions:
+    def route_in(self, topic: str, key: object, partitions: Collection[int]) -> int:
+        """The partition of the message in ``topic`` (whose partitions are ``partitions``),
+        counted by the router only once placed: a key that is not text, or a topic with fewer
+        partitions than the table needs, is refused before the message is routed (every
+        record, not only those of the workers beyond it: docs/routing-spec.md §4)."""
+        text = _key_text(key)
+        missing = self.missing(partitions)
+        if missing:
             raise ValueError(
-                f"worker {worker!r} maps to partition {partition}, which topic {topic!r} does "
-                f"not have (partitions {_span(partitions)}; table "
-                f"{self.router.table.stream} v{self.router.version})"
+                f"topic {topic!r} has partitions {_span(partitions) or 'none'}, but table "
+                f"{self.router.table.stream} v{self.router.version} needs {_span(missing)} too: "
+                "no record is routed until the topic has them"
             )
+        worker = self.router.route(text)
+        partition = self._map().get(worker)
+        if partition is None:  # the table changed between the check and route()
+            partition = worker_partitions([worker], self._explicit)[worker]
+        return partition
 
 
 def _span(partitions: Collection[int]) -> str:
@@ -121,8 +128,9 @@ class KafkaPythonPartitioner:
 
     kafka-python 3.x calls ``partition(topic, key, serialized_key, value, serialized_value,
     cluster)`` on a ``kafka.partitioner.Partitioner`` (this class registers as one); 2.x calls
-    the partitioner itself with ``(serialized_key, all_partitions, available_partitions)``. Both
-    route the serialized key (UTF-8). The partition must be one of the topic's partitions.
+    the partitioner itself with ``(serialized_key, all_partitions, available_partitions)``. A
+    ``str`` key is routed by its text, bytes as UTF-8 (docs/routing-spec.md §3). A topic with
+    fewer partitions than the table needs refuses every record, before it is counted.
     """
 
     def __init__(self, router: Router, worker_partition: Mapping[str, int] | None = None) -> None:
@@ -147,27 +155,26 @@ class KafkaPythonPartitioner:
         serialized_value: bytes | None,
         cluster: Any,
     ) -> int:
-        """kafka-python 3.x."""
-        return self._route(topic, serialized_key, cluster.partitions_for_topic(topic) or ())
+        """kafka-python 3.x: a ``str`` key is routed by its text whatever the serializer
+        wrote (as Java's partitioner does), other keys by their serialized bytes (UTF-8)."""
+        chosen = key if isinstance(key, str) else serialized_key
+        return self._partitions.route_in(topic, chosen, cluster.partitions_for_topic(topic) or ())
 
     def __call__(
         self, serialized_key: bytes | None, all_partitions: list[int], available: list[int]
     ) -> int:
         """kafka-python 2.x."""
-        return self._route("(kafka-python 2.x does not name it)", serialized_key, all_partitions)
-
-    def _route(self, topic: str, key: bytes | None, partitions: Collection[int]) -> int:
-        worker, partition = self._partitions.route(key)
-        self._partitions.check(topic, worker, partition, partitions)
-        return partition
+        topic = "(kafka-python 2.x does not name it)"
+        return self._partitions.route_in(topic, serialized_key, all_partitions)
 
 
 class RoutedProducer:
     """A confluent-kafka ``Producer`` whose ``produce`` sets ``partition=`` by the table.
 
     Everything else (``flush``, ``poll``, ``len()``, transactions …) is the wrapped producer's.
-    The topic's partitions are read once from the cluster (``list_topics``) and again when a
-    worker's partition is not among them; still missing, ``produce`` raises ValueError.
+    The topic's partitions are read once from the cluster (``list_topics``) and again when the
+    table needs one not among them; still missing, ``produce`` raises ValueError for every
+    record, before it is routed or counted.
     """
 
     def __init__(
@@ -211,12 +218,10 @@ class RoutedProducer:
         )
 
     def _partition(self, topic: str, key: Any) -> int:
-        worker, partition = self._partitions.route(key)
         known = self._topic_partitions.get(topic)
-        if known is None or partition not in known:  # new topic, or partitions added since
+        if known is None or self._partitions.missing(known):  # new, or partitions added since
             known = self._refresh(topic)
-        self._partitions.check(topic, worker, partition, known)
-        return partition
+        return self._partitions.route_in(topic, key, known)
 
     def _refresh(self, topic: str) -> frozenset[int]:
         metadata = self.producer.list_topics(topic, timeout=self._metadata_timeout)

@@ -230,13 +230,16 @@ def rolled_back_fingerprints(state: LoopState) -> set[str]:
     return {r.fingerprint for r in state.rolled_back}
 
 
-def rollback_target(state: LoopState) -> InForce | None:
+def rollback_target(state: LoopState, published_before: InForce | None = None) -> InForce | None:
     """Where a rollback goes: the last good routing, else the newest routing in force before
-    the current one — never the current routing, never one rolled back from."""
+    the current one, else ``published_before`` (the version the current one replaced when it
+    was published, though never seen in force: a table published by hand the night after may
+    replace it before any traffic) — never the current routing, never one rolled back from.
+    The guard acts only when the day, replayed through the target, confirms it does better."""
     if state.in_force is None:
         return None
     bad = rolled_back_fingerprints(state) | {state.in_force.fingerprint}
-    for candidate in (state.last_good, *reversed(state.previous)):
+    for candidate in (state.last_good, *reversed(state.previous), published_before):
         if candidate is not None and candidate.fingerprint not in bad:
             return candidate
     return None
@@ -282,14 +285,13 @@ def decide(
        nothing (reruns and later nights do not act twice);
     3. the stream is held: by the guard → nothing (a person decides); by a person → alert only
        (the guard never lifts or overrides a person's hold);
-    4. ``on_regression: alert`` → alert;
-    5. no version to return to, one that routes to workers gone or draining, or no replay of
+    4. no version to return to, one that routes to workers gone or draining, or no replay of
        the day through both → alert, no action (the guard acts only on a confirmed regression);
-    6. the target, replayed on the same day's traffic, would not have done better by more than
+    5. the target, replayed on the same day's traffic, would not have done better by more than
        the tolerance → nothing (the traffic changed, not the plan);
-    7. otherwise ``on_regression``: rollback to the target, or hold; a second regression within
-       ``regression_window`` nights of one the guard acted on also holds the stream after its
-       rollback, until a person acts.
+    6. otherwise ``on_regression``: alert, hold, or rollback to the target; a second regression
+       within ``regression_window`` nights of one the guard acted on also holds the stream
+       after its rollback, until a person acts.
     """
     inputs = _inputs(state, outcome, target, replayed, unreplayable, not_restorable)
     early = _without_replay(state, outcome, policy, target, not_restorable, inputs)
@@ -320,6 +322,8 @@ def decide(
             "plan; no action",
         )  # fmt: skip
     reason += f"; {same_day}"
+    if policy.on_regression == "alert":
+        return _decision(state, outcome, inputs, "alert", reason)
     if policy.on_regression == "hold":
         return _decision(
             state, outcome, inputs, "hold", f"{reason}; v{version} held until a person acts",
@@ -349,7 +353,7 @@ def needs_replay(
     target: InForce | None,
     not_restorable: str | None = None,
 ) -> bool:
-    """Whether ``decide`` weighs the day's replay (rules 1–5 leave the decision open): the
+    """Whether ``decide`` weighs the day's replay (rules 1–4 leave the decision open): the
     replay, a Spark backtest, is run only then."""
     return _without_replay(state, outcome, policy, target, not_restorable, {}) is None
 
@@ -362,7 +366,7 @@ def _decision(state, outcome, inputs, action, reason, **more) -> Decision:
 
 
 def _without_replay(state, outcome, policy, target, not_restorable, inputs) -> Decision | None:
-    """Rules 1–5 of ``decide``: the decision they take, or None when the replay decides."""
+    """Rules 1–4 of ``decide``: the decision they take, or None when the replay decides."""
     if outcome is None or outcome.verdict != "regressed" or state.in_force is None:
         verdict = outcome.verdict if outcome is not None else "no outcome"
         shown = f"v{outcome.version}: {verdict}" if outcome is not None else verdict
@@ -397,8 +401,6 @@ def _without_replay(state, outcome, policy, target, not_restorable, inputs) -> D
             f"{reason}; held by a person ({state.hold.reason}): the guard never lifts a "
             "person's hold, alert only",
         )  # fmt: skip
-    if policy.on_regression == "alert":
-        return _decision(state, outcome, inputs, "alert", reason)
     if target is None:
         return _decision(
             state, outcome, inputs, "alert",
