@@ -183,6 +183,7 @@ cluster-demo: $(SPARK_CLUSTER) $(AIRFLOW_DB)
 bench: $(SPARK_CLUSTER) $(DEV)
 	python bench/peer_duckdb.py --cluster $(BENCH_ARGS)
 	python bench/pipeline.py $(BENCH_ARGS)
+	python bench/closed_loop.py
 
 # The documentation site from docs/ (mkdocs.yml's nav), its home the README; --strict: a broken
 # link or anchor, a missing page or one left out of the nav fails the build. Offline: no fonts or

@@ -104,3 +104,36 @@ def test_skew_metric_matches_paper_001_definition():
     assert skew(np.array([100.0, 0, 0, 0])) == 1.0
     # M = 100, U = 25, W = 40: (40 − 25) / (100 − 25) = 0.2 (WL5-like)
     assert skew(np.array([40.0, 20, 20, 20])) == pytest.approx(0.2)
+
+
+def test_peak_excess_is_the_busiest_worker_window_over_the_busiest_windows_fair_share():
+    from routeplan.planning.metrics import peak_excess
+
+    # hour 0 balanced at its peak, hour 1 quiet but all on one worker
+    loads = np.array([[10.0, 10.0], [0.0, 8.0]])
+    assert peak_excess(loads) == pytest.approx(0.0)  # 10 = the busiest window's share
+    assert peak_excess(np.array([[10.0, 10.0], [0.0, 14.0]])) == pytest.approx(0.4)
+    # capacities: w1 twice as fast carries twice the share
+    assert peak_excess(np.array([[10.0, 20.0]]), np.array([1.0, 2.0])) == pytest.approx(0.0)
+    # one window: the imbalance of that window
+    one = np.array([[3.0, 1.0, 2.0]])
+    assert peak_excess(one) == pytest.approx(imbalance(one[0]))
+    assert peak_excess(np.zeros((3, 2))) == 0.0
+
+
+@given(
+    st.lists(
+        st.lists(st.floats(0, 1e6, allow_nan=False), min_size=3, max_size=3),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_peak_excess_is_at_least_each_windows_and_the_busiest_windows_imbalance(rows):
+    from routeplan.planning.metrics import peak_excess
+
+    loads = np.array(rows)
+    found = peak_excess(loads)
+    busiest = loads.sum(axis=1).argmax()
+    if loads.sum() > 0:
+        assert found >= imbalance(loads[busiest]) - 1e-9
+        assert found >= -1e-9

@@ -45,6 +45,26 @@ def imbalance(
     return float(normalised_load(worker_load, capacity, active).max() - 1.0)
 
 
+def peak_excess(
+    window_loads: np.ndarray, capacity: np.ndarray | None = None, active: np.ndarray | None = None
+) -> float:
+    """The day's headroom problem: the largest load any worker carried in any window, over its
+    capacity, relative to the busiest window's fair share, minus 1::
+
+        peak_excess = max_{t,w} (L[t,w] / c_w) / max_t (Σ_w L[t,w] / Σ_{active} c) − 1
+
+    ``window_loads`` is windows × workers. 0 = no worker ever needed more than a perfectly
+    balanced share of the busiest window; a plan that balances the peak hour and unbalances
+    another hour has a low imbalance there and a high peak excess. 0 when there is no load."""
+    loads = np.atleast_2d(np.asarray(window_loads, dtype=float))
+    caps = np.ones(loads.shape[1]) if capacity is None else np.asarray(capacity, dtype=float)
+    active = np.ones(caps.shape, bool) if active is None else np.asarray(active, bool)
+    busiest = loads.sum(axis=1).max(initial=0.0) / caps[active].sum()
+    if busiest <= 0:
+        return 0.0
+    return float((loads / caps).max() / busiest - 1.0)
+
+
 def load_distance(
     worker_load: np.ndarray, capacity: np.ndarray | None = None, active: np.ndarray | None = None
 ) -> float:

@@ -1,0 +1,80 @@
+"""The planning load of the next day, forecast from several days of windows, and its score.
+
+A plan fitted on one busy hour fits that hour's noise: with a few events per key group per
+hour, the hour after looks different, and a plan that balances the peak hour can unbalance the
+others. The forecast plans on every unit (key group, hot key, partition) at once, from the
+windows of the last ``history_days`` days:
+
+    forecast[u] = weighted quantile q of { load[d, t, u] : day d, window t },
+                  weight of day d = decay ** (age of day d in days)
+
+a decayed high quantile per unit — never a smoothing of worker totals, which depend on the
+routing that was in force. ``q`` = 0.75 plans for a busy window of each unit, not its mean
+(chosen by ``bench/closed_loop.py``: 0.5 re-plans stationary traffic, 0.9 overweights the
+small, noisy units), and ``decay`` = 0.8 halves a day's say in about three days (Kubernetes'
+VPA recommends from a decaying histogram the same way).
+
+The score of a table on a day is what the nightly gate compares (``routeplan.streams.gate``):
+its peak excess over the day's windows (``routeplan.planning.metrics.peak_excess``) and the band
+of its per-window imbalance (p10, p90). Scored on a day it was not fitted on, it is an
+out-of-sample prediction of the next day.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from routeplan.planning.metrics import imbalance, peak_excess
+
+DEFAULT_HISTORY_DAYS = 7
+DEFAULT_QUANTILE = 0.75
+DEFAULT_DECAY = 0.8
+
+
+def forecast(
+    history: np.ndarray, quantile: float = DEFAULT_QUANTILE, decay: float = DEFAULT_DECAY
+) -> np.ndarray:
+    """The forecast load of every unit from ``history`` (days × windows × units, oldest day
+    first): each unit's weighted ``quantile`` over all windows of all days, a day weighing
+    ``decay ** age`` (the newest day 1). Exact at the sample points (the lower of two values
+    on a tie of weights), total and non-negative for non-negative input."""
+    loads = np.asarray(history, dtype=float)
+    if loads.ndim != 3 or loads.shape[0] == 0 or loads.shape[1] == 0:
+        raise ValueError(f"history must be days × windows × units, got shape {loads.shape}")
+    if not 0.0 <= quantile <= 1.0 or not 0.0 < decay <= 1.0:
+        raise ValueError(f"quantile in [0, 1] and decay in (0, 1] ({quantile}, {decay})")
+    days, windows, units = loads.shape
+    weights = np.repeat(decay ** np.arange(days - 1, -1, -1, dtype=float), windows)
+    samples = loads.reshape(days * windows, units)
+    order = np.argsort(samples, axis=0, kind="stable")
+    ranked = np.take_along_axis(samples, order, axis=0)
+    cumulative = np.cumsum(weights[order], axis=0) / weights.sum()
+    index = np.argmax(cumulative >= quantile - 1e-12, axis=0)
+    return ranked[index, np.arange(units)]
+
+
+@dataclass(frozen=True)
+class Score:
+    """A table's numbers on one day: peak excess, day imbalance, per-window imbalance band."""
+
+    peak_excess: float
+    day_imbalance: float
+    low: float  # p10 of the per-window imbalance
+    high: float  # p90
+
+    @classmethod
+    def of(
+        cls, window_loads: np.ndarray, capacity: np.ndarray, active: np.ndarray | None = None
+    ) -> Score:
+        """The score of worker loads ``window_loads`` (windows × workers)."""
+        loads = np.atleast_2d(np.asarray(window_loads, dtype=float))
+        per_window = [imbalance(row, capacity, active) for row in loads if row.sum() > 0]
+        low, high = np.percentile(per_window, [10, 90]) if per_window else (0.0, 0.0)
+        return cls(
+            peak_excess=peak_excess(loads, capacity, active),
+            day_imbalance=imbalance(loads.sum(axis=0), capacity, active),
+            low=float(low),
+            high=float(high),
+        )

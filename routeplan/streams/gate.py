@@ -1,0 +1,112 @@
+"""Publish only what pays: the nightly gate between a new plan and the version in force.
+
+Re-planning every night publishes whatever the gain: on stationary traffic a plan fitted on
+yesterday's noise moves hundreds of key groups for nothing. The gate keeps the version in force
+unless replacing it pays, with hysteresis, as Cruise Control (act only outside a balance
+threshold), Pulsar's AvgShedder (act only after a gap persists) and KIP-441 (an assignment that
+is balanced is not altered) do. Its inputs are ``routeplan.streams.forecast.Score``s on the same
+day's windows:
+
+* ``in_force`` — the version in force, on a day it was not fitted on;
+* ``held_out`` — a candidate fitted on the days before, scored on this day: out-of-sample
+  evidence that re-planning helps (None when there is no earlier day);
+* ``refit`` — the candidate to publish, fitted on the days up to this one (in sample here).
+
+Rules, in order (``GateRules``; the headline is the peak excess):
+
+1. no version in force → publish (the first version);
+2. the workers changed (added, drained, removed, or a capacity beyond the tolerance) → publish;
+3. the version in force within ``threshold`` → keep it (``nights_over`` back to 0);
+4. over the threshold on fewer than ``persistence`` nights in a row, and not far over (below
+   ``far`` × the threshold) → keep it, counting the night;
+5. the held-out candidate beats the version in force by ``min_gain`` (absolute, and
+   ``min_relative_gain`` of the version in force's measure) → publish the refit; far over the
+   threshold, the refit beating it by as much on the day is enough (a new hot key cannot wait
+   for a second night of evidence);
+6. otherwise keep it, and say the gain that was missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from routeplan.streams.forecast import Score
+
+
+@dataclass(frozen=True)
+class GateRules:
+    """The gate's thresholds (policy section ``rebalance``)."""
+
+    threshold: float = 0.10  # peak excess the version in force may have (Cruise Control: 1.10)
+    min_gain: float = 0.02  # absolute gain in peak excess a new version must bring …
+    min_relative_gain: float = 0.10  # … and relative to the version in force's peak excess
+    persistence: int = 2  # nights over the threshold before re-planning (AvgShedder: 8 checks)
+    far: float = 2.0  # × threshold: one night is enough
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """Publish the refit or keep the version in force; why; the nights over the threshold in a
+    row after this night (the next night's ``nights_over``)."""
+
+    publish: bool
+    reason: str
+    nights_over: int
+
+
+def pays(gain: float, base: float, rules: GateRules) -> bool:
+    """Whether a ``gain`` over a measure of ``base`` is worth a new version."""
+    return gain >= rules.min_gain and gain >= rules.min_relative_gain * max(base, 0.0)
+
+
+def gate(
+    in_force: Score | None,
+    held_out: Score | None,
+    refit: Score,
+    nights_over: int,
+    rules: GateRules = GateRules(),
+    workers_changed: str | None = None,
+    version: int | None = None,
+) -> GateDecision:
+    """The night's decision (see the module docstring); ``workers_changed`` says how the
+    workers changed (None: they did not), ``version`` names the version in force."""
+    name = f"v{version}" if version is not None else "the version in force"
+    if in_force is None:
+        return GateDecision(True, "first version", 0)
+    if workers_changed:
+        return GateDecision(True, f"the workers changed ({workers_changed}): re-planned", 0)
+    current = in_force.peak_excess
+    if current <= rules.threshold:
+        return GateDecision(
+            False, f"{name} within threshold: peak excess {current:.4f} ≤ {rules.threshold}", 0
+        )
+    over = nights_over + 1
+    far = current >= rules.far * rules.threshold
+    if over < rules.persistence and not far:
+        return GateDecision(
+            False,
+            f"{name} over threshold ({current:.4f} > {rules.threshold}) on {over} of the "
+            f"{rules.persistence} nights in a row the gate waits for",
+            over,
+        )
+    if held_out is not None and pays(current - held_out.peak_excess, current, rules):
+        return GateDecision(
+            True,
+            f"{name}'s peak excess {current:.4f} > {rules.threshold}; a plan fitted on the days "
+            f"before scores {held_out.peak_excess:.4f} on this day (out of sample)",
+            0,
+        )
+    if far and pays(current - refit.peak_excess, current, rules):
+        return GateDecision(
+            True,
+            f"{name} far over threshold ({current:.4f} ≥ {rules.far} × {rules.threshold}); "
+            f"the plan scores {refit.peak_excess:.4f} on the day",
+            0,
+        )
+    best = min(refit.peak_excess, held_out.peak_excess if held_out else refit.peak_excess)
+    return GateDecision(
+        False,
+        f"{name} over threshold ({current:.4f}), but no plan gains {rules.min_gain} "
+        f"(and {rules.min_relative_gain:.0%}) on it: best {best:.4f}",
+        over,
+    )

@@ -1,0 +1,75 @@
+"""Publish only what pays (routeplan.streams.gate): the gate's rules one by one, and the short
+closed-loop benchmark (bench/closed_loop.py) holding the goals it was tuned for — stationary
+traffic publishes no new version after the first night, and a new hot key is back under the
+threshold the night after it appears."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from routeplan.streams.forecast import Score
+from routeplan.streams.gate import GateRules, gate, pays
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+RULES = GateRules(threshold=0.10, min_gain=0.02, min_relative_gain=0.10, persistence=2, far=2.0)
+
+
+def score(peak: float) -> Score:
+    return Score(peak_excess=peak, day_imbalance=peak / 2, low=0.0, high=peak)
+
+
+def test_the_first_version_and_a_change_of_workers_always_publish():
+    assert gate(None, None, score(0.3), 0, RULES).publish
+    changed = gate(score(0.01), None, score(0.01), 0, RULES, "w3 draining", 4)
+    assert changed.publish and "the workers changed (w3 draining)" in changed.reason
+
+
+def test_a_version_within_the_threshold_is_kept_whatever_a_plan_promises():
+    kept = gate(score(0.06), score(0.0), score(0.0), 1, RULES, version=3)
+    assert not kept.publish and kept.nights_over == 0
+    assert kept.reason == "v3 within threshold: peak excess 0.0600 ≤ 0.1"
+
+
+def test_over_the_threshold_the_gate_waits_for_persistence_unless_far_over():
+    first = gate(score(0.15), score(0.01), score(0.01), 0, RULES, version=3)
+    assert not first.publish and first.nights_over == 1 and "1 of the 2 nights" in first.reason
+    second = gate(score(0.15), score(0.01), score(0.01), first.nights_over, RULES, version=3)
+    assert second.publish and "out of sample" in second.reason and second.nights_over == 0
+    far = gate(score(0.25), None, score(0.05), 0, RULES, version=3)
+    assert far.publish and "far over threshold" in far.reason
+
+
+def test_a_plan_that_does_not_gain_enough_is_not_published():
+    # 0.14 → 0.13: over the threshold two nights running, but 0.01 < min_gain
+    small = gate(score(0.14), score(0.13), score(0.12), 1, RULES, version=3)
+    assert not small.publish and small.nights_over == 2
+    assert "no plan gains 0.02 (and 10%)" in small.reason and "best 0.1200" in small.reason
+    # the refit's in-sample gain counts only far over the threshold
+    assert not gate(score(0.15), score(0.15), score(0.01), 1, RULES).publish
+    assert pays(0.05, 0.3, RULES) and not pays(0.025, 0.3, RULES)  # 10 % of 0.3 is 0.03
+
+
+@pytest.fixture(scope="module")
+def closed_loop():
+    with pytest.MonkeyPatch.context() as patch:  # bench scripts import their neighbours
+        patch.syspath_prepend(str(BENCH))
+        yield importlib.import_module("closed_loop")
+
+
+@pytest.mark.parametrize("volume", [100_000, 10_000_000])
+def test_the_gate_publishes_nothing_new_on_stationary_traffic(closed_loop, volume):
+    found = closed_loop.run(closed_loop.World("stationary", volume, 6), ["gate", "every_night"])
+    assert (found["gate"]["versions"], found["gate"]["moves"]) == (1, 0)
+    assert found["every_night"]["versions"] > 1  # the rule it replaces re-publishes
+
+
+def test_a_new_hot_key_is_back_under_the_threshold_the_next_night(closed_loop):
+    world = closed_loop.World("new_hot_key", 10_000_000, 6)
+    nights = closed_loop.run(world, ["gate"])["gate"]["nights"]
+    by_night = {n["night"]: n["peak_excess"] for n in nights}
+    assert by_night[world.change] > 2 * RULES.threshold  # the day the hot key appears
+    assert by_night[world.change + 1] <= RULES.threshold
+    assert "far over threshold" in nights[world.change - 1]["gate"]
