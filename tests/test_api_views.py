@@ -151,5 +151,5 @@ def test_overview_joins_latest_its_plan_the_last_outcome_and_a_hold(home):
     held = client.get("/streams/orders/overview").json()
     validate_document("routing_overview", held)
     assert held["held"] and held["outcome"] is None and not held["regressed"]
-    assert held["hold_reason"] == "held by hand"
+    assert (held["hold_reason"], held["held_by"]) == ("held by hand", "person")
     assert client.get("/streams/nope/overview").status_code == 404

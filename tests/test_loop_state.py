@@ -313,6 +313,7 @@ class LoopMachine(RuleBasedStateMachine):
             published = None
             if decision.action == "rollback":
                 target = self.versions[decision.restore_version]
+                assert loop.unrestorable(target, self.latest) is None  # never onto a drain
                 if not self.latest.same_routing(target):
                     reason = f"rollback to v{target.version}: {decision.reason}"
                     published = self.publish(target, restored_version=target.version, reason=reason)
@@ -383,6 +384,14 @@ class LoopMachine(RuleBasedStateMachine):
             self.publish(target, restored_version=version, reason=f"rollback to v{version}: bad",
                          created_at=day(self.n) + "T09:00:00+00:00")  # fmt: skip
             self.hold = None  # a person's rollback lifts the hold
+
+    @rule()
+    def a_worker_drains(self) -> None:
+        """w2 goes to draining: a table routing nothing to it is published; a routing that sends
+        load to w2 can no longer be restored (the guard alerts instead)."""
+        drained = Workers((Worker("w0"), Worker("w1"), Worker("w2", state="draining")))
+        if not self.latest.same_routing(table("D", 0, drained)):
+            self.publish(table("D", 0, drained))
 
     @invariant()
     def never_two_rollbacks_from_the_same_bad_version(self) -> None:

@@ -143,6 +143,7 @@ def overview(tables: TableReader, reports_root: str, stream: str) -> dict[str, A
         },
         "held": hold is not None,
         "hold_reason": None if hold is None else str(hold["reason"]).replace(root, "<root>"),
+        "held_by": None if hold is None else hold.get("by", "person"),
         "regressed": last is not None and last["verdict"] == "regressed",
     }
 

@@ -74,7 +74,8 @@ def _list(store: RoutingStore, args: argparse.Namespace) -> int:
     else:
         for stream, doc in holds.items():
             since = f" since {doc['created_at']}" if doc.get("created_at") else ""
-            print(f"{stream}: held at {_version(doc)}{since}: {doc['reason']}")
+            by = " by the regression guard" if doc.get("by") == "guard" else ""
+            print(f"{stream}: held at {_version(doc)}{since}{by}: {doc['reason']}")
     return 0
 
 

@@ -6,4 +6,8 @@ stream by its policy — every candidate, the winner and why, the baseline of it
 that a rerun on the same loads keeps LATEST — from plain values, and returns a ``StreamPlan``.
 Callers adapt their data to it: ``jobs/plan.py`` (Delta rows), ``routeplan plan --policies``
 (files) and the HTTP API's dry run (a request body).
+
+The closed loop lives here too: ``attribution`` says which version was in force on a day,
+``outcomes`` what it did against its prediction, and ``loop_state`` keeps each stream's state
+across nights with the regression guard's rules as functions of it (``jobs/guard.py`` acts).
 """
