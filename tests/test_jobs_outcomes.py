@@ -291,3 +291,21 @@ def test_a_plan_whose_only_change_is_relearnt_capacities_publishes_nothing(tmp_p
     assert publish.publish_plan(store, row(101.0), 0.05)["action"] == "unchanged"
     assert store.latest_version("s") == 1
     assert publish.publish_plan(store, row(130.0), 0.05)["action"] == "published"
+
+
+def test_a_version_is_judged_by_how_it_was_planned_not_by_tonights_policy():
+    """Defect 6: a DAG run's window or metric override was forgotten the next night, and
+    partitions planned in bytes/s were judged in messages against C in bytes/s."""
+    from dataclasses import replace
+
+    from routeplan.model.workers import Workers
+    from routeplan.streams.policy import StreamPolicy
+
+    policy = StreamPolicy("s", planning_window="peak", load_metric="messages")
+    table = RoutingTable(
+        stream="s", strategy="cg", workers=Workers.homogeneous(2), key_group_worker=("w0", "w1")
+    )
+    assert outcomes.planned_as(table, policy) == ("peak", "messages")  # an older table
+    overridden = replace(table, planned={"window": "interval", "load_metric": "cost_ms"})
+    assert outcomes.planned_as(overridden, policy) == ("interval", "cost_ms")
+    assert outcomes.planned_as(None, policy) == ("peak", "messages")
