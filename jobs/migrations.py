@@ -34,7 +34,11 @@ MIGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("restored_version", "int"),
     ),
     # the share of the day's messages a version routed (event_version attribution)
-    "gold.plan_outcomes": (("attributed_share", "double"),),
+    "gold.plan_outcomes": (
+        ("attributed_share", "double"),
+        ("realized_peak_excess", "double"),  # the day's peak excess, beside the headline
+        ("previous_peak_excess", "double"),
+    ),
 }
 
 

@@ -45,7 +45,14 @@ from routeplan.streams.attribution import (
     split_by_version,
     version_by_history,
 )
-from routeplan.streams.outcomes import Measures, Outcome, measures, outcome, unknown_workers
+from routeplan.streams.outcomes import (
+    Measures,
+    Outcome,
+    day_peak_excess,
+    measures,
+    outcome,
+    unknown_workers,
+)
 from routeplan.streams.overrides import RunOverrides, policy_for
 from routeplan.streams.policy import StreamPolicy
 
@@ -56,7 +63,8 @@ OUTCOME_COLUMNS = (
     "predicted_imbalance double, realized_imbalance double, "
     "previous_realized_imbalance double, realized_imbalance_day double, messages double, "
     "consumers int, lower_bound int, overloaded int, note string, run_id string, "
-    "created_at timestamp, attributed_share double"
+    "created_at timestamp, attributed_share double, realized_peak_excess double, "
+    "previous_peak_excess double"
 )
 OUTCOME_FIELDS = tuple(column.split()[0] for column in OUTCOME_COLUMNS.split(", "))
 
@@ -136,6 +144,7 @@ def stream_outcomes(
         window_rule, metric = planned_as(table, policy)
         loads = WindowLoads(rows, metric)
         realized = realized_day = previous = previous_day = None
+        peak: tuple[float | None, float | None] = (None, None)
         these = list(notes)
         if table is not None and loads.messages > 0:
             window, seconds = loads.planning_window(window_rule)
@@ -145,9 +154,10 @@ def stream_outcomes(
             else:
                 realized = measures(table, window, seconds)
                 realized_day = measures(table, *loads.day())
-            previous, previous_day = previous_measures(
+            previous, previous_day, before = previous_measures(
                 spark, args, stream, table, (window_rule, metric), these
             )
+            peak = (day_peak_excess(table, loads.windows), before)
         results.append(
             outcome(
                 stream,
@@ -163,6 +173,7 @@ def stream_outcomes(
                 these,
                 previous_day,
                 shares.get(version),
+                peak,
             )
         )
     return results
@@ -183,11 +194,11 @@ def day_messages(spark, args: RunArgs, where: str) -> float:
 
 def previous_measures(
     spark, args: RunArgs, stream: str, table: Table, planned: tuple[str, str], notes: list[str]
-) -> tuple[Measures | None, Measures | None]:
-    """The predecessor's realized, in the planning window and over the day: ``table``'s
-    measures — its workers and capacities, the window and load metric it was ``planned`` with
-    — on the logs of the day before it came into force (the first day it has an outcome, else
-    this one), which were produced under its predecessor (or by hash)."""
+) -> tuple[Measures | None, Measures | None, float | None]:
+    """The predecessor's realized, in the planning window and over the day, and the day's peak
+    excess: ``table``'s measures — its workers and capacities, the window and load metric it
+    was ``planned`` with — on the logs of the day before it came into force (the first day it
+    has an outcome, else this one), which were produced under its predecessor (or by hash)."""
     first = args.interval_start
     if table_exists(args.tables, "gold.plan_outcomes"):
         found = (
@@ -210,12 +221,13 @@ def previous_measures(
     loads = WindowLoads((r.asDict() for r in rows), metric)
     if loads.messages <= 0:
         notes.append(f"no logged worker loads on {before}, the day before v{table.version}")
-        return None, None
+        return None, None, None
     window, seconds = loads.planning_window(window_rule)
     if unknown_workers(table, loads.day()[0]):
         notes.append(f"the workers logged on {before} are not v{table.version}'s: no predecessor")
-        return None, None
-    return measures(table, window, seconds), measures(table, *loads.day())
+        return None, None, None
+    peak = day_peak_excess(table, loads.windows)
+    return measures(table, window, seconds), measures(table, *loads.day()), peak
 
 
 def version_table(spark, tables: Tables, store, stream: str, version: int, cache) -> Table | None:

@@ -136,3 +136,20 @@ def test_a_version_that_routed_part_of_the_day_is_not_compared_with_the_whole_da
     partial = outcome(*args, attributed_share=0.3)
     assert partial.verdict == "off_prediction" and partial.attributed_share == 0.3
     assert "v2 routed 30% of the day's messages" in partial.note
+
+
+def test_the_days_peak_excess_is_measured_with_the_versions_own_workers(table):
+    from routeplan.planning.metrics import peak_excess
+    from routeplan.streams.outcomes import day_peak_excess
+
+    windows = {0: {"w0": 10.0, "w1": 10.0, "w2": 10.0, "w3": 10.0}, 1: {"w0": 14.0, "w1": 2.0}}
+    expected = peak_excess(np.array([[10.0, 10.0, 10.0, 10.0], [14.0, 2.0, 0.0, 0.0]]))
+    assert day_peak_excess(table, windows) == pytest.approx(expected) == pytest.approx(0.4)
+    assert day_peak_excess(table, {0: {"x": 1.0}}) is None  # a worker it never had
+    assert day_peak_excess(table, {}) is None
+    seen = measures(table, windows[0])
+    done = outcome(
+        "s", "2026-11-21", 2, table, "event_version", 40, seen, seen, seen, 0.1, (), seen,
+        peak=(0.4, 0.1),
+    )  # fmt: skip
+    assert (done.realized_peak_excess, done.previous_peak_excess) == (0.4, 0.1)

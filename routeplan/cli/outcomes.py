@@ -54,6 +54,11 @@ def format_record(r: dict[str, Any]) -> str:
         f"({r.get('attribution') or '-'})"
     )
     lines = [line]
+    if r.get("realized_peak_excess") is not None:
+        lines.append(
+            f"      peak excess {_num(r['realized_peak_excess'])}  "
+            f"previous {_num(r.get('previous_peak_excess'))}"
+        )
     if r.get("note"):
         lines.append(f"      note: {r['note']}")
     guard = r.get("guard")

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
-from routeplan.planning.metrics import observed_imbalance
+from routeplan.planning.metrics import observed_imbalance, peak_excess
 from routeplan.planning.partitions.scores import lower_bound
 from routeplan.streams.attribution import MIN_ATTRIBUTED_SHARE
 
@@ -80,6 +80,21 @@ def measures(table: Table, loads: Mapping[str, float], seconds: float | None = N
     assert isinstance(table, PartitionAssignment)
     rates = {w: v / seconds if seconds else v for w, v in loads.items()}
     return _consumer_measures(table, rates, _partition_rates(table, rates))
+
+
+def day_peak_excess(table: Table, windows: Mapping[Any, Mapping[str, float]]) -> float | None:
+    """The day's peak excess under ``table`` (``routeplan.planning.metrics.peak_excess``: the
+    largest load any of its workers carried in any window over its capacity, relative to the
+    busiest window's fair share, minus 1) from ``windows`` (window → worker → load); None
+    without load or when the loads name a worker ``table`` does not have."""
+    workers = table.workers_of()
+    names = set(workers.names)
+    if not windows or any(w not in names for loads in windows.values() for w in loads):
+        return None
+    matrix = np.array([[loads.get(n, 0.0) for n in workers.names] for loads in windows.values()])
+    if matrix.sum() <= 0:
+        return None
+    return peak_excess(matrix, workers.capacities, workers.is_active)
 
 
 def predicted_measures(table: Table) -> Measures:
@@ -190,6 +205,9 @@ class Outcome:
     note: str = ""
     # the share of the day's messages this version routed (None: attributed by history)
     attributed_share: float | None = None
+    # the day's peak excess (the busiest worker-window over the busiest window's fair share, − 1)
+    realized_peak_excess: float | None = None
+    previous_peak_excess: float | None = None  # the same on the day before it came into force
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -209,6 +227,7 @@ def outcome(
     notes: Sequence[str] = (),
     previous_day: Measures | None = None,
     attributed_share: float | None = None,
+    peak: tuple[float | None, float | None] = (None, None),
 ) -> Outcome:
     """The outcome of ``version`` (``table``; None when it is gone from the store) on day
     ``interval_start``: realized measures in the planning window and over the day, the
@@ -217,7 +236,9 @@ def outcome(
 
     ``attributed_share`` — the share of the day's messages the version routed — below
     ``MIN_ATTRIBUTED_SHARE`` keeps the day from being compared with the day before (a part of
-    the traffic against the whole): no ``regressed`` or ``improved`` verdict, a note says so."""
+    the traffic against the whole): no ``regressed`` or ``improved`` verdict, a note says so.
+    ``peak`` is the day's peak excess realized and the predecessor's (``day_peak_excess``),
+    reported beside the headline."""
     notes = list(notes)
     kind = table.kind if table is not None else "key_routing"
     measure = HEADLINES[kind]
@@ -267,6 +288,8 @@ def outcome(
         overloaded=realized.overloaded if realized is not None else None,
         note="; ".join(notes),
         attributed_share=_finite(attributed_share),
+        realized_peak_excess=_finite(peak[0]) if messages > 0 else None,
+        previous_peak_excess=_finite(peak[1]),
     )
 
 
