@@ -106,8 +106,8 @@ class _Partitions:
         if missing:
             raise ValueError(
                 f"topic {topic!r} has partitions {_span(partitions) or 'none'}, but table "
-                f"{self.router.table.stream} v{self.router.version} needs {_span(missing)} too: "
-                "no record is routed until the topic has them"
+                f"{self.router.table.stream} {_version(self.router.version)} needs "
+                f"{_span(missing)} too: no record is routed until the topic has them"
             )
         worker = self.router.route(text)
         partition = self._map().get(worker)
@@ -116,9 +116,13 @@ class _Partitions:
         return partition
 
 
+def _version(version: int | None) -> str:
+    return f"v{version}" if version is not None else "(not published)"
+
+
 def _span(partitions: Collection[int]) -> str:
     ordered = sorted(partitions)
-    if ordered and ordered == list(range(ordered[0], ordered[-1] + 1)):
+    if len(ordered) > 1 and ordered == list(range(ordered[0], ordered[-1] + 1)):
         return f"{ordered[0]}-{ordered[-1]}"
     return ", ".join(map(str, ordered))
 
