@@ -385,6 +385,26 @@ def run_args(ns: argparse.Namespace) -> RunArgs:
     return RunArgs(location_arg(ns.home), ns.interval_start, end, streams, ns.run_id)
 
 
+def add_policies_argument(parser: argparse.ArgumentParser, what: str = "") -> None:
+    """``--policies``: the streams' planning policies file (``what`` says what a job reads of
+    them)."""
+    parser.add_argument(
+        "--policies",
+        default="",
+        help=f"the streams' planning policies (YAML{what}); empty: "
+        "$ROUTEPLAN_HOME/config/streams.yaml",
+    )
+
+
+def job_policies(ns, home: str | os.PathLike[str], stage: str):
+    """``stream_policies`` for a job: a policy file that cannot be used ends the job with one
+    line naming the file, the stream and the field (``<stage> refused: …``)."""
+    try:
+        return stream_policies(ns, home)
+    except ValueError as err:  # PolicyError
+        raise SystemExit(f"{stage} refused: {err}") from None
+
+
 def stream_policies(ns, home: str | os.PathLike[str]):
     """The deployment's policies (``--policies``, default ``<home>/config/streams.yaml``) as
     ``routeplan.streams.policy.Policies``; None when there is no file (every stream then gets

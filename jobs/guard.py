@@ -24,12 +24,13 @@ from typing import Any
 from jobs.backtest import run_backtest, unroutable
 from jobs.common import (
     RunArgs,
+    add_policies_argument,
+    job_policies,
     log,
     read_delta,
     run_args,
     run_parser,
     spark_session,
-    stream_policies,
     table_exists,
 )
 from jobs.outcomes import planned_as, version_table
@@ -238,17 +239,10 @@ def guard_stream(
 
 def main(argv: list[str] | None = None) -> dict:
     parser = run_parser(__doc__.splitlines()[0])
-    parser.add_argument(
-        "--policies",
-        default="",
-        help="the streams' planning policies (YAML); empty: $ROUTEPLAN_HOME/config/streams.yaml",
-    )
+    add_policies_argument(parser)
     ns = parser.parse_args(argv)
     args = run_args(ns)
-    try:
-        policies = stream_policies(ns, args.tables.home)
-    except ValueError as err:  # PolicyError: one line naming the file, stream and field
-        raise SystemExit(f"guard refused: {err}") from None
+    policies = job_policies(ns, args.tables.home, "guard")
     spark = spark_session("guard")
     store = RoutingStore(args.tables.routing)
     outcomes = night_outcomes(spark, args)

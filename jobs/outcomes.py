@@ -27,12 +27,13 @@ from typing import Any
 from jobs.common import (
     RunArgs,
     Tables,
+    add_policies_argument,
+    job_policies,
     log,
     read_delta,
     run_args,
     run_parser,
     spark_session,
-    stream_policies,
     table_exists,
     write_delta,
 )
@@ -247,17 +248,10 @@ def version_table(spark, tables: Tables, store, stream: str, version: int, cache
 
 def main(argv: list[str] | None = None) -> dict:
     parser = run_parser(__doc__.splitlines()[0])
-    parser.add_argument(
-        "--policies",
-        default="",
-        help="the streams' planning policies (YAML); empty: $ROUTEPLAN_HOME/config/streams.yaml",
-    )
+    add_policies_argument(parser)
     ns = parser.parse_args(argv)
     args = run_args(ns)
-    try:
-        policies = stream_policies(ns, args.tables.home)
-    except ValueError as err:  # PolicyError: one line naming the file, stream and field
-        raise SystemExit(f"outcomes refused: {err}") from None
+    policies = job_policies(ns, args.tables.home, "outcomes")
     spark = spark_session("outcomes")
     store = RoutingStore(args.tables.routing)
     seen = set()

@@ -53,6 +53,7 @@ from datetime import UTC, datetime
 from jobs.backtest import BACKTEST_COLUMNS, selected_backtest
 from jobs.common import (
     RunArgs,
+    add_policies_argument,
     log,
     read_delta,
     run_args,
@@ -248,11 +249,7 @@ def run_overrides(ns) -> RunOverrides:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = run_parser(__doc__.splitlines()[0])
-    parser.add_argument(
-        "--policies",
-        default="",
-        help="the streams' planning policies (YAML); empty: $ROUTEPLAN_HOME/config/streams.yaml",
-    )
+    add_policies_argument(parser)
     parser.add_argument(
         "--strategy",
         default="",

@@ -22,13 +22,14 @@ from datetime import UTC, date, datetime
 from jobs.common import (
     RunArgs,
     Tables,
+    add_policies_argument,
+    job_policies,
     log,
     read_delta,
     register_tables,
     run_args,
     run_parser,
     spark_session,
-    stream_policies,
     table_exists,
     upgrade_table,
 )
@@ -306,18 +307,10 @@ def main(argv: list[str] | None = None) -> dict:
         default=None,
         help="JSON versions kept per stream (default: all; Delta keeps every version)",
     )
-    parser.add_argument(
-        "--policies",
-        default="",
-        help="the streams' planning policies (YAML; their cooldown and capacity_tolerance); "
-        "empty: $ROUTEPLAN_HOME/config/streams.yaml",
-    )
+    add_policies_argument(parser, ": their cooldown and capacity_tolerance")
     ns = parser.parse_args(argv)
     args = run_args(ns)
-    try:
-        policies = stream_policies(ns, args.tables.home)
-    except ValueError as err:  # PolicyError: one line naming the file, stream and field
-        raise SystemExit(f"publish refused: {err}") from None
+    policies = job_policies(ns, args.tables.home, "publish")
     spark = spark_session("publish")
     outcomes = publish(spark, args, ns.keep_versions, policies)
     write_plots(args.tables, args.interval_start, outcomes)
