@@ -45,6 +45,7 @@ from routeplan.planning.registry import (
     strategy_parameters,
 )
 from routeplan.streams.policy_file import check_schema, parse_yaml
+from routeplan.streams.thresholds import checked_thresholds
 
 __all__ = [
     "AUTO",
@@ -346,28 +347,9 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
     if kind not in KINDS:
         raise ctx.error(stream, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
     strategy = doc["strategy"]
-    thresholds = doc["thresholds"]
-    tolerance = _number(thresholds.get("imbalance_tolerance"), 0.0, 1.0, False)
-    if tolerance is None:
-        raise ctx.error(stream, "thresholds.imbalance_tolerance", "must be a number in [0, 1]")
-    hot_share = _number(thresholds.get("hot_key_min_share"), 0.0, 1.0, True)
-    if hot_share is None:
-        raise ctx.error(stream, "thresholds.hot_key_min_share", "must be a number in (0, 1]")
-    regression = _number(thresholds.get("regression_tolerance"), 0.0, 1.0, False)
-    if regression is None:
-        raise ctx.error(stream, "thresholds.regression_tolerance", "must be a number in [0, 1]")
-    days = thresholds.get("regression_days")
-    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 30:
-        raise ctx.error(stream, "thresholds.regression_days", "must be an integer in 1..30")
-    nights = {}
-    for name in ("regression_window", "cooldown"):
-        value = thresholds.get(name)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 365:
-            raise ctx.error(stream, f"thresholds.{name}", "must be an integer in 0..365 (nights)")
-        nights[name] = value
-    capacity_tolerance = _number(thresholds.get("capacity_tolerance"), 0.0, 1.0, False)
-    if capacity_tolerance is None:
-        raise ctx.error(stream, "thresholds.capacity_tolerance", "must be a number in [0, 1]")
+    thresholds = checked_thresholds(
+        doc["thresholds"], lambda name, message: ctx.error(stream, f"thresholds.{name}", message)
+    )
     if doc["on_regression"] not in ON_REGRESSION:
         raise ctx.error(stream, "on_regression", f"must be one of {', '.join(ON_REGRESSION)}")
     if doc["load_metric"] not in LOAD_METRICS:
@@ -401,26 +383,12 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
         budget=budget,
         load_metric=doc["load_metric"],
         planning_window=doc["planning_window"],
-        imbalance_tolerance=tolerance,
-        hot_key_min_share=hot_share,
-        regression_tolerance=regression,
-        regression_days=days,
-        regression_window=nights["regression_window"],
-        cooldown=nights["cooldown"],
-        capacity_tolerance=capacity_tolerance,
+        **thresholds,
         on_regression=doc["on_regression"],
         candidates=candidates,
         goals=goals,
         workers=_workers(stream, doc.get("workers"), ctx),
     )
-
-
-def _number(value: Any, low: float, high: float, open_low: bool) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    if value < low or value > high or (open_low and value == low):
-        return None
-    return float(value)
 
 
 def _budget(stream: str, fields: Mapping[str, Any], ctx: _Context) -> Budget:
