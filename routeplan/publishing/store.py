@@ -37,6 +37,10 @@ it, as does ``clear_hold``. On object storage, where there is no lock, a hold wr
 publish is in flight may be too late for it (that publish checked HOLD first): the hold's
 ``version`` then names the LATEST before it.
 
+The regression guard keeps each stream's loop state beside its versions, one document per night
+(``write_loop_state``, ``read_loop_state``, ``loop_nights``; ``routeplan.streams.loop_state``),
+written whole like HOLD; its night must be a date before it becomes a file name.
+
 A stream name becomes a folder, so every method that takes one refuses a name that breaks the
 name rule (``routeplan.model.names``) with ``InvalidNameError`` before it touches storage.
 Documents are read within ``routeplan.contracts.documents``' bounds (size, nesting). After a fault
@@ -76,10 +80,13 @@ from routeplan.publishing.store_doctor import (
 from routeplan.publishing.store_files import (
     HOLD,
     LATEST,
+    LOOP_MAX_BYTES,
     TEMP_PREFIX,
     Files,
     LocalFiles,
     ObjectFiles,
+    loop_name,
+    loop_night,
 )
 
 _VERSION_FILE = re.compile(r"^v(\d+)\.json$")
@@ -386,21 +393,20 @@ class RoutingStore:
         """Write the stream's loop state after ``night`` (``routeplan.streams.loop_state``) as
         ``<stream>/loop-<night>.json``, whole (a rename on disk, one PUT on object storage);
         a rerun of the night replaces it."""
-        name = _loop_name(night)
+        name = loop_name(night)
         with self._files.locked(check_name(stream), create=True):
             self._files.replace(stream, name, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
     def loop_nights(self, stream: str) -> list[str]:
         """The nights with a written loop state, oldest first."""
         check_name(stream)
-        found = (_LOOP_NAME.fullmatch(n) for n in self._files.names(stream))
-        return sorted(m.group(1) for m in found if m is not None and _is_date(m.group(1)))
+        return sorted(n for n in map(loop_night, self._files.names(stream)) if n is not None)
 
     def read_loop_state(self, stream: str, night: str) -> dict[str, Any]:
         """The loop state written after ``night``; ``FileNotFoundError`` when there is none,
         ``ValueError`` when it is not a JSON object."""
         check_name(stream)
-        name = _loop_name(night)
+        name = loop_name(night)
         doc = parse_document(self._files.read(stream, name, LOOP_MAX_BYTES), name, LOOP_MAX_BYTES)
         if not isinstance(doc, dict):
             raise ValueError(f"{self._files.location(stream, name)}: not a JSON object")
@@ -533,28 +539,6 @@ def _never_named(
     outside = [v for v in sorted(links) if v not in history]
     orphans = tuple(v for v in outside if v > broken)
     return orphans, tuple(v for v in outside if v < broken), broken or None
-
-
-LOOP_MAX_BYTES = 4 * 2**20
-_LOOP_NAME = re.compile(r"loop-(\d{4}-\d{2}-\d{2})\.json")
-
-
-def _is_date(text: str) -> bool:
-    try:
-        datetime.strptime(text, "%Y-%m-%d")
-    except ValueError:
-        return False
-    return True
-
-
-def _loop_name(night: str) -> str:
-    """``loop-<night>.json``; ``ValueError`` unless ``night`` is a date (YYYY-MM-DD): a name
-    from data never becomes a path unchecked."""
-    if not (isinstance(night, str) and _LOOP_NAME.fullmatch(f"loop-{night}.json")):
-        raise ValueError(f"a loop state's night is a date YYYY-MM-DD, not {night!r}")
-    if not _is_date(night):
-        raise ValueError(f"a loop state's night is a date YYYY-MM-DD, not {night!r}")
-    return f"loop-{night}.json"
 
 
 def parse_latest(text: str, where: str = "LATEST") -> int:

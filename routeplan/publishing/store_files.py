@@ -10,7 +10,8 @@ holds the logic over it: numbering, publishing, rollback, prune, doctor.
   and ``LATEST`` is read with its ETag and moved by a conditional PUT (``If-Match``); no lock.
   Other schemes are read-only.
 
-Both write a small file whole with ``replace`` (a stream's ``HOLD``): a rename on disk, one PUT on
+Both write a small file whole with ``replace`` (a stream's ``HOLD``, its loop states
+``loop-<night>.json``: ``loop_name``): a rename on disk, one PUT on
 object storage. Both set a file aside (``set_aside``: ``doctor --fix`` with a version LATEST never
 named) into a folder of the stream's, never overwriting and never losing it: a hard link then an
 unlink on disk; a conditional create then a delete on object storage.
@@ -31,8 +32,10 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -43,6 +46,29 @@ TEMP_PREFIX = ".tmp-"
 LATEST = "LATEST"
 HOLD = "HOLD"  # a stream's hold: publish nothing new until it is cleared (``RoutingStore.hold``)
 LATEST_MAX_BYTES = 256  # "v<N>.json\n" needs < 30; more is garbage, never read whole
+LOOP_MAX_BYTES = 4 * 2**20  # a stream's loop state after one night (``loop-<night>.json``)
+_LOOP_NAME = re.compile(r"loop-(\d{4}-\d{2}-\d{2})\.json")
+
+
+def loop_name(night: str) -> str:
+    """``loop-<night>.json``; ``ValueError`` unless ``night`` is a date (YYYY-MM-DD): a name
+    from data never becomes a path unchecked."""
+    name = f"loop-{night}.json" if isinstance(night, str) else ""
+    if loop_night(name) is None:
+        raise ValueError(f"a loop state's night is a date YYYY-MM-DD, not {night!r}")
+    return name
+
+
+def loop_night(name: str) -> str | None:
+    """The night a loop state's file ``name`` holds; None for any other name."""
+    found = _LOOP_NAME.fullmatch(name)
+    if found is None:
+        return None
+    try:
+        datetime.strptime(found.group(1), "%Y-%m-%d")
+    except ValueError:
+        return None
+    return found.group(1)
 
 
 class Files(Protocol):
