@@ -63,7 +63,7 @@ from jobs.common import (
     write_delta,
 )
 from jobs.plan_loads import StreamOptions, load_snapshot
-from jobs.workers import learnt_capacities, resolve_workers_and_source
+from jobs.workers import learnt_capacities, resolve_workers
 from routeplan import settings, storage
 from routeplan.errors import InputError
 from routeplan.files import json_text
@@ -205,7 +205,7 @@ def stream_workers(
     with where their capacities came from (given, learnt or mixed)."""
     policy = options.policy
     if policy.workers is None:
-        return resolve_workers_and_source(
+        return resolve_workers(
             spark, args.tables, options.workers_path, stream, logged, args.interval_start
         )
     learn = [w.name for w in policy.workers if w.capacity is None]

@@ -96,24 +96,12 @@ def resolve_workers(
     stream: str,
     seen: Iterable[str] = (),
     interval_start: date | None = None,
-) -> Workers:
+) -> tuple[Workers, str]:
     """The stream's workers with every capacity ``auto`` (or absent, or every capacity when the
     file has no entry for the stream) learnt from ``silver.worker_capacity`` — the latest
-    estimate on or before ``interval_start`` (default: any). What the plan job should call in
-    place of ``read_workers``."""
-    return resolve_workers_and_source(spark, tables, path, stream, seen, interval_start)[0]
-
-
-def resolve_workers_and_source(
-    spark,
-    tables: Tables,
-    path: str | os.PathLike[str] | None,
-    stream: str,
-    seen: Iterable[str] = (),
-    interval_start: date | None = None,
-) -> tuple[Workers, str]:
-    """``resolve_workers`` and where the capacities came from
-    (``routeplan.model.capacity.capacities_source``: given, learnt or mixed)."""
+    estimate on or before ``interval_start`` (default: any) — and where their capacities came
+    from (``routeplan.model.capacity.capacities_source``: given, learnt or mixed). What the plan
+    job calls in place of ``read_workers``."""
     workers, learn = _workers(path, stream, seen)
     source = capacities_source(workers.names, learn)
     if not learn:

@@ -277,9 +277,10 @@ def test_windows_job_writes_worker_capacity_and_smooths_across_nights(spark, tmp
     assert (first.capacity == first.observed_capacity).all()
     assert second.previous_capacity.to_dict() == pytest.approx(first.capacity.to_dict())
     assert (second.smoothing == 0.5).all()
-    workers = resolve_workers(spark, Tables(tmp_path), path, "s", (), date(2026, 11, 21))
+    workers, source = resolve_workers(spark, Tables(tmp_path), path, "s", (), date(2026, 11, 21))
     c = workers.capacities
     assert c[:2].mean() / c[2:].mean() == pytest.approx(3.0, rel=0.15)
+    assert source == "learnt"  # every capacity auto: a table planned on them says so
 
 
 @given(
