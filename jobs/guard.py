@@ -65,18 +65,8 @@ def night_outcomes(spark, args: RunArgs) -> dict[str, list[Outcome]]:
     return found
 
 
-def base_state(store: RoutingStore, stream: str, night: str) -> loop.LoopState:
-    """The state after the last night before ``night`` (a fresh state before any)."""
-    earlier = [n for n in store.loop_nights(stream) if n < night]
-    if not earlier:
-        return loop.LoopState(stream)
-    return loop.LoopState.from_document(store.read_loop_state(stream, earlier[-1]))
-
-
-def written_state(store: RoutingStore, stream: str, night: str) -> loop.LoopState | None:
-    """The state a run of ``night`` already wrote, None when none did."""
-    if night not in store.loop_nights(stream):
-        return None
+def read_state(store: RoutingStore, stream: str, night: str) -> loop.LoopState:
+    """The stream's loop state written after ``night``."""
     return loop.LoopState.from_document(store.read_loop_state(stream, night))
 
 
@@ -113,10 +103,13 @@ def observed_night(spark, args: RunArgs, store, stream, base, today, tables_of) 
 
 
 def decide_stream(
-    spark, args: RunArgs, store, stream: str, policy: StreamPolicy, today, tables_of
+    spark, args: RunArgs, store, stream: str, policy: StreamPolicy, today, tables_of, nights
 ) -> loop.LoopState:
-    """The night folded into ``stream``'s state, with the guard's decision (not acted yet)."""
-    base = base_state(store, stream, args.interval_start.isoformat())
+    """The night folded into ``stream``'s state (``nights``: those with a state written), with
+    the guard's decision (not acted yet)."""
+    night = args.interval_start.isoformat()
+    earlier = [n for n in nights if n < night]
+    base = read_state(store, stream, earlier[-1]) if earlier else loop.LoopState(stream)
     observed, current = observed_night(spark, args, store, stream, base, today, tables_of)
     state = loop.observe(base, observed)
     parent = None
@@ -225,9 +218,10 @@ def guard_stream(
     """One stream's night: its decision, taken once however often the night runs; the report
     entry (``again`` says a run of this night had already decided)."""
     night = args.interval_start.isoformat()
+    nights = store.loop_nights(stream)  # listed once: the night's own state and the one before
     state, again = loop.run_night(
-        written_state(store, stream, night),
-        lambda: decide_stream(spark, args, store, stream, policy, today, tables_of),
+        read_state(store, stream, night) if night in nights else None,
+        lambda: decide_stream(spark, args, store, stream, policy, today, tables_of, nights),
         lambda done: store.write_loop_state(stream, night, done.to_document()),
         lambda decided: act(spark, args, store, decided),
     )
