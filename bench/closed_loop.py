@@ -60,11 +60,11 @@ from routeplan.streams.forecast import (
     DEFAULT_DECAY,
     DEFAULT_HISTORY_DAYS,
     DEFAULT_QUANTILE,
-    Score,
-    forecast,
+    ForecastRules,
 )
-from routeplan.streams.gate import GateRules, gate
+from routeplan.streams.history import History, on_workers, window_loads
 from routeplan.streams.policy import StreamPolicy
+from routeplan.streams.rebalance import plan_night
 from routeplan.streams.service import plan_stream
 
 OUT = Path("bench/results")
@@ -141,35 +141,13 @@ class World:
         return Day(group_load, key_load, self.workers(day))
 
 
-def worker_loads(table: RoutingTable, day: Day) -> np.ndarray:
-    """windows × workers: the day routed by ``table`` as its producers route it."""
-    index = table.workers.index()
-    owner = np.array([index[w] for w in table.key_group_worker])
-    groups = day.group_load.copy()
-    loads = np.zeros((groups.shape[0], len(table.workers)))
-    for key, targets in table.hot_keys.items():
-        own = day.key_load.get(key)
-        if own is None:
-            continue
-        group = int(key_groups([key], GROUPS)[0])
-        groups[:, group] = np.maximum(groups[:, group] - own, 0.0)
-        total = sum(weight for _, weight in targets)
-        for worker, weight in targets:
-            loads[:, index[worker]] += own * weight / total
-    for w in range(len(table.workers)):
-        loads[:, w] += groups[:, owner == w].sum(axis=1)
-    return loads
-
-
 def realized(table: RoutingTable, day: Day) -> tuple[float, float, float]:
     """Peak excess, day imbalance and the share of the load left on draining workers of
     ``day`` routed by ``table``, with the day's workers."""
-    loads = worker_loads(table, day)
-    named = dict(zip(table.workers.names, loads.T, strict=True))
-    order = np.array([named.get(n, np.zeros(len(loads))) for n in day.workers.names]).T
-    caps, active = day.workers.capacities, day.workers.is_active
-    drained = float(order[:, ~active].sum() / max(order.sum(), 1e-12))
-    return peak_excess(order, caps, active), imbalance(order.sum(axis=0), caps, active), drained
+    loads, every = on_workers(table, window_loads(table, day.group_load, day.key_load), day.workers)
+    caps, active = every.capacities, every.is_active
+    drained = float(loads[:, ~active].sum() / max(loads.sum(), 1e-12))
+    return peak_excess(loads, caps, active), imbalance(loads.sum(axis=0), caps, active), drained
 
 
 def snapshot(day: Day, window: int | None) -> LoadSnapshot:
@@ -188,28 +166,23 @@ def plan(day: Day, current: RoutingTable | None, whole: bool = False) -> Routing
     return decided.selected.plan.table
 
 
-def forecast_day(days: Sequence[Day], quantile: float, decay: float) -> Day:
-    """One window of forecast loads (``routeplan.streams.forecast``) from ``days``' windows."""
-    groups = forecast(np.stack([d.group_load for d in days]), quantile, decay)
-    keys = sorted(days[-1].key_load)
-    own = forecast(
-        np.stack([np.stack([d.key_load.get(k, np.zeros(WINDOWS)) for k in keys], 1) for d in days]),
-        quantile,
-        decay,
+def history_of(days: Sequence[Day]) -> History:
+    """The days as the nightly job reads them (``routeplan.streams.history.History``): every
+    window's key-group loads, and the loads of the keys hot in any window."""
+    keys = sorted(
+        k
+        for k in {k for d in days for k in d.key_load}
+        if any(
+            (d.key_load[k] / np.maximum(d.group_load.sum(axis=1), 1e-12) >= HOT_SHARE).any()
+            for d in days
+            if k in d.key_load
+        )
     )
-    return Day(groups[None, :], {k: own[i : i + 1] for i, k in enumerate(keys)}, days[-1].workers)
-
-
-def score(table: RoutingTable, day: Day) -> Score:
-    loads = worker_loads(table, day)
-    named = dict(zip(table.workers.names, loads.T, strict=True))
-    order = np.array([named.get(n, np.zeros(len(loads))) for n in day.workers.names]).T
-    return Score.of(order, day.workers.capacities, day.workers.is_active)
-
-
-def workers_change(old: Workers, new: Workers) -> str | None:
-    """How ``new`` differs from ``old`` by what routes (names, states, capacities within 5 %)."""
-    return None if old.routes_like(new, 0.05) else "names, states or capacities"
+    return History(
+        tuple(str(i) for i in range(len(days))),
+        np.stack([d.group_load for d in days]),
+        {k: np.stack([d.key_load.get(k, np.zeros(WINDOWS)) for d in days]) for k in keys},
+    )
 
 
 def moved(old: RoutingTable, new: RoutingTable, day: Day) -> tuple[int, float]:
@@ -244,7 +217,7 @@ def run(
         in_force = None
         versions = moves = 0
         migrated = 0.0
-        nights_over, fitted = 0, None  # the gate's state; the plan fitted the night before
+        predicted = None  # the gate's prediction for the next day
         for d, day in enumerate(days):
             note = ""
             if d > 0:  # the day under the version the night before published
@@ -252,24 +225,22 @@ def run(
                 nightly.append(
                     {"night": d, "peak_excess": peak, "day_imbalance": whole, "drained": drained}
                 )
+                if predicted is not None:  # what the night before predicted for this day
+                    nightly[-1]["predicted"] = predicted.document()
+                    nightly[-1]["band"] = predicted.verdict(peak)
             if policy == "oracle":
                 candidate = oracle
             elif policy == "static" and in_force is not None:
                 candidate = in_force
             elif policy == "gate":
-                history = days[max(0, d + 1 - DEFAULT_HISTORY_DAYS) : d + 1]
-                refit = plan(forecast_day(history, *knobs), in_force, whole=True)
-                decision = gate(
-                    score(in_force, day) if in_force is not None else None,
-                    score(fitted, day) if fitted is not None else None,
-                    score(refit, day),
-                    nights_over,
-                    GateRules(),
-                    workers_change(in_force.workers, day.workers) if in_force else None,
-                    versions,
-                )
-                nights_over, fitted = decision.nights_over, refit
-                candidate = refit if decision.publish else in_force
+                history = history_of(days[max(0, d + 1 - DEFAULT_HISTORY_DAYS) : d + 1])
+                rules = ForecastRules(quantile=knobs[0], decay=knobs[1])
+                night = plan_night(
+                    StreamPolicy("s", forecast=rules), history, snapshot(day, None), in_force,
+                    day.workers,
+                )  # fmt: skip
+                decision, predicted = night.decision, night.prediction
+                candidate = night.plan.selected.plan.table if decision.publish else in_force
                 note = decision.reason
             else:
                 candidate = plan(day, in_force)
@@ -282,6 +253,7 @@ def run(
                 versions += 1
                 in_force = replace(candidate, version=versions)
         peaks = np.array([n["peak_excess"] for n in nightly])
+        judged = [n for n in nightly if "band" in n]
         imbalances = np.array([n["day_imbalance"] for n in nightly])
         found[policy] = {
             "peak_excess_mean": float(peaks.mean()),
@@ -292,6 +264,19 @@ def run(
             "versions": versions,
             "moves": moves,
             "migrated_load_share": migrated,
+            "band_coverage": (
+                sum(n["band"] == "inside" for n in judged) / len(judged) if judged else None
+            ),
+            "point_within": (  # max(0.03, 50 %) of the realized
+                sum(
+                    abs(n["predicted"]["point"] - n["peak_excess"])
+                    <= max(0.03, 0.5 * n["peak_excess"])
+                    for n in judged
+                )
+                / len(judged)
+                if judged
+                else None
+            ),  # fmt: skip
             "nights": nightly,
             "seconds": time.perf_counter() - started,
         }
@@ -301,7 +286,8 @@ def run(
 def table_lines(results: dict) -> list[str]:
     head = (
         f"{'scenario':<16} {'events/day':>10} {'policy':<12} {'peak mean':>9} {'peak p95':>9} "
-        f"{'day mean':>9} {'drained':>7} {'versions':>8} {'moves':>6} {'migrated':>9}"
+        f"{'day mean':>9} {'drained':>7} {'versions':>8} {'moves':>6} {'migrated':>9} "
+        f"{'in band':>7} {'point ok':>8}"
     )
     lines = [head]
     for name, by_volume in results.items():
@@ -311,9 +297,14 @@ def table_lines(results: dict) -> list[str]:
                     f"{name:<16} {int(volume):>10} {policy:<12} {r['peak_excess_mean']:>9.4f} "
                     f"{r['peak_excess_p95']:>9.4f} {r['day_imbalance_mean']:>9.4f} "
                     f"{r['drained_load_share_max']:>7.3f} "
-                    f"{r['versions']:>8} {r['moves']:>6} {r['migrated_load_share']:>9.3f}"
+                    f"{r['versions']:>8} {r['moves']:>6} {r['migrated_load_share']:>9.3f} "
+                    f"{_share(r['band_coverage']):>7} {_share(r['point_within']):>8}"
                 )
     return lines
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
 
 
 def plot(results: dict, path: Path) -> None:

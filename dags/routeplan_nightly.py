@@ -387,9 +387,9 @@ with DAG(
             "planning_window": Param(
                 None,
                 type=["null", "string"],
-                enum=[None, "peak", "interval"],
-                description="Plan for the peak window or the whole interval; empty: each stream's "
-                "policy (default peak)",
+                enum=[None, "forecast", "peak", "interval"],
+                description="Plan on a forecast of every window of the last days, the peak window "
+                "or the whole interval; empty: each stream's policy (default forecast)",
             ),
             "load_metric": Param(
                 None,

@@ -28,6 +28,7 @@ MIGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("choice", "string"),  # 706eea9: why auto chose a candidate
         ("backtest", "string"),  # the day routed through the selected plan and LATEST
         ("backtest_regression", "double"),
+        ("gate", "string"),  # the nightly gate's decision and the prediction with its band
     ),
     "gold.routing_tables": (
         ("reason", "string"),  # 6c4a1cb: rollback
@@ -38,6 +39,10 @@ MIGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("attributed_share", "double"),
         ("realized_peak_excess", "double"),  # the day's peak excess, beside the headline
         ("previous_peak_excess", "double"),
+        ("predicted_peak_excess", "double"),  # the version's predicted peak excess and band
+        ("predicted_low", "double"),
+        ("predicted_high", "double"),
+        ("band", "string"),  # the realized peak excess inside, above or below the band
     ),
 }
 

@@ -65,7 +65,8 @@ OUTCOME_COLUMNS = (
     "previous_realized_imbalance double, realized_imbalance_day double, messages double, "
     "consumers int, lower_bound int, overloaded int, note string, run_id string, "
     "created_at timestamp, attributed_share double, realized_peak_excess double, "
-    "previous_peak_excess double"
+    "previous_peak_excess double, predicted_peak_excess double, predicted_low double, "
+    "predicted_high double, band string"
 )
 OUTCOME_FIELDS = tuple(column.split()[0] for column in OUTCOME_COLUMNS.split(", "))
 

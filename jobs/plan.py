@@ -62,7 +62,7 @@ from jobs.common import (
     stream_policies,
     write_delta,
 )
-from jobs.plan_loads import StreamOptions, load_snapshot
+from jobs.plan_loads import StreamOptions, load_history, load_snapshot
 from jobs.workers import learnt_capacities, resolve_workers
 from routeplan import settings, storage
 from routeplan.errors import InputError
@@ -77,7 +77,8 @@ from routeplan.planning.registry import strategy_names
 from routeplan.publishing.store import RoutingStore
 from routeplan.streams.inputs import StreamInputs, inputs_document
 from routeplan.streams.overrides import RunOverrides, policy_for, read_overrides
-from routeplan.streams.policy import LOAD_METRICS
+from routeplan.streams.policy import LOAD_METRICS, PLANNING_WINDOWS
+from routeplan.streams.rebalance import NightPlan, forecast_loads, plan_night
 from routeplan.streams.service import PlanRefusedError, plan_stream
 
 PLAN_COLUMNS = (
@@ -85,7 +86,9 @@ PLAN_COLUMNS = (
     "window_start timestamp, window_end timestamp, load_metric string, current_version int, "
     "observed_imbalance double, current_imbalance double, predicted_imbalance double, "
     "moves int, migrated_load_share double, metrics string, params string, "
-    "table_document string, created_at timestamp, choice string, " + BACKTEST_COLUMNS
+    "table_document string, created_at timestamp, choice string, "
+    + BACKTEST_COLUMNS
+    + ", gate string"
 )
 
 
@@ -112,9 +115,16 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
         "load_metric": "bytes" if policy.kind == "partition_assignment" else options.load_metric,
         "capacities": capacities,
     }
+    history = None
+    if options.planning_window == "forecast":
+        history = load_history(spark, args, stream, options, policy.kind)
+        assert history is not None  # the interval has windows (load_snapshot found some)
+        planned["history_days"] = len(history.days)
+        rules = policy.forecast
+        base, loads = loads, forecast_loads(history, loads, rules.quantile, rules.decay)
     inputs = StreamInputs(
         stream,
-        loads,
+        loads,  # what the plan is fitted on: `routeplan plan --loads` plans the same
         workers,
         logged,
         args.interval_start.isoformat(),
@@ -124,8 +134,15 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
         inputs_path(args, stream), json_text(inputs_document(inputs), indent=None) + "\n"
     )
     latest = RoutingStore(args.tables.routing).load(stream)
+    night: NightPlan | None = None
     try:
-        decided = plan_stream(policy, loads, latest, workers, logged)
+        if history is not None:  # the forecast, out-of-sample scores and the gate
+            night = plan_night(policy, history, base, latest, workers, logged)
+            decided = night.plan
+            log("plan", f"{stream}: {'publish' if night.decision.publish else 'keep'}: "
+                f"{night.decision.reason}")  # fmt: skip
+        else:
+            decided = plan_stream(policy, loads, latest, workers, logged)
     except PlanRefusedError as err:
         raise SystemExit(f"plan refused: {err}") from None
     for note in decided.notes:
@@ -161,12 +178,18 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
                 # runs (kept for other intervals) stay one table
                 "metrics": json.dumps(plan.predicted),
                 "params": json.dumps(dict(plan.table.params)),
-                "table_document": json.dumps(with_planned(plan.table, planned).to_document()),
+                "table_document": json.dumps(
+                    with_planned(
+                        plan.table, planned, night if candidate.selected else None
+                    ).to_document()
+                ),
                 "created_at": now,
                 "choice": candidate.choice,
                 "backtest": tested.to_json() if tested else None,
                 "backtest_regression": tested.regression if tested else None,
                 "backtest_seconds": tested.seconds if tested else None,  # the report's, no column
+                # the gate's decision and the prediction (forecast window), on the selected row
+                "gate": json.dumps(night.document()) if night and candidate.selected else None,
             }
         )
         consumers = (
@@ -184,9 +207,17 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
     return rows
 
 
-def with_planned(table: Table, planned: dict[str, str]) -> Table:
-    """``table`` saying how it was planned; LATEST kept by the rerun rule keeps its own."""
-    return table if table.version is not None else replace(table, planned=planned)
+def with_planned(table: Table, planned: dict, night: NightPlan | None = None) -> Table:
+    """``table`` saying how it was planned and, planned on the forecast, the peak excess it is
+    predicted to realize with its band (``predicted``: ``peak_excess``, ``peak_excess_low``,
+    ``peak_excess_high``); LATEST kept by the rerun rule keeps its own."""
+    if table.version is not None:
+        return table
+    predicted = dict(table.predicted)
+    if night is not None:
+        p = night.prediction
+        predicted.update(peak_excess=p.point, peak_excess_low=p.low, peak_excess_high=p.high)
+    return replace(table, planned=planned, predicted=predicted)
 
 
 def inputs_path(args: RunArgs, stream: str) -> str:
@@ -264,7 +295,7 @@ def main(argv: list[str] | None = None) -> dict:
         metavar="K=V",
         help="strategy parameter, e.g. epsilon=0.01 (repeatable; needs --strategy)",
     )
-    parser.add_argument("--planning-window", choices=("", "peak", "interval"), default="")
+    parser.add_argument("--planning-window", choices=("", *PLANNING_WINDOWS), default="")
     parser.add_argument("--load-metric", choices=("", *LOAD_METRICS), default="")
     parser.add_argument("--num-key-groups", type=int, default=1024)
     parser.add_argument("--hash-seed", type=int, default=DEFAULT_SEED)
@@ -373,6 +404,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "current_version": r["current_version"],
                 "backtest_regression": r["backtest_regression"],
                 "backtest_seconds": r["backtest_seconds"],
+                "gate": json.loads(r["gate"]) if r["gate"] else None,
                 "solver": solver_quality(json.loads(r["metrics"])),
             }
             for r in rows

@@ -4,11 +4,16 @@ and hot keys (``silver.key_group_load``, ``silver.key_load``; with ``silver.key_
 ``albic``), or a ``PartitionLoad`` of write rates (``silver.partition_load``) — and the load each
 logged worker carried there (``silver.worker_load``). The planning window is the busiest one
 (``peak``: ``routeplan.streams.attribution.peak_window``, the rule outcomes judge by) or the
-whole interval, as the stream's policy says (``StreamOptions``)."""
+whole interval, as the stream's policy says (``StreamOptions``). With the ``forecast`` window (the
+default) the loads of the whole interval give the planning loads' other fields (distinct keys,
+resources, flow) and ``load_history`` reads every window of the last ``planning.history_days``
+days, one query per table, into the ``History`` the forecast and the nightly gate read
+(``routeplan.streams.rebalance``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 import numpy as np
 
@@ -16,6 +21,7 @@ from jobs.common import RunArgs, read_delta, table_exists
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.publishing.store import RoutingStore
 from routeplan.streams.attribution import peak_window
+from routeplan.streams.history import History
 from routeplan.streams.policy import LOAD_METRICS, StreamPolicy
 
 
@@ -204,3 +210,63 @@ def partition_rates(spark, args: RunArgs, stream: str, options, window) -> np.nd
     for r in rows.collect():
         rates[r["partition"]] = r["rate"]
     return rates
+
+
+def load_history(spark, args: RunArgs, stream: str, options, kind: str) -> History | None:
+    """Every window of the stream's last ``planning.history_days`` days up to the interval's
+    (days without windows left out): key-group (or partition) loads in the policy's load metric
+    and the loads of the keys that were hot in any window; None without a window."""
+    from pyspark.sql import functions as F
+
+    policy = options.policy
+    first = args.interval_start - timedelta(days=policy.forecast.history_days - 1)
+    where = f"date >= '{first}' AND date < '{args.interval_end}' AND stream = '{stream}'"
+    if kind == "partition_assignment":
+        table, unit, metric, size = "silver.partition_load", "partition", "bytes_per_s", None
+    else:
+        table, unit, metric = "silver.key_group_load", "key_group", options.load_metric
+        size = options.num_key_groups
+    rows = (
+        read_delta(spark, args.tables, table)
+        .where(where)
+        .select("window_start", F.col(unit).alias("unit"), F.col(metric).alias("load"))
+        .collect()
+    )
+    if not rows:
+        return None
+    starts = sorted({r["window_start"] for r in rows})
+    days = sorted({s.date() for s in starts})
+    by_day = {d: [s for s in starts if s.date() == d] for d in days}
+    slot = {s: (days.index(s.date()), by_day[s.date()].index(s)) for s in starts}
+    width = max(len(v) for v in by_day.values())
+    top = size if size is not None else max(int(r["unit"]) for r in rows) + 1
+    units = np.full((len(days), width, top), np.nan)
+    for d, day in enumerate(days):
+        units[d, : len(by_day[day])] = 0.0
+    for r in rows:
+        if not 0 <= r["unit"] < top:
+            raise SystemExit(
+                f"{stream}: key group {r['unit']} outside 0..{top - 1}: "
+                "the windows job ran with another --num-key-groups"
+            )
+        d, t = slot[r["window_start"]]
+        units[d, t, r["unit"]] += float(r["load"] or 0.0)
+    hot: dict[str, np.ndarray] = {}
+    if kind != "partition_assignment":
+        keys = read_delta(spark, args.tables, "silver.key_load").where(where)
+        named = {
+            r["key"]
+            for r in keys.where(F.col("share") >= options.hot_key_min_share)
+            .select("key")
+            .distinct()
+            .collect()
+        }
+        for r in (
+            keys.where(F.col("key").isin(sorted(named)))
+            .select("window_start", "key", F.col(metric).alias("load"))
+            .collect()
+        ):
+            if r["window_start"] in slot:
+                own = hot.setdefault(r["key"], np.where(np.isnan(units[:, :, 0]), np.nan, 0.0))
+                own[slot[r["window_start"]]] += float(r["load"] or 0.0)
+    return History(tuple(d.isoformat() for d in days), units, hot, hash_seed=options.hash_seed)

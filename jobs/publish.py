@@ -3,7 +3,10 @@
 Writes ``routing/<stream>/v<N>.json`` (never rewritten), moves ``routing/<stream>/LATEST``
 atomically (``routeplan.publishing.store``), and appends the version to Delta
 ``gold.routing_tables`` (with any version published outside a job, e.g. by ``routeplan rollback``).
-A plan that routes every key as LATEST already does (capacities within the policy's
+A plan the nightly gate kept out (``gold.plans.gate``: the version in force within the policy's
+``rebalance.threshold``, not over it long enough, or no plan that pays — see
+``routeplan.streams.rebalance``) is ``kept`` with the gate's reason. A plan that routes every key
+as LATEST already does (capacities within the policy's
 ``capacity_tolerance``) publishes nothing, and one that routes as a routing rolled back within
 its ``cooldown`` nights (the stream's loop state, ``routeplan.streams.loop_state``) is kept out;
 the reason is recorded in ``gold.publish_log`` like every other outcome. A plan made against
@@ -75,7 +78,10 @@ def publish(
         policy = policy_for(RunOverrides(), policies, stream)
         table = table_from_document(json.loads(plan["table_document"]))
         cooling = publish_refusal(states.get(stream), table, night, policy.cooldown)
-        if stream in refused:
+        gate = json.loads(plan["gate"]) if plan.asDict().get("gate") else None
+        if gate is not None and not gate["publish"]:
+            outcomes.append(kept(store, plan, gate["reason"]))
+        elif stream in refused:
             outcomes.append(kept(store, plan, f"the candidate's backtest was refused: "
                                  f"{refused[stream]}"))  # fmt: skip
         elif cooling is not None:
@@ -110,8 +116,9 @@ def publish(
 
 
 def kept(store: RoutingStore, plan, why: str) -> dict:
-    """The outcome of a stream whose candidate is not published — validate refused its
-    backtest, or it routes as a routing rolled back within its cooldown: LATEST stays (action
+    """The outcome of a stream whose candidate is not published — the gate kept the version in
+    force, validate refused its backtest, or it routes as a routing rolled back within its
+    cooldown: LATEST stays (action
     ``kept``, ``why`` as the reason); the night goes on."""
     outcome = {
         "stream": plan["stream"],

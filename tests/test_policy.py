@@ -112,7 +112,7 @@ streams:
     assert same.params == {"epsilon": 0.05}  # kept the defaults' strategy: its params too
     assert same.budget == Budget(max_moves=10, max_migrated_load_share=0.3, time_limit_s=7)
     assert (same.imbalance_tolerance, same.hot_key_min_share) == (0.2, 0.01)
-    assert same.load_metric == "bytes" and same.planning_window == "peak"
+    assert same.load_metric == "bytes" and same.planning_window == "forecast"
     assert policies.for_stream("own_params").params == {"epsilon": 0.02}
     other = policies.for_stream("other")
     assert other.params == {} and other.budget.max_moves == 10  # flux honours max_moves
@@ -424,3 +424,29 @@ def test_the_regression_guard_fields_have_defaults_and_are_checked(tmp_path):
         path.write_text(f"streams:\n  a: {{{bad}}}\n")
         with pytest.raises(PolicyError, match=f"stream 'a'.*{where}"):
             load_policies(path)
+
+
+def test_rebalance_and_planning_sections_merge_key_by_key_and_are_checked(tmp_path):
+    path = write(
+        tmp_path,
+        """
+defaults:
+  rebalance: {threshold: 0.2, persistence: 3}
+  planning: {history_days: 14}
+streams:
+  tight: {rebalance: {min_gain: 0.05}, planning: {quantile: 0.9}}
+""",
+    )
+    policies = load_policies(path)
+    tight = policies.for_stream("tight")
+    assert (tight.rebalance.threshold, tight.rebalance.persistence) == (0.2, 3)
+    assert tight.rebalance.min_gain == 0.05 and tight.rebalance.far == 2.0
+    assert (tight.forecast.history_days, tight.forecast.quantile) == (14, 0.9)
+    assert tight.forecast.decay == 0.8
+    assert policies.for_stream("unlisted").rebalance.min_gain == 0.02
+    bad = write(tmp_path, "defaults:\n  rebalance: {persistence: 0}\n")
+    with pytest.raises(PolicyError, match=r"rebalance\.persistence"):
+        load_policies(bad)
+    bad = write(tmp_path, "streams:\n  s: {planning: {decay: 0}}\n")
+    with pytest.raises(PolicyError, match=r"stream 's'.*planning\.decay"):
+        load_policies(bad)

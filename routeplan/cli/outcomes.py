@@ -55,9 +55,15 @@ def format_record(r: dict[str, Any]) -> str:
     )
     lines = [line]
     if r.get("realized_peak_excess") is not None:
+        band = ""
+        if r.get("band"):
+            band = (
+                f"  predicted {_num(r.get('predicted_peak_excess'))} "
+                f"[{_num(r.get('predicted_low'))}, {_num(r.get('predicted_high'))}]: {r['band']}"
+            )
         lines.append(
             f"      peak excess {_num(r['realized_peak_excess'])}  "
-            f"previous {_num(r.get('previous_peak_excess'))}"
+            f"previous {_num(r.get('previous_peak_excess'))}{band}"
         )
     if r.get("note"):
         lines.append(f"      note: {r['note']}")

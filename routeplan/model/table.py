@@ -60,8 +60,9 @@ class Table:
     strategy_state: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
     predicted: Mapping[str, float] = field(default_factory=dict, kw_only=True)
     planning_load: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
-    # how it was planned (window, load_metric, capacities): its outcomes are judged the same way
-    planned: Mapping[str, str] = field(default_factory=dict, kw_only=True)
+    # how it was planned (window, load_metric, capacities, history_days): its outcomes are judged
+    # the same way
+    planned: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
     version: int | None = field(default=None, kw_only=True)
     parent_version: int | None = field(default=None, kw_only=True)
     created_at: str | None = field(default=None, kw_only=True)

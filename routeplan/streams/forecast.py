@@ -33,13 +33,23 @@ DEFAULT_QUANTILE = 0.75
 DEFAULT_DECAY = 0.8
 
 
+@dataclass(frozen=True)
+class ForecastRules:
+    """How a stream's planning load is forecast (policy section ``planning``)."""
+
+    history_days: int = DEFAULT_HISTORY_DAYS  # days of windows the forecast reads
+    quantile: float = DEFAULT_QUANTILE
+    decay: float = DEFAULT_DECAY
+
+
 def forecast(
     history: np.ndarray, quantile: float = DEFAULT_QUANTILE, decay: float = DEFAULT_DECAY
 ) -> np.ndarray:
     """The forecast load of every unit from ``history`` (days × windows × units, oldest day
     first): each unit's weighted ``quantile`` over all windows of all days, a day weighing
-    ``decay ** age`` (the newest day 1). Exact at the sample points (the lower of two values
-    on a tie of weights), total and non-negative for non-negative input."""
+    ``decay ** age`` (the newest day 1). A window a day does not have is NaN in every unit and
+    weighs nothing. Exact at the sample points (the lower of two values on a tie of weights),
+    total and non-negative for non-negative input."""
     loads = np.asarray(history, dtype=float)
     if loads.ndim != 3 or loads.shape[0] == 0 or loads.shape[1] == 0:
         raise ValueError(f"history must be days × windows × units, got shape {loads.shape}")
@@ -48,6 +58,10 @@ def forecast(
     days, windows, units = loads.shape
     weights = np.repeat(decay ** np.arange(days - 1, -1, -1, dtype=float), windows)
     samples = loads.reshape(days * windows, units)
+    present = ~np.isnan(samples).all(axis=1)
+    if not present.any():
+        raise ValueError("history has no window")
+    weights, samples = weights[present], np.nan_to_num(samples[present])
     order = np.argsort(samples, axis=0, kind="stable")
     ranked = np.take_along_axis(samples, order, axis=0)
     cumulative = np.cumsum(weights[order], axis=0) / weights.sum()

@@ -47,11 +47,16 @@ class GateRules:
 @dataclass(frozen=True)
 class GateDecision:
     """Publish the refit or keep the version in force; why; the nights over the threshold in a
-    row after this night (the next night's ``nights_over``)."""
+    row after this night; which rule decided (``RULES``)."""
 
     publish: bool
     reason: str
     nights_over: int
+    rule: str = ""
+
+
+# the rules in the order they are tried (the module docstring)
+RULES = ("first", "workers", "within", "waiting", "held_out", "far", "no_gain")
 
 
 def pays(gain: float, base: float, rules: GateRules) -> bool:
@@ -72,13 +77,18 @@ def gate(
     workers changed (None: they did not), ``version`` names the version in force."""
     name = f"v{version}" if version is not None else "the version in force"
     if in_force is None:
-        return GateDecision(True, "first version", 0)
+        return GateDecision(True, "first version", 0, "first")
     if workers_changed:
-        return GateDecision(True, f"the workers changed ({workers_changed}): re-planned", 0)
+        return GateDecision(
+            True, f"the workers changed ({workers_changed}): re-planned", 0, "workers"
+        )
     current = in_force.peak_excess
     if current <= rules.threshold:
         return GateDecision(
-            False, f"{name} within threshold: peak excess {current:.4f} ≤ {rules.threshold}", 0
+            False,
+            f"{name} within threshold: peak excess {current:.4f} ≤ {rules.threshold}",
+            0,
+            "within",
         )
     over = nights_over + 1
     far = current >= rules.far * rules.threshold
@@ -88,6 +98,7 @@ def gate(
             f"{name} over threshold ({current:.4f} > {rules.threshold}) on {over} of the "
             f"{rules.persistence} nights in a row the gate waits for",
             over,
+            "waiting",
         )
     if held_out is not None and pays(current - held_out.peak_excess, current, rules):
         return GateDecision(
@@ -95,6 +106,7 @@ def gate(
             f"{name}'s peak excess {current:.4f} > {rules.threshold}; a plan fitted on the days "
             f"before scores {held_out.peak_excess:.4f} on this day (out of sample)",
             0,
+            "held_out",
         )
     if far and pays(current - refit.peak_excess, current, rules):
         return GateDecision(
@@ -102,6 +114,7 @@ def gate(
             f"{name} far over threshold ({current:.4f} ≥ {rules.far} × {rules.threshold}); "
             f"the plan scores {refit.peak_excess:.4f} on the day",
             0,
+            "far",
         )
     best = min(refit.peak_excess, held_out.peak_excess if held_out else refit.peak_excess)
     return GateDecision(
@@ -109,4 +122,5 @@ def gate(
         f"{name} over threshold ({current:.4f}), but no plan gains {rules.min_gain} "
         f"(and {rules.min_relative_gain:.0%}) on it: best {best:.4f}",
         over,
+        "no_gain",
     )

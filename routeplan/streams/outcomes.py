@@ -26,7 +26,9 @@ Verdicts, in this order (``tolerance`` is the policy's ``regression_tolerance``)
 * ``regressed`` — realized over the day worse than the predecessor's over the day before it by
   more than the tolerance (never called on one window: hourly windows of small streams are
   noisy);
-* ``as_predicted`` — realized in the planning window within the tolerance of the prediction;
+* ``as_predicted`` — a version planned on the forecast: its realized peak excess inside its
+  predicted band (``band``: inside, above or below it); a version planned on one window:
+  realized in the planning window within the tolerance of the prediction;
 * ``improved`` — realized over the day better than the predecessor's by more than the
   tolerance, though off its prediction;
 * ``off_prediction`` — none of the above: no better nor worse than before, and off its prediction.
@@ -208,6 +210,12 @@ class Outcome:
     # the day's peak excess (the busiest worker-window over the busiest window's fair share, − 1)
     realized_peak_excess: float | None = None
     previous_peak_excess: float | None = None  # the same on the day before it came into force
+    # planned on the forecast: the peak excess it was predicted to realize, the band, and where
+    # the realized fell (inside, above, below)
+    predicted_peak_excess: float | None = None
+    predicted_low: float | None = None
+    predicted_high: float | None = None
+    band: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -262,6 +270,12 @@ def outcome(
                 "another version or none): not compared with the day before"
             )
         verdict = judge(p, r, r_day, None if partial else before_day, tolerance)
+    band = predicted_band(table) if table is not None else None
+    where = None
+    if band is not None and peak[0] is not None and messages > 0:
+        where = "above" if peak[0] > band[2] else "below" if peak[0] < band[1] else "inside"
+        if verdict in ("as_predicted", "off_prediction"):  # the band is the prediction
+            verdict = "as_predicted" if where == "inside" else "off_prediction"
     return Outcome(
         stream=stream,
         version=version,
@@ -290,7 +304,20 @@ def outcome(
         attributed_share=_finite(attributed_share),
         realized_peak_excess=_finite(peak[0]) if messages > 0 else None,
         previous_peak_excess=_finite(peak[1]),
+        predicted_peak_excess=band[0] if band else None,
+        predicted_low=band[1] if band else None,
+        predicted_high=band[2] if band else None,
+        band=where,
     )
+
+
+def predicted_band(table: Table) -> tuple[float, float, float] | None:
+    """The peak excess ``table`` was published predicting, with its band (point, low, high):
+    tables planned on the forecast carry it; None for others."""
+    found = [table.predicted.get(k) for k in ("peak_excess", "peak_excess_low", "peak_excess_high")]
+    if any(v is None or not math.isfinite(v) for v in found):
+        return None
+    return float(found[0]), float(found[1]), float(found[2])
 
 
 def judge(

@@ -11,7 +11,8 @@ Every error is a ``PolicyError`` (an ``InputError``, so the command line and the
 one line) naming the file, the line, the stream and the field.
 
 Merging: ``defaults`` applies to every stream and a stream's entry overrides it field by field;
-``budget`` and ``thresholds`` merge key by key (``null`` removes a default's limit); ``params``
+``budget``, ``thresholds``, ``rebalance`` and ``planning`` merge key by key (``null`` removes a
+default's limit); ``params``
 belong to a strategy, so a stream inherits the defaults' ``params`` only when it keeps the
 defaults' strategy. A stream the file does not list is planned with the defaults.
 
@@ -44,8 +45,11 @@ from routeplan.planning.registry import (
     strategy_parameter_types,
     strategy_parameters,
 )
+from routeplan.streams.forecast import ForecastRules
+from routeplan.streams.gate import GateRules
 from routeplan.streams.policy_file import check_schema, parse_yaml
-from routeplan.streams.thresholds import checked_thresholds
+from routeplan.streams.thresholds import PLANNING, REBALANCE, checked_thresholds
+from routeplan.streams.thresholds import RANGES as THRESHOLDS
 
 __all__ = [
     "AUTO",
@@ -59,7 +63,11 @@ __all__ = [
 
 AUTO = "auto"
 LOAD_METRICS = ("messages", "bytes", "cost_ms")
-PLANNING_WINDOWS = ("peak", "interval")
+# forecast: every window of the last days (routeplan.streams.forecast); peak: the busiest window
+# of the interval; interval: the whole interval
+PLANNING_WINDOWS = ("forecast", "peak", "interval")
+# sections merged key by key over the defaults
+SECTIONS = ("budget", "thresholds", "rebalance", "planning")
 # what a night does when the version in force regressed (routeplan.streams.outcomes)
 ON_REGRESSION = ("rollback", "alert", "hold")
 # The soft goals of ``auto`` (routeplan.streams.auto.GOALS, repeated here so that reading a
@@ -72,7 +80,9 @@ DEFAULTS: Mapping[str, Any] = {
     "params": {},
     "budget": {},
     "load_metric": "messages",
-    "planning_window": "peak",
+    "planning_window": "forecast",
+    "planning": dict(vars(ForecastRules())),
+    "rebalance": dict(vars(GateRules())),
     "thresholds": {
         "imbalance_tolerance": 0.10,
         "hot_key_min_share": 0.001,
@@ -112,7 +122,9 @@ class StreamPolicy:
     params: Mapping[str, Any] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     load_metric: str = "messages"
-    planning_window: str = "peak"
+    planning_window: str = "forecast"
+    forecast: ForecastRules = field(default_factory=ForecastRules)  # section planning
+    rebalance: GateRules = field(default_factory=GateRules)
     imbalance_tolerance: float = 0.10
     hot_key_min_share: float = 0.001
     regression_tolerance: float = 0.10
@@ -219,10 +231,8 @@ def load_policies(path: str | os.PathLike[str]) -> Policies:
         doc = {}
     check_schema(doc, where, lines, PolicyError)
     defaults_doc = {**DEFAULTS, **doc.get("defaults", {})}
-    defaults_doc["budget"] = _merged(DEFAULTS["budget"], doc.get("defaults", {}).get("budget"))
-    defaults_doc["thresholds"] = _merged(
-        DEFAULTS["thresholds"], doc.get("defaults", {}).get("thresholds")
-    )
+    for section in SECTIONS:
+        defaults_doc[section] = _merged(DEFAULTS[section], doc.get("defaults", {}).get(section))
     context = _Context(where, lines, ("defaults",), "defaults")
     defaults = _policy("defaults", defaults_doc, context)
     streams = {}
@@ -253,15 +263,9 @@ def policy_from_overrides(
         "budget": _budget_doc(base.budget),
         "load_metric": base.load_metric,
         "planning_window": base.planning_window,
-        "thresholds": {
-            "imbalance_tolerance": base.imbalance_tolerance,
-            "hot_key_min_share": base.hot_key_min_share,
-            "regression_tolerance": base.regression_tolerance,
-            "regression_days": base.regression_days,
-            "regression_window": base.regression_window,
-            "cooldown": base.cooldown,
-            "capacity_tolerance": base.capacity_tolerance,
-        },
+        "planning": vars(base.forecast),
+        "rebalance": vars(base.rebalance),
+        "thresholds": {name: getattr(base, name) for name in THRESHOLDS},
         "goals": list(base.goals),
         "on_regression": base.on_regression,
     }
@@ -301,11 +305,11 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any] | None) -> dict[str
 
 
 def _merge(defaults: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
-    """A stream's entry over the defaults: field by field, budget and thresholds key by key,
+    """A stream's entry over the defaults: field by field, the ``SECTIONS`` key by key,
     params only while the stream keeps the defaults' strategy and kind."""
     merged = {**defaults, **entry}
-    merged["budget"] = _merged(defaults["budget"], entry.get("budget"))
-    merged["thresholds"] = _merged(defaults["thresholds"], entry.get("thresholds"))
+    for section in SECTIONS:
+        merged[section] = _merged(defaults[section], entry.get(section))
     same = merged["strategy"] == defaults["strategy"] and merged["kind"] == defaults["kind"]
     if "params" not in entry and not same:
         merged["params"] = {}
@@ -347,9 +351,11 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
     if kind not in KINDS:
         raise ctx.error(stream, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
     strategy = doc["strategy"]
-    thresholds = checked_thresholds(
-        doc["thresholds"], lambda name, message: ctx.error(stream, f"thresholds.{name}", message)
-    )
+    thresholds = checked_thresholds(doc["thresholds"], _section_error(ctx, stream, "thresholds"))
+    sections = {
+        name: checked_thresholds(doc[name], _section_error(ctx, stream, name), ranges)
+        for name, ranges in (("rebalance", REBALANCE), ("planning", PLANNING))
+    }
     if doc["on_regression"] not in ON_REGRESSION:
         raise ctx.error(stream, "on_regression", f"must be one of {', '.join(ON_REGRESSION)}")
     if doc["load_metric"] not in LOAD_METRICS:
@@ -383,12 +389,18 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
         budget=budget,
         load_metric=doc["load_metric"],
         planning_window=doc["planning_window"],
+        forecast=ForecastRules(**sections["planning"]),
+        rebalance=GateRules(**sections["rebalance"]),
         **thresholds,
         on_regression=doc["on_regression"],
         candidates=candidates,
         goals=goals,
         workers=_workers(stream, doc.get("workers"), ctx),
     )
+
+
+def _section_error(ctx: _Context, stream: str, section: str):
+    return lambda name, message: ctx.error(stream, f"{section}.{name}", message)
 
 
 def _budget(stream: str, fields: Mapping[str, Any], ctx: _Context) -> Budget:

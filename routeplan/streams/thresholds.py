@@ -4,7 +4,10 @@
 that makes a key a hot key), ``regression_tolerance`` and ``regression_days`` (what a regression
 is), ``regression_window`` and ``cooldown`` (nights, for the regression guard) and
 ``capacity_tolerance`` (capacities that route alike): ``checked_thresholds`` turns a merged
-policy's ``thresholds`` into ``StreamPolicy`` fields, or names the first one out of range.
+policy's ``thresholds`` into ``StreamPolicy`` fields, or names the first one out of range. The
+sections ``rebalance`` (the nightly gate, ``routeplan.streams.gate.GateRules``) and ``planning``
+(the forecast, ``routeplan.streams.forecast.ForecastRules``) are checked the same way, against
+``REBALANCE`` and ``PLANNING``.
 """
 
 from __future__ import annotations
@@ -23,15 +26,29 @@ RANGES: Mapping[str, tuple[bool, float, float, bool, str]] = {
     "cooldown": (True, 0, 365, False, " (nights)"),
     "capacity_tolerance": (False, 0.0, 1.0, False, ""),
 }
+REBALANCE: Mapping[str, tuple[bool, float, float, bool, str]] = {
+    "threshold": (False, 0.0, 10.0, False, ""),
+    "min_gain": (False, 0.0, 10.0, False, ""),
+    "min_relative_gain": (False, 0.0, 1.0, False, ""),
+    "persistence": (True, 1, 30, False, " (nights)"),
+    "far": (False, 1.0, 100.0, False, " (× threshold)"),
+}
+PLANNING: Mapping[str, tuple[bool, float, float, bool, str]] = {
+    "history_days": (True, 1, 60, False, " (days)"),
+    "quantile": (False, 0.0, 1.0, False, ""),
+    "decay": (False, 0.0, 1.0, True, ""),
+}
 
 
 def checked_thresholds(
-    thresholds: Mapping[str, Any], error: Callable[[str, str], Exception]
+    thresholds: Mapping[str, Any],
+    error: Callable[[str, str], Exception],
+    ranges: Mapping[str, tuple[bool, float, float, bool, str]] = RANGES,
 ) -> dict[str, float | int]:
-    """Every threshold of ``RANGES`` from ``thresholds``, as ``StreamPolicy`` fields;
+    """Every number of ``ranges`` (default the ``thresholds``') from ``thresholds``;
     ``error(field, message)`` is raised for the first one missing or out of its range."""
     found: dict[str, float | int] = {}
-    for name, (integer, low, high, open_low, unit) in RANGES.items():
+    for name, (integer, low, high, open_low, unit) in ranges.items():
         value = thresholds.get(name)
         if integer:
             valid = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high

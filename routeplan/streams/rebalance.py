@@ -1,0 +1,393 @@
+"""The night's rebalancing of one stream: plan on a forecast, score out of sample, publish only
+what pays, and move only what buys the gain.
+
+``plan_night(policy, history, base, current, workers)`` is the use case the nightly plan job, the
+closed-loop benchmark (``bench/closed_loop.py``) and ``routeplan plan`` share. From the stream's
+``History`` (the windows of its last ``planning.history_days`` days, the newest last):
+
+1. **plan on the forecast** of every unit (``routeplan.streams.forecast``; ``base`` gives the
+   planning loads' other fields: distinct keys, resources, flow) —
+   ``routeplan.streams.service.plan_stream``, the policy's strategy or ``auto``'s candidates;
+2. **score out of sample** — every candidate fitted the same way on the days before the newest,
+   scored on the newest day (``history.day_score``): what re-planning would have bought today.
+   ``auto`` chooses by that score (its goals' winner is kept unless another candidate scores
+   ``rebalance.min_gain`` better); the version in force is scored on the newest day too, and on
+   the days before it for the persistence rule (``nights_over``);
+3. **the gate** (``routeplan.streams.gate``) decides: publish the plan or keep the version in
+   force, with a reason;
+4. **prune** — a key-routing plan the gate publishes against a version in force gives back the
+   moves that do not pay (``prune``): smallest gain per migrated load first, while the plan
+   stays within ``min_gain`` of its full gain on the history's windows, still pays, and is not
+   pushed over the threshold;
+5. **predict** — the measure the version in force tomorrow is expected to realize, with a band
+   (``Prediction``): the out-of-sample score as the point, p10–p90 from the day-to-day spread of
+   its scores over the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
+from routeplan.model.plan import Plan
+from routeplan.model.table import RoutingTable, Table
+from routeplan.model.workers import Workers
+from routeplan.planning.contract import finish_plan
+from routeplan.planning.metrics import peak_excess
+from routeplan.streams.forecast import Score, forecast
+from routeplan.streams.gate import GateDecision, GateRules, gate
+from routeplan.streams.history import History, day_score, on_workers, window_loads
+from routeplan.streams.policy import StreamPolicy
+from routeplan.streams.service import Candidate, StreamPlan, plan_stream
+
+MEASURE = "peak_excess"  # the headline measure the gate, the prediction and outcomes use
+Z90 = 1.2816  # the standard normal's 90th percentile: p10–p90 is the point ± Z90 σ
+NEW_BAND = 0.03  # half width of the band of a table with one day of evidence: max(0.03, 50 %)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the version in force tomorrow is expected to realize: ``point`` and the p10–p90
+    band of ``measure`` over the windows of a day, ``out_of_sample`` when the point is a score
+    on a day the table was not fitted on."""
+
+    point: float
+    low: float
+    high: float
+    out_of_sample: bool
+    measure: str = MEASURE
+
+    def verdict(self, realized: float) -> str:
+        """``inside``, ``above`` or ``below`` the band."""
+        if realized > self.high:
+            return "above"
+        return "below" if realized < self.low else "inside"
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "measure": self.measure,
+            "point": self.point,
+            "low": self.low,
+            "high": self.high,
+            "out_of_sample": self.out_of_sample,
+        }
+
+
+@dataclass(frozen=True)
+class NightPlan:
+    """What the night decided for one stream: the plans (the selected one pruned when
+    published), the gate's decision, the scores it decided on, the prediction for tomorrow."""
+
+    plan: StreamPlan
+    decision: GateDecision
+    in_force: Score | None
+    held_out: Score | None
+    refit: Score
+    prediction: Prediction
+    pruned_moves: int = 0
+    held_out_scores: Mapping[str, Score] | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The decision as plain JSON values (``gold.plans.gate``, the plan report)."""
+
+        def score(s: Score | None) -> dict[str, float] | None:
+            return None if s is None else {"peak_excess": s.peak_excess, "day": s.day_imbalance}
+
+        return {
+            "publish": self.decision.publish,
+            "rule": self.decision.rule,
+            "reason": self.decision.reason,
+            "nights_over": self.decision.nights_over,
+            "in_force": score(self.in_force),
+            "held_out": score(self.held_out),
+            "refit": score(self.refit),
+            "pruned_moves": self.pruned_moves,
+            "predicted": self.prediction.document(),
+        }
+
+
+def forecast_loads(
+    history: History, base: Loads, quantile: float, decay: float, hot_keys: tuple[str, ...] = ()
+) -> Loads:
+    """``base`` with the forecast load of every unit of ``history`` (and of the hot keys
+    ``hot_keys``, default every hot key of the history)."""
+    units = forecast(history.units, quantile, decay)
+    if isinstance(base, PartitionLoad):
+        return replace(base, partition_load=units)
+    keys = hot_keys or tuple(history.hot_keys)
+    own = (
+        forecast(np.stack([history.hot_keys[k] for k in keys], axis=2), quantile, decay)
+        if keys
+        else np.zeros(0)
+    )
+    hot = {k: float(v) for k, v in zip(keys, own, strict=True) if v > 0}
+    return replace(base, key_group_load=units, hot_key_load=hot)
+
+
+def daily_scores(table: Table, history: History, workers: Workers) -> np.ndarray:
+    """``table``'s headline measure on every day of ``history``."""
+    return np.array(
+        [day_score(table, history, i, workers).peak_excess for i in range(len(history.days))]
+    )
+
+
+def nights_over(table: Table, history: History, workers: Workers, threshold: float) -> int:
+    """Days in a row before the newest on which ``table`` scored over ``threshold``: the gate's
+    persistence count, read from the loads (a rerun counts the same)."""
+    scores = daily_scores(table, history, workers)[:-1]
+    count = 0
+    for value in scores[::-1]:
+        if value <= threshold:
+            break
+        count += 1
+    return count
+
+
+def predict(
+    table: Table, history: History, workers: Workers, point: float, out_of_sample: bool
+) -> Prediction:
+    """The band around ``point``, never below 0: tomorrow's score less today's varies by √2 × σ,
+    σ the standard deviation of ``table``'s daily scores over the history, so the band is
+    ± Z90 √2 σ (at least 0.01); with fewer than three days — too few to estimate σ — it is
+    ± max(``NEW_BAND``, half the point)."""
+    scores = daily_scores(table, history, workers)
+    if scores.size < 3:
+        half = max(NEW_BAND, 0.5 * point)
+    else:
+        half = max(Z90 * np.sqrt(2.0) * float(np.std(scores, ddof=1)), 0.01)
+    return Prediction(point, max(point - half, 0.0), point + half, out_of_sample)
+
+
+def workers_change(old: Workers, new: Workers, tolerance: float) -> str | None:
+    """How ``new`` differs from the workers of the version in force, in a few words (None when
+    they route alike: ``Workers.routes_like`` with the capacity ``tolerance``)."""
+    if old.routes_like(new, tolerance):
+        return None
+    before = {w.name: w for w in old.items}
+    after = {w.name: w for w in new.items}
+    said = [f"{n} added" for n in after if n not in before]
+    said += [f"{n} removed" for n in before if n not in after]
+    for name in (n for n in after if n in before):
+        a, b = before[name], after[name]
+        if a.state != b.state:
+            said.append(f"{name} {b.state}")
+        elif abs(a.capacity - b.capacity) > tolerance * max(a.capacity, b.capacity):
+            said.append(f"{name} capacity {a.capacity:g} → {b.capacity:g}")
+    return ", ".join(said) or "the workers' order changed"
+
+
+def prune(
+    plan: Plan,
+    current: RoutingTable,
+    loads: LoadSnapshot,
+    history: History,
+    workers: Workers,
+    rules: GateRules,
+) -> tuple[Plan, int]:
+    """``plan`` without the key-group moves that do not pay, and how many were given back.
+
+    On every window of the history (``routeplan.planning.metrics.peak_excess`` with
+    ``workers``), each moved key group is priced by what the plan loses when that move alone
+    is undone, per unit of load it migrates; moves are undone cheapest first while the plan
+    stays within ``min_gain`` of its full gain, still pays against ``current``, and stays within
+    the threshold when it was. Hot keys' moves and moves back to a worker the plan does not
+    have are kept. A pruned plan never moves more than ``plan``."""
+    table = plan.table
+    if not isinstance(table, RoutingTable) or table.num_key_groups != current.num_key_groups:
+        return plan, 0
+    present = ~np.isnan(history.units).all(axis=2)
+    units = np.nan_to_num(history.units[present])  # every window of every day
+    hot = {k: np.nan_to_num(v[present]) for k, v in history.hot_keys.items()}
+    loads_now, every = on_workers(table, window_loads(table, units, hot), workers)
+    caps, active = every.capacities, every.is_active
+    before, _ = on_workers(current, window_loads(current, units, hot), workers)
+    full = peak_excess(loads_now, caps, active)
+    base = peak_excess(before, caps, active)
+    allowed = min(full + rules.min_gain, base - max(rules.min_gain, rules.min_relative_gain * base))
+    if full <= rules.threshold:
+        allowed = min(allowed, rules.threshold)
+    if allowed <= full:
+        return plan, 0
+    index = every.index()
+    groups = units.copy()  # what a key group carries besides the hot keys routed on their own
+    for key in set(table.hot_keys) | set(current.hot_keys):
+        if key in hot:
+            g = loads.hot_key_group(key)
+            groups[:, g] = np.maximum(groups[:, g] - hot[key], 0.0)
+    moved = [
+        g
+        for g in np.flatnonzero(
+            np.array(table.key_group_worker) != np.array(current.key_group_worker)
+        )
+        if current.key_group_worker[g] in table.workers_of().index()
+    ]
+
+    def undone(matrix: np.ndarray, g: int) -> np.ndarray:
+        out = matrix.copy()
+        out[:, index[table.key_group_worker[g]]] -= groups[:, g]
+        out[:, index[current.key_group_worker[g]]] += groups[:, g]
+        return out
+
+    def price(g: int) -> float:
+        lost = peak_excess(undone(loads_now, g), caps, active) - full
+        return lost / max(float(groups[:, g].sum()), 1e-12)
+
+    owner = list(table.key_group_worker)
+    given_back = []
+    for g in sorted(moved, key=price):
+        trial = undone(loads_now, g)
+        if peak_excess(trial, caps, active) <= allowed:
+            loads_now, owner[g] = trial, current.key_group_worker[g]
+            given_back.append(int(g))
+    if not given_back:
+        return plan, 0
+    state = dict(table.strategy_state)
+    if "key_group_virtual_worker" in state:  # cg: a group outside any virtual worker
+        groups_vw = list(state["key_group_virtual_worker"])
+        for g in given_back:
+            groups_vw[g] = -1
+        state["key_group_virtual_worker"] = groups_vw
+    if table.strategy == "ring":  # the ring's groups kept on their current worker
+        state["pinned_key_groups"] = sorted({*state.get("pinned_key_groups", ()), *given_back})
+    pruned = replace(table, key_group_worker=tuple(owner), strategy_state=state)
+    extra = {k: v for k, v in plan.predicted.items() if k not in plan.table.predicted}
+    return finish_plan(pruned, loads, current, {**extra, "pruned_moves": float(len(given_back))}), (
+        len(given_back)
+    )
+
+
+def choose_out_of_sample(
+    decided: StreamPlan, scores: Mapping[str, Score], rules: GateRules
+) -> StreamPlan:
+    """``auto``'s plans with the winner chosen by the out-of-sample ``scores``: its goals'
+    winner, unless a candidate that broke no hard goal scores ``rules.min_gain`` lower."""
+    if decided.auto is None or decided.winner not in scores:
+        return decided
+    failed = {v.strategy for v in decided.auto.ranking if v.failed}
+    eligible = {s: v.peak_excess for s, v in scores.items() if s not in failed}
+    best = min(eligible, key=lambda s: eligible[s], default=decided.winner)
+    if best == decided.winner or eligible[decided.winner] - eligible[best] < rules.min_gain:
+        return decided
+    why = (
+        f"auto: {best} scores {eligible[best]:.4f} peak excess out of sample against "
+        f"{decided.winner}'s {eligible[decided.winner]:.4f} (its goals' winner)"
+    )
+    return replace(
+        decided,
+        candidates=tuple(
+            replace(
+                c,
+                selected=c.strategy == best,
+                choice=why
+                if c.strategy == best
+                else (
+                    f"auto candidate, beaten out of sample ({best} won)"
+                    if c.strategy in eligible
+                    else c.choice
+                ),
+            )
+            for c in decided.candidates
+        ),
+    )
+
+
+def with_selected(decided: StreamPlan, plan: Plan, note: str) -> StreamPlan:
+    """``decided`` whose selected candidate is ``plan`` (its choice saying ``note``)."""
+    return replace(
+        decided,
+        candidates=tuple(
+            Candidate(c.strategy, plan, True, f"{c.choice}; {note}") if c.selected else c
+            for c in decided.candidates
+        ),
+    )
+
+
+def plan_night(
+    policy: StreamPolicy,
+    history: History,
+    base: Loads,
+    current: Table | None,
+    workers: Workers,
+    logged: Mapping[str, float] | None = None,
+) -> NightPlan:
+    """The night's plans and decision for ``policy.stream`` (see the module docstring)."""
+    rules, knobs = policy.rebalance, (policy.forecast.quantile, policy.forecast.decay)
+    in_force = current if current is not None and current.kind == policy.kind else None
+    decided = plan_stream(policy, forecast_loads(history, base, *knobs), current, workers, logged)
+    newest = len(history.days) - 1
+    held: dict[str, Score] = {}
+    if newest >= 1:
+        earlier = plan_stream(
+            policy,
+            forecast_loads(history.first(newest), base, *knobs, tuple(history.hot_keys)),
+            in_force,
+            workers,
+        )
+        held = {
+            c.strategy: day_score(c.plan.table, history, newest, workers)
+            for c in earlier.candidates
+            if c.strategy in policy.strategies
+        }
+        decided = choose_out_of_sample(decided, held, rules)
+    selected = decided.selected.plan
+    refit = day_score(selected.table, history, newest, workers)
+    now = day_score(in_force, history, newest, workers) if in_force is not None else None
+    decision = gate(
+        now,
+        held.get(decided.winner),
+        refit,
+        nights_over(in_force, history, workers, rules.threshold) if in_force else 0,
+        rules,
+        workers_change(in_force.workers_of(), workers, policy.capacity_tolerance)
+        if in_force is not None
+        else None,
+        in_force.version if in_force is not None else None,
+    )
+    pruned = 0
+    if (
+        decision.publish
+        and isinstance(in_force, RoutingTable)
+        and isinstance(base, LoadSnapshot)
+        and decided.kept is None
+    ):
+        loads = forecast_loads(history, base, *knobs)
+        assert isinstance(loads, LoadSnapshot)
+        plan, pruned = prune(selected, in_force, loads, history, workers, rules)
+        if pruned:
+            decided = with_selected(decided, plan, f"{pruned} moves that did not pay given back")
+            refit = day_score(plan.table, history, newest, workers)
+    if decision.publish:  # the score the gate published on: out of sample when it was one
+        point = held.get(decided.winner) if decision.rule == "held_out" else None
+        table = decided.selected.plan.table
+        prediction = predict(
+            table, history, workers, (point or refit).peak_excess, point is not None
+        )
+    else:
+        assert now is not None and in_force is not None
+        prediction = predict(in_force, history, workers, now.peak_excess, True)
+    return NightPlan(
+        decided,
+        decision,
+        now,
+        held.get(decided.winner),
+        refit,
+        prediction,
+        pruned,
+        held or None,
+    )
+
+
+__all__ = [
+    "NightPlan",
+    "Prediction",
+    "forecast_loads",
+    "nights_over",
+    "plan_night",
+    "predict",
+    "prune",
+    "workers_change",
+]

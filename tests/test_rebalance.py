@@ -1,0 +1,157 @@
+"""The night's rebalancing (routeplan.streams.rebalance): plan on the forecast, score out of
+sample, the gate, move pruning and the predicted band."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Worker, Workers
+from routeplan.planning.contract import finish_plan
+from routeplan.streams.forecast import ForecastRules
+from routeplan.streams.gate import GateRules
+from routeplan.streams.history import History, day_score
+from routeplan.streams.policy import StreamPolicy
+from routeplan.streams.rebalance import (
+    Prediction,
+    forecast_loads,
+    nights_over,
+    plan_night,
+    predict,
+    prune,
+    workers_change,
+)
+
+GROUPS, WINDOWS = 256, 6
+WORKERS = Workers.homogeneous(4)
+POLICY = StreamPolicy("s", forecast=ForecastRules(history_days=7))
+
+
+def traffic(days: int, seed: int = 1, volume: float = 2e6, hot: float = 0.0) -> History:
+    """Days of one popularity law over the key groups (multinomial counts per window); with
+    ``hot`` a key group carries that share of the last day's windows on top."""
+    rng = np.random.default_rng(seed)
+    weight = 1.0 / np.arange(1, GROUPS + 1) ** 0.6
+    weight /= weight.sum()
+    units = np.stack(
+        [
+            np.stack([rng.multinomial(int(volume / WINDOWS), weight) for _ in range(WINDOWS)])
+            for _ in range(days)
+        ]
+    ).astype(float)
+    if hot:
+        units[-1, :, 7] += hot * units[-1].sum(axis=1)
+    return History(tuple(f"d{d}" for d in range(days)), units)
+
+
+def base(history: History) -> LoadSnapshot:
+    return LoadSnapshot("s", np.nan_to_num(history.units[-1]).sum(axis=0))
+
+
+def first_version(history: History) -> RoutingTable:
+    night = plan_night(POLICY, history, base(history), None, WORKERS)
+    assert night.decision.publish and night.decision.rule == "first"
+    table = night.plan.selected.plan.table
+    assert isinstance(table, RoutingTable)
+    from dataclasses import replace
+
+    return replace(table, version=1)
+
+
+def test_stationary_traffic_keeps_the_first_version_night_after_night():
+    days = traffic(8)
+    v1 = first_version(days.first(2))
+    for last in range(3, 9):
+        history = days.first(last)
+        night = plan_night(POLICY, history, base(history), v1, WORKERS)
+        assert not night.decision.publish, night.decision.reason
+        assert night.decision.rule in ("within", "waiting", "no_gain")
+        # the prediction is the version in force's own score on the day, out of sample
+        assert night.prediction.out_of_sample
+        assert night.prediction.point == pytest.approx(night.in_force.peak_excess)
+        assert night.prediction.low <= night.prediction.point <= night.prediction.high
+
+
+def test_a_new_hot_key_far_over_the_threshold_is_re_planned_the_same_night():
+    calm = traffic(4, seed=3)
+    v1 = first_version(calm)
+    stormy = traffic(5, seed=3, hot=0.3)
+    night = plan_night(POLICY, stormy, base(stormy), v1, WORKERS)
+    assert night.decision.publish and night.decision.rule == "far"
+    assert night.refit.peak_excess < night.in_force.peak_excess - 0.02
+    assert not night.prediction.out_of_sample  # published on the day's own score
+
+
+def test_a_drained_worker_re_plans_and_says_what_changed():
+    days = traffic(3)
+    v1 = first_version(days)
+    drained = Workers((Worker("w0", state="draining"), *WORKERS.items[1:]))
+    night = plan_night(POLICY, days, base(days), v1, drained)
+    assert night.decision.publish and night.decision.rule == "workers"
+    assert "w0 draining" in night.decision.reason
+    table = night.plan.selected.plan.table
+    assert "w0" not in table.key_group_worker
+
+
+def test_workers_change_names_added_removed_drained_and_capacities_beyond_the_tolerance():
+    new = Workers((Worker("w0", 1.2), Worker("w1", state="draining"), Worker("w9")))
+    said = workers_change(Workers.homogeneous(3), new, 0.05)
+    assert said == "w9 added, w2 removed, w0 capacity 1 → 1.2, w1 draining"
+    assert workers_change(WORKERS, Workers((Worker("w0", 1.04), *WORKERS.items[1:])), 0.05) is None
+
+
+def test_nights_over_counts_the_days_before_the_newest_in_a_row_over_the_threshold():
+    days = traffic(5, seed=4)
+    v1 = first_version(days.first(1))
+    scores = [day_score(v1, days, d, WORKERS).peak_excess for d in range(5)]
+    threshold = float(np.median(scores[:4]))
+    expected = 0
+    for value in scores[3::-1]:
+        if value <= threshold:
+            break
+        expected += 1
+    assert nights_over(v1, days, WORKERS, threshold) == expected
+    assert nights_over(v1, days, WORKERS, 10.0) == 0
+
+
+def test_a_prediction_says_where_the_realized_fell_and_its_band_widens_with_the_spread():
+    p = Prediction(0.1, 0.05, 0.15, True)
+    assert [p.verdict(x) for x in (0.01, 0.1, 0.2)] == ["below", "inside", "above"]
+    assert p.document()["measure"] == "peak_excess"
+    days = traffic(6, seed=5)
+    v1 = first_version(days.first(1))
+    calm = predict(v1, days, WORKERS, 0.1, True)
+    noisy = predict(v1, traffic(6, seed=5, volume=2e4), WORKERS, 0.1, True)
+    assert noisy.high - noisy.low > calm.high - calm.low
+    young = predict(v1, days.first(2), WORKERS, 0.2, True)
+    assert (young.low, young.high) == pytest.approx((0.1, 0.3))  # ± half the point
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.0, 0.3))
+def test_pruning_never_adds_a_move_and_keeps_the_plan_within_its_bound(seed, threshold):
+    days = traffic(3, seed=seed, volume=2e5)
+    rng = np.random.default_rng(seed)
+    names = np.array(WORKERS.names)
+    current = RoutingTable("s", "kg", WORKERS, tuple(rng.choice(names, GROUPS)))
+    history = days
+    loads = forecast_loads(history, base(history), 0.75, 0.8)
+    plan = plan_night(POLICY, history, base(history), None, WORKERS).plan.selected.plan
+    full = finish_plan(plan.table, loads, current)
+    rules = GateRules(threshold=threshold)
+    pruned, given_back = prune(full, current, loads, history, WORKERS, rules)
+    before = {m.unit for m in full.moves}
+    after = {m.unit for m in pruned.moves}
+    assert after <= before and len(before) - len(after) == given_back
+    stacked = History(("all",), np.nan_to_num(history.units).reshape(1, -1, GROUPS))
+    score = lambda t: day_score(t, stacked, 0, WORKERS).peak_excess  # noqa: E731
+    full_score, pruned_score, base_score = score(full.table), score(pruned.table), score(current)
+    assert pruned_score <= full_score + rules.min_gain + 1e-9
+    if given_back:
+        assert base_score - pruned_score >= rules.min_gain - 1e-9  # it still pays
+    if full_score <= threshold:
+        assert pruned_score <= threshold + 1e-9
