@@ -83,7 +83,8 @@ def test_without_a_policy_file_every_stream_gets_the_command_line_strategy(tmp_p
     ns = run_options()
     assert stream_policies(argparse.Namespace(policies=""), tmp_path) is None
     policy = policy_for(ns, None, "clicks")
-    assert (policy.kind, policy.strategy, policy.planning_window) == ("key_routing", "cg", "forecast")
+    expected = ("key_routing", "cg", "forecast")
+    assert (policy.kind, policy.strategy, policy.planning_window) == expected
     mwf = policy_for(run_options(strategy="mwf"), None, "orders")
     assert (mwf.kind, mwf.strategy) == ("partition_assignment", "mwf")
     with pytest.raises(SystemExit, match="not found"):
