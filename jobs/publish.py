@@ -79,8 +79,10 @@ def publish(
         table = table_from_document(json.loads(plan["table_document"]))
         cooling = publish_refusal(states.get(stream), table, night, policy.cooldown)
         gate = json.loads(plan["gate"]) if plan.asDict().get("gate") else None
-        if gate is not None and not gate["publish"] and not table.same_routing(
-            store.load(stream), policy.capacity_tolerance
+        if (
+            gate is not None
+            and not gate["publish"]
+            and not table.same_routing(store.load(stream), policy.capacity_tolerance)
         ):  # a plan that routes as LATEST is `unchanged` below, as on a rerun
             outcomes.append(kept(store, plan, gate["reason"]))
         elif stream in refused:
