@@ -19,6 +19,11 @@ Tumbling windows of ``--window-minutes``. For each stream and window:
   by ``interval_start``. Workers with too little evidence get no row and a line in the job log;
 * ``silver.window_summary`` — totals and the observed imbalance on the logged workers
   (``routeplan.planning.metrics``; capacities from the workers file, ``auto`` ones learnt).
+
+The report (``reports/<day>/windows.json``) has per stream its windows, messages, the busiest
+window's imbalance (``peak_imbalance``) and the day's observed **peak excess**
+(``peak_excess``: the largest load any logged worker carried in any window over its capacity,
+relative to the busiest window's fair share, minus 1 — ``observed_peak_excess``).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from routeplan.model.capacity import (
     estimate_capacities,
 )
 from routeplan.model.hashing import DEFAULT_NUM_KEY_GROUPS, DEFAULT_SEED, key_groups
-from routeplan.planning.metrics import observed_imbalance
+from routeplan.planning.metrics import observed_imbalance, observed_peak_excess
 from routeplan.streams.attribution import UNRECORDED
 
 LOADS = ("messages", "bytes", "cost_ms")
@@ -205,7 +210,8 @@ def windows(
     worker_rows = by_worker.collect()  # small: a row per stream, window and worker
     logged = [r for r in worker_rows if r["worker"] is not None]
     learnt, learnt_rows = _worker_capacity(spark, args, logged, capacity or CapacityOptions())
-    summary = _window_summary(spark, worker_rows, totals, key_load, workers_path, learnt).persist()
+    summary, peaks = _window_summary(spark, worker_rows, totals, key_load, workers_path, learnt)
+    summary = summary.persist()
     where = args.interval_predicate()
     outputs = {
         "silver.key_group_load": key_group_load,
@@ -243,6 +249,7 @@ def windows(
         entry["windows"] += 1
         entry["messages"] += row["messages"]
         entry["peak_imbalance"] = max(entry["peak_imbalance"], row["imbalance"])
+        entry["peak_excess"] = peaks.get(row["stream"])
     for stream, found in learnt.items():
         entry = report["streams"].setdefault(stream, {})
         entry["capacities"] = {w: round(c, 3) for w, c in found.capacities().items()}
@@ -334,7 +341,8 @@ def _window_summary(
     """Totals per window (``totals``), its top key (rank 1 of ``key_load``) and the observed
     imbalance over ``silver.worker_load``'s workers (``worker_rows``: stream, window_start,
     worker — None for unrecorded —, messages…); capacities ``auto`` are the ones just
-    ``learnt``."""
+    ``learnt``. With it, each stream's peak excess over the interval's windows (the report's
+    ``peak_excess``)."""
     from pyspark.sql import functions as F
 
     loads: dict[tuple, dict[str, float]] = {}
@@ -357,7 +365,13 @@ def _window_summary(
     imbalance = spark.createDataFrame(
         imbalance_rows, "stream string, window_start timestamp, imbalance double, workers int"
     )
-    return totals.join(
+    peaks = {
+        stream: observed_peak_excess(
+            [by_worker for (s, _), by_worker in loads.items() if s == stream], workers
+        )
+        for stream, workers in workers_of.items()
+    }
+    summary = totals.join(
         key_load.where("rank = 1").select(
             "stream",
             "window_start",
@@ -367,6 +381,7 @@ def _window_summary(
         ["stream", "window_start"],
         "left",
     ).join(imbalance, ["stream", "window_start"], "left")
+    return summary, peaks
 
 
 def main(argv: list[str] | None = None) -> dict:

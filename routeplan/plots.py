@@ -231,9 +231,15 @@ def compare_png(results: Sequence[SimulationResult], title: str = "") -> bytes:
 def outcomes_png(records: Sequence[Mapping[str, Any]], title: str = "") -> bytes:
     """A stream's outcome records (``routeplan outcomes``, oldest first) as the headline
     measure predicted (dashed) and realized (solid) night by night, each point labelled with
-    the version in force; a regressed night is marked red."""
-    fig = new_figure(width=max(6.0, min(14.0, 2.5 + 0.6 * len(records))), height=3.6)
-    ax = fig.add_subplot()
+    the version in force; a regressed night is marked red. When the records carry the day's
+    peak excess, a second panel shows it realized against the band each version was published
+    predicting (shaded, its point dashed)."""
+    peaks = any(r.get("realized_peak_excess") is not None for r in records)
+    fig = new_figure(
+        width=max(6.0, min(14.0, 2.5 + 0.6 * len(records))), height=6.4 if peaks else 3.6
+    )
+    axes = fig.subplots(2, 1, sharex=True) if peaks else [fig.add_subplot()]
+    ax = axes[0]
     days = [str(r["interval_start"]) for r in records]
     x = np.arange(len(days))
 
@@ -255,11 +261,22 @@ def outcomes_png(records: Sequence[Mapping[str, Any]], title: str = "") -> bytes
             fontsize=8,
         )
     measure = records[0]["measure"] if records else "imbalance"
-    ax.set_xticks(x, days, rotation=30 if len(days) > 6 else 0, fontsize=8)
     ax.set_ylabel(f"{measure} (lower is better)")
     ax.set_title(title or f"{measure}: predicted and realized, night by night", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    if peaks:
+        low, high = values("predicted_low"), values("predicted_high")
+        band = axes[1]
+        band.fill_between(x, low, high, color=BEFORE_COLOR, alpha=0.2, label="predicted band")
+        band.plot(x, values("predicted_peak_excess"), linestyle="--", marker="o",
+                  color=BEFORE_COLOR, label="predicted")  # fmt: skip
+        band.plot(x, values("realized_peak_excess"), marker="o", color=AFTER_COLOR,
+                  label="realized")  # fmt: skip
+        band.set_ylabel("peak excess (lower is better)")
+        band.set_title("the day's peak excess against the predicted band", fontsize=10)
+    for each in axes:
+        each.grid(alpha=0.3)
+        each.legend(fontsize=8)
+    axes[-1].set_xticks(x, days, rotation=30 if len(days) > 6 else 0, fontsize=8)
     return png_bytes(fig)
 
 

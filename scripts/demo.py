@@ -276,7 +276,8 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
     print(f"\nrouteplan_nightly, {len(days)} night(s): routing tables in {home}/routing")
     head = (
         f"{'night':<11} {'stream':<8} {'in force':<9} {'measure':<10} {'predicted':>9} "
-        f"{'realized':>9} {'day':>7} {'before':>7} {'verdict':<15} {'published':<15} reason"
+        f"{'realized':>9} {'day':>7} {'before':>7} {'peak excess':<16} {'verdict':<15} "
+        f"{'published':<15} reason"
     )
     print(head)
     details, guarded = [], []
@@ -289,6 +290,7 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
         planned = (_report(home, day, "plan") or {}).get("streams", {})
         for stream in sorted(set(published) | set(seen)):
             o, p = seen.get(stream), published.get(stream, {})
+            peak = "-"
             if o is None:  # no version in force yet: the logs' own routing
                 force, measure, verdict = "(logs)", "imbalance", "-"
                 predicted, realized = None, p.get("observed_imbalance")
@@ -297,6 +299,10 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
                 force, measure, verdict = f"v{o['version']}", o["measure"], o["verdict"]
                 predicted, realized = o["predicted"], o["realized"]
                 day_level, before = o["realized_day"], o["previous_realized_day"]
+                if o.get("realized_peak_excess") is not None:  # and where its band put it
+                    peak = _number(o["realized_peak_excess"], 3) + (
+                        f" {o['band']}" if o.get("band") else ""
+                    )
                 if o["measure"] == "overload" and o["consumers"] is not None:
                     details.append(
                         f"{day} {stream}: v{o['version']} used {o['consumers']} consumers (lower "
@@ -306,12 +312,18 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
                     )
             action = f"v{p['version']} {p['action']}" if p else "-"
             reason = p.get("reason", "") if p else ""
-            if p.get("predicted_imbalance") is not None and p.get("action") == "published":
+            band = ((planned.get(stream) or {}).get("gate") or {}).get("predicted")
+            if p.get("action") == "published" and band:
+                reason += (
+                    f" (predicts peak excess {_number(band['point'], 3)}, "
+                    f"{_number(band['low'], 3)}–{_number(band['high'], 3)})"
+                )
+            elif p.get("predicted_imbalance") is not None and p.get("action") == "published":
                 reason += f" (predicts imbalance {_number(p['predicted_imbalance'])})"
             print(
                 f"{day!s:<11} {stream:<8} {force:<9} {measure:<10} {_number(predicted):>9} "
                 f"{_number(realized):>9} {_number(day_level, 3):>7} {_number(before, 3):>7} "
-                f"{verdict:<15} {action:<15} {reason}"
+                f"{peak:<16} {verdict:<15} {action:<15} {reason}"
             )
         details += [  # milp, albic: how far from the best plan the solver could prove
             f"{day} {name}: {p['strategy']} load distance {q['load_distance']:.4f}, lower bound "

@@ -183,7 +183,8 @@ def test_validate_refuses_a_worse_candidate_and_names_the_windows(spark, home):
     imbalance is the logged one), the backtest suite does not: the candidate is refused, LATEST
     stays (publish says why), and the night is not failed for the other streams."""
     latest = RoutingStore(home / "routing").load("clicks")
-    run(plan, home, "--strategy", "kg", "--streams", "clicks")
+    # on the peak window, where kg's prediction is the logged imbalance (and no gate)
+    run(plan, home, "--strategy", "kg", "--streams", "clicks", "--planning-window", "peak")
     row = plans(spark, home)["clicks"]
     assert_matches_reference(home, row, latest, "messages")
     found = backtest_of(row.backtest)

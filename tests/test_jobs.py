@@ -10,7 +10,7 @@ import pytest
 from jobs import ingest, plan, publish, rollback, validate, windows
 from routeplan.contracts.schemas import validate_document
 from routeplan.model.workers import Workers
-from routeplan.planning.metrics import observed_imbalance
+from routeplan.planning.metrics import observed_imbalance, observed_peak_excess
 from routeplan.producers.client import Router
 from routeplan.publishing.store import RoutingStore
 from routeplan.simulation.generate import GeneratorConfig, generate
@@ -243,7 +243,7 @@ def test_ingest_without_files_says_where_it_looked(home):
 
 
 def test_windows_conserve_messages_and_measure_logged_imbalance(spark, home):
-    run(windows, home, "--window-minutes", "120", "--heavy-hitters", "20")
+    report = run(windows, home, "--window-minutes", "120", "--heavy-hitters", "20")
     events = table(spark, home, "bronze.stream_events")
     per_stream = {r.stream: r["count"] for r in events.groupBy("stream").count().collect()}
     for name in ("silver.key_group_load", "silver.worker_load", "silver.partition_load"):
@@ -269,14 +269,22 @@ def test_windows_conserve_messages_and_measure_logged_imbalance(spark, home):
         .where(f"stream = 'clicks' AND window_start = '{summary.window_start}'")
         .collect()
     }
-    expected = observed_imbalance(
-        loads, Workers.from_records([w for w in workers if w["stream"] == "clicks"])
-    )
+    clicks = Workers.from_records([w for w in workers if w["stream"] == "clicks"])
+    expected = observed_imbalance(loads, clicks)
     assert summary.imbalance == pytest.approx(expected)
+    # the day's peak excess in the report: every window of the logged workers
+    by_window: dict = {}
+    for r in table(spark, home, "silver.worker_load").where("stream = 'clicks'").collect():
+        by_window.setdefault(r.window_start, {})[r.worker] = float(r.messages)
+    peak = observed_peak_excess(list(by_window.values()), clicks)
+    assert report["streams"]["clicks"]["peak_excess"] == pytest.approx(peak)
 
 
 def test_plan_kg_reproduces_the_logs_and_cg_improves_them(spark, home):
-    report = run(plan, home, "--strategy", "cg", "--param", "epsilon=0.02")
+    # on the busiest window, where the logs' observed imbalance is measured
+    report = run(
+        plan, home, "--strategy", "cg", "--param", "epsilon=0.02", "--planning-window", "peak"
+    )
     plans = table(spark, home, "gold.plans").collect()
     assert {(p.stream, p.strategy) for p in plans} == {
         (s, k) for s in ("clicks", "orders", "views") for k in ("cg", "kg")
@@ -302,6 +310,27 @@ def test_plan_kg_reproduces_the_logs_and_cg_improves_them(spark, home):
         assert candidate["predicted"] == json.loads(row.metrics)
         assert (candidate["moves"], candidate["choice"]) == (row.moves, row.choice)
     assert (clicks["budget"], clicks["migration_cost_unit"]) == ({}, "moves")
+
+
+def test_plan_on_the_forecast_records_the_gate_and_the_predicted_band(spark, home):
+    """The default planning window: every window of the last days (one here) forecast per
+    unit; the first version is published by the gate's first rule, with the peak excess it is
+    predicted to realize and its band in the table and in gold.plans.gate."""
+    report = run(plan, home, "--strategy", "cg", "--param", "epsilon=0.02")
+    rows = table(spark, home, "gold.plans").where("selected").collect()
+    assert {r.stream for r in rows} == {"clicks", "orders", "views"}
+    for r in rows:
+        gate = json.loads(r.gate)
+        assert (gate["publish"], gate["rule"], gate["in_force"]) == (True, "first", None)
+        doc = json.loads(r.table_document)
+        assert doc["planned"]["window"] == "forecast" and doc["planned"]["history_days"] == 1
+        predicted = gate["predicted"]
+        assert predicted["low"] <= predicted["point"] <= predicted["high"]
+        assert doc["predicted"]["peak_excess"] == pytest.approx(predicted["point"])
+        assert doc["predicted"]["peak_excess_high"] == pytest.approx(predicted["high"])
+        assert report["streams"][r.stream]["gate"] == gate
+        assert r.window_start < r.window_end  # the whole interval: the forecast's other fields
+    assert table(spark, home, "gold.plans").where("NOT selected AND gate IS NOT NULL").count() == 0
 
 
 def test_validate_gate_stops_a_bad_plan(home):
@@ -364,7 +393,9 @@ def test_validate_then_publish_then_rerun(spark, home, tmp_path):
     # publish run alone makes the new version whose parent is v1 — but clicks is held: it
     # keeps v1, the log and the report say why, and the night goes on; once the hold is
     # cleared it publishes
-    run(plan, home, "--strategy", "kg")
+    # (on the peak window: no gate, a plan that differs is published, as an operator's
+    # Trigger form can ask)
+    run(plan, home, "--strategy", "kg", "--planning-window", "peak")
     store = RoutingStore(home / "routing")
     store.hold("clicks", "v1 regressed")
     third = {s["stream"]: s for s in run(publish, home)["streams"]}

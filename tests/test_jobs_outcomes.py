@@ -99,7 +99,12 @@ def test_the_first_night_has_nothing_to_measure_and_the_second_measures_v1(spark
     for o in found.values():
         assert o["attribution"] == "event_version" and o["messages"] > 0
         expected = judge(
-            o["predicted"], o["realized"], o["realized_day"], o["previous_realized_day"], 0.10
+            o["predicted"],
+            o["realized"],
+            o["realized_day"],
+            o["previous_realized_day"],
+            0.10,
+            o["band"],
         )
         assert o["verdict"] == expected, o
     clicks = found[("clicks", 1)]

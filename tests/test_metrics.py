@@ -13,6 +13,7 @@ from routeplan.planning.metrics import (
     load_distance,
     normalised_load,
     observed_imbalance,
+    observed_peak_excess,
     skew,
 )
 
@@ -46,6 +47,16 @@ def test_observed_imbalance_counts_unknown_workers_at_capacity_one():
     workers = Workers((Worker("a", 2.0), Worker("b", 1.0)))
     assert observed_imbalance({"a": 20.0, "b": 10.0}, workers) == pytest.approx(0.0)
     assert observed_imbalance({"a": 20.0, "b": 10.0, "x": 30.0}, workers) == pytest.approx(1.0)
+
+
+def test_observed_peak_excess_is_the_peak_excess_of_the_logged_windows():
+    workers = Workers((Worker("a", 2.0), Worker("b", 1.0)))
+    windows = [{"a": 20.0, "b": 10.0}, {"a": 2.0, "b": 6.0}]
+    # busiest window: 30 over capacity 3 = 10; the most any worker carried per capacity: 10
+    assert observed_peak_excess(windows, workers) == pytest.approx(0.0)
+    windows.append({"x": 30.0})  # an unknown worker at capacity 1: 30 / (30 / 4) - 1
+    assert observed_peak_excess(windows, workers) == pytest.approx(3.0)
+    assert observed_peak_excess([], workers) == 0.0
 
 
 def test_evaluate_takes_each_kind_with_its_loads_and_a_current_of_the_other_kind_as_none():

@@ -109,6 +109,42 @@ def test_verdicts(predicted, realized, day, day_before, verdict):
     assert judge(predicted, realized, day, day_before, 0.10) == verdict
 
 
+@pytest.mark.parametrize(
+    ("band", "day", "verdict"),
+    [
+        ("inside", 0.5, "as_predicted"),  # the band decides, not the window's point
+        ("above", 0.45, "off_prediction"),
+        ("below", 0.5, "off_prediction"),
+        ("inside", 0.9, "regressed"),  # a worse day is still a regression
+        ("above", 0.1, "improved"),
+    ],
+)
+def test_a_version_planned_on_the_forecast_is_judged_by_its_band(band, day, verdict):
+    assert judge(0.1, 0.11, day, 0.5, 0.10, band) == verdict
+
+
+def test_an_outcome_carries_the_predicted_band_and_where_the_realized_fell(table):
+    banded = replace(
+        table,
+        predicted={
+            **table.predicted,
+            "peak_excess": 0.2,
+            "peak_excess_low": 0.1,
+            "peak_excess_high": 0.3,
+        },
+    )
+    found = outcome("s", "2026-01-02", 1, banded, "event_version", 10.0, None, None, None, 0.1,
+                    peak=(0.35, None))  # fmt: skip
+    assert (found.predicted_peak_excess, found.predicted_low, found.predicted_high) == (
+        0.2,
+        0.1,
+        0.3,
+    )
+    assert found.band == "above"
+    assert outcome("s", "2026-01-02", 1, table, "event_version", 10.0, None, None, None, 0.1,
+                   peak=(0.35, None)).band is None  # fmt: skip
+
+
 def test_an_outcome_without_traffic_or_table_says_so(table):
     quiet = outcome("s", "2026-11-21", 2, table, "event_version", 0, None, None, None, 0.1)
     assert quiet.verdict == "no_traffic" and quiet.realized is None

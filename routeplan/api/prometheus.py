@@ -11,6 +11,8 @@ same numbers as the Routing page):
 ``routeplan_stream_predicted_imbalance``        LATEST's predicted imbalance (0 = balanced)
 ``routeplan_stream_observed_imbalance``         the logs' imbalance LATEST's plan started from
 ``routeplan_stream_realized_imbalance``         the newest outcome's realized imbalance
+``routeplan_stream_predicted_peak_excess``      LATEST's predicted peak excess (forecast plans)
+``routeplan_stream_realized_peak_excess``       the newest outcome's realized peak excess
 ``routeplan_stream_verdict``                    1 for the newest outcome's verdict (label
                                                 ``verdict``), 0 for the others
 ``routeplan_stream_held``                       1 while the stream is held (``routeplan hold``)
@@ -69,6 +71,14 @@ class StreamCollector(Collector):
         predicted = family("predicted_imbalance", "LATEST's predicted imbalance (0 = balanced)")
         observed = family("observed_imbalance", "The logs' imbalance LATEST was planned from")
         realized = family("realized_imbalance", "The newest outcome's realized imbalance")
+        peak_predicted = family(
+            "predicted_peak_excess", "LATEST's predicted peak excess (planned on the forecast)"
+        )
+        peak_realized = family(
+            "realized_peak_excess",
+            "The newest outcome's peak excess: the busiest worker-window over the busiest "
+            "window's fair share, minus 1",
+        )
         verdict = family(
             "verdict", "1 for the newest outcome's verdict, 0 for the others", ("stream", "verdict")
         )
@@ -84,6 +94,8 @@ class StreamCollector(Collector):
                 (predicted, view["predicted_imbalance"]),
                 (observed, view["observed_imbalance"]),
                 (realized, (view["outcome"] or {}).get("realized_imbalance")),
+                (peak_predicted, view["predicted_peak_excess"]),
+                (peak_realized, (view["outcome"] or {}).get("realized_peak_excess")),
             ):
                 if value is not None:
                     metric.add_metric([stream], value)
@@ -92,7 +104,8 @@ class StreamCollector(Collector):
                     verdict.add_metric([stream, name], float(view["outcome"]["verdict"] == name))
             held.add_metric([stream], float(view["held"]))
             regressed.add_metric([stream], float(view["regressed"]))
-        yield from (version, published, predicted, observed, realized, verdict, held, regressed)
+        yield from (version, published, predicted, observed, realized, peak_predicted)
+        yield from (peak_realized, verdict, held, regressed)
         count = GaugeMetricFamily("routeplan_streams", "Streams with a LATEST")
         count.add_metric([], len(views) + errors)
         yield count

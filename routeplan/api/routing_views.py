@@ -129,6 +129,8 @@ def overview(tables: TableReader, reports_root: str, stream: str) -> dict[str, A
         "reason": table.reason,
         "observed_imbalance": _number(plan.get("observed_imbalance")),
         "predicted_imbalance": _number(table.predicted.get("imbalance")),
+        # planned on the forecast: the day's peak excess LATEST was published predicting
+        "predicted_peak_excess": _number(table.predicted.get("peak_excess")),
         "outcome": None
         if last is None
         else {
@@ -138,6 +140,8 @@ def overview(tables: TableReader, reports_root: str, stream: str) -> dict[str, A
             "predicted": _number(last.get("predicted")),
             "realized": _number(last.get("realized")),
             "realized_imbalance": _number(last.get("realized_imbalance")),
+            "realized_peak_excess": _number(last.get("realized_peak_excess")),
+            "band": last.get("band"),
             "verdict": last["verdict"],
             "guard_action": guard.get("action"),
         },

@@ -297,11 +297,27 @@ def worker_load_by_name(table: RoutingTable, snapshot: LoadSnapshot) -> Mapping[
 
 def observed_imbalance(load_by_worker: Mapping[str, float], workers: Workers) -> float:
     """Imbalance of loads recorded in logs; workers absent from ``workers`` count at capacity 1."""
+    names, caps, active = _logged_workers([load_by_worker], workers)
+    return imbalance(np.array([load_by_worker.get(n, 0.0) for n in names]), caps, active)
+
+
+def observed_peak_excess(window_loads: Sequence[Mapping[str, float]], workers: Workers) -> float:
+    """The day's ``peak_excess`` of loads recorded in logs, one mapping worker → load per
+    window; workers absent from ``workers`` count at capacity 1 (as ``observed_imbalance``)."""
+    names, caps, active = _logged_workers(window_loads, workers)
+    loads = np.array([[w.get(n, 0.0) for n in names] for w in window_loads]).reshape(-1, len(names))
+    return peak_excess(loads, caps, active)
+
+
+def _logged_workers(
+    loads: Sequence[Mapping[str, float]], workers: Workers
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Every worker of ``workers`` and of ``loads``, sorted, with capacities and states."""
     caps = {w.name: w.capacity for w in workers.items}
     active = {w.name: w.state == "active" for w in workers.items}
-    names = sorted(set(caps) | set(load_by_worker))
-    return imbalance(
-        np.array([load_by_worker.get(n, 0.0) for n in names]),
+    names = sorted(set(caps).union(*(set(w) for w in loads)))
+    return (
+        names,
         np.array([caps.get(n, 1.0) for n in names]),
         np.array([active.get(n, True) for n in names]),
     )

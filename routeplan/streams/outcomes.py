@@ -248,6 +248,10 @@ def outcome(
     ``peak`` is the day's peak excess realized and the predecessor's (``day_peak_excess``),
     reported beside the headline."""
     notes = list(notes)
+    band = predicted_band(table) if table is not None else None
+    where = None  # where the realized peak excess fell against the predicted band
+    if band is not None and peak[0] is not None and messages > 0:
+        where = "above" if peak[0] > band[2] else "below" if peak[0] < band[1] else "inside"
     kind = table.kind if table is not None else "key_routing"
     measure = HEADLINES[kind]
     if table is None:
@@ -269,13 +273,7 @@ def outcome(
                 f"v{version} routed {attributed_share:.0%} of the day's messages (the rest name "
                 "another version or none): not compared with the day before"
             )
-        verdict = judge(p, r, r_day, None if partial else before_day, tolerance)
-    band = predicted_band(table) if table is not None else None
-    where = None
-    if band is not None and peak[0] is not None and messages > 0:
-        where = "above" if peak[0] > band[2] else "below" if peak[0] < band[1] else "inside"
-        if verdict in ("as_predicted", "off_prediction"):  # the band is the prediction
-            verdict = "as_predicted" if where == "inside" else "off_prediction"
+        verdict = judge(p, r, r_day, None if partial else before_day, tolerance, where)
     return Outcome(
         stream=stream,
         version=version,
@@ -326,18 +324,24 @@ def judge(
     realized_day: float | None,
     previous_day: float | None,
     tolerance: float,
+    band: str | None = None,
 ) -> str:
     """The verdict of a version with traffic (lower is better for every headline measure).
 
     Better or worse than before is judged on the whole day against the day before (one busy
     hour of a small stream is noise: a regression is never called on one window); the
-    prediction is checked in the planning window it was made for."""
+    prediction is checked in the planning window it was made for — or, for a version planned
+    on the forecast, by ``band``: where its realized peak excess fell against the band it was
+    published predicting (only ``inside`` is as predicted)."""
     if realized is None:
         return "unknown"
     change = None if previous_day is None or realized_day is None else realized_day - previous_day
     if change is not None and change > tolerance:
         return "regressed"
-    if predicted is not None and abs(realized - predicted) <= tolerance:
+    if band is not None:
+        if band == "inside":
+            return "as_predicted"
+    elif predicted is not None and abs(realized - predicted) <= tolerance:
         return "as_predicted"
     if change is not None and -change > tolerance:
         return "improved"
