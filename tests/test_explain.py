@@ -157,3 +157,15 @@ def test_who_published_a_version_is_read_from_it():
         ["w0"] * 4, 4, 3, restored_version=1, reason="rollback to v1: regression: v3's realized …"
     )
     assert published_by(guard) == "regression_guard"
+
+
+def test_a_version_planned_on_the_forecast_says_its_band_and_the_moves_given_back():
+    from dataclasses import replace
+
+    v1 = keys(["w0", "w0", "w1", "w0"], 1, None)
+    v2 = keys(["w0", "w1", "w1", "w1"], 2, 1)
+    banded = {"peak_excess": 0.06, "peak_excess_low": 0.02, "peak_excess_high": 0.1}
+    v2 = replace(v2, predicted={**v2.predicted, **banded, "pruned_moves": 3.0})
+    text = format_explanation(explain_version(v2, v1))
+    assert "predicted peak excess: 0.0600 (band 0.0200–0.1000); 3 moves that did not pay" in text
+    assert "predicted peak excess" not in format_explanation(explain_version(v1, None))

@@ -1,6 +1,9 @@
 """Why a published version routes as it does: every move against the version it replaced, the
 load it carries, where it went and which overloaded worker it relieved; the budget it used
-against the limits it was planned under; the strategy's objective and its terms.
+against the limits it was planned under; the strategy's objective and its terms; for a version
+planned on the forecast, the peak excess it was published predicting with its band, and how many
+moves that did not pay were given back before publishing
+(``routeplan.streams.rebalance.prune``).
 
 ``explain_version(table, parent, budget=…)`` answers for one version (``parent``: the version it
 replaced, None when it is the first or no longer stored — then there are no moves to explain,
@@ -285,6 +288,18 @@ def format_explanation(explained: Mapping[str, Any], limit: int = 20) -> str:
         lines.append("  budget: " + ("; ".join(parts) if parts else "no limits"))
     else:
         lines.append("  budget: not recorded for this version")
+    predicted = objective["predicted"]
+    if "peak_excess" in predicted:  # planned on the forecast: the gate's prediction
+        low, high = predicted.get("peak_excess_low", 0.0), predicted.get("peak_excess_high", 0.0)
+        lines.append(
+            f"  predicted peak excess: {predicted['peak_excess']:.4f} (band {low:.4f}–{high:.4f})"
+            + (
+                f"; {predicted['pruned_moves']:.0f} moves that did not pay were given back, "
+                "every move listed buys part of the gain"
+                if predicted.get("pruned_moves")
+                else ""
+            )
+        )
     lines.append(f"  objective: {objective['description']}")
     if objective["terms"]:
         terms = ", ".join(f"{k} {v:.6g}" for k, v in objective["terms"].items())
