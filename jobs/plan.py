@@ -27,7 +27,17 @@ the validate job against the policy's ``regression_tolerance``). The day's repor
 (``budget``, ``migration_cost_unit``) and every candidate with its numbers (``candidates``: what
 the Routing page shows of auto's choice). What the stream was planned from goes to
 ``<home>/reports/<day>/plan-inputs/<stream>.json``: ``routeplan plan --policies … --stream S
---loads`` that file decides exactly what this job decided, without Spark.
+--loads`` that file decides exactly what this job decided, without Spark — on the forecast, the
+night's plan; the gate's decision, the moves it gave back and ``auto``'s out-of-sample choice
+read the days' windows too and are in ``gold.plans.gate``.
+
+The planning window ``forecast`` (the default) plans on every window of the stream's last
+``planning.history_days`` days (``jobs/plan_loads.load_history``) with
+``routeplan.streams.rebalance.plan_night``: the forecast, the plan fitted on the days before
+scored on the newest day beside the version in force, the gate (policy ``rebalance``), the moves
+that do not pay given back, and the prediction with its band — in the selected row's ``gate``
+(JSON) and the table's ``predicted`` (``peak_excess``, ``peak_excess_low``,
+``peak_excess_high``). Publish keeps what the gate kept.
 
 The strategy's ``kind`` says what it plans from: a ``key_routing`` strategy a ``LoadSnapshot``
 of key groups and hot keys (``silver.key_group_load``, ``silver.key_load``), beside the ``kg``
@@ -214,9 +224,11 @@ def with_planned(table: Table, planned: dict, night: NightPlan | None = None) ->
     if table.version is not None:
         return table
     predicted = dict(table.predicted)
-    if night is not None:
+    if night is not None:  # e.g. peak_excess, peak_excess_low, peak_excess_high
         p = night.prediction
-        predicted.update(peak_excess=p.point, peak_excess_low=p.low, peak_excess_high=p.high)
+        predicted.update(
+            {p.measure: p.point, f"{p.measure}_low": p.low, f"{p.measure}_high": p.high}
+        )
     return replace(table, planned=planned, predicted=predicted)
 
 

@@ -68,3 +68,19 @@ def test_a_days_score_is_the_peak_excess_of_its_windows_routed_by_the_table(days
     assert history.first(1).days == ("0",)
     with pytest.raises(ValueError, match="days × windows × units"):
         History(("a",), np.zeros((2, 1, 1)))
+
+
+def test_a_partition_assignment_is_scored_by_its_peak_overload():
+    from routeplan.streams.history import overload_score
+
+    consumers = Workers.homogeneous(2, "c")
+    packed = PartitionAssignment(
+        "s", "mwf", consumers, {0: "c0", 1: "c0", 2: "c1"}, params={"bin_capacity": 10.0}
+    )
+    # window 1: c0 reads 12 > C with two partitions (2 of 15 over); c1 alone above C is fine
+    loads = window_loads(packed, np.array([[4.0, 4.0, 3.0], [6.0, 6.0, 13.0], [1.0, 1.0, 1.0]]))
+    found = overload_score(packed, loads)
+    assert found.peak_excess == pytest.approx(2.0 / 25.0)
+    assert found.day_imbalance == pytest.approx(0.0)  # the mean rates fit
+    history = History(("d",), np.array([[[6.0, 6.0, 13.0]]]))
+    assert day_score(packed, history, 0, consumers).peak_excess == pytest.approx(2.0 / 25.0)

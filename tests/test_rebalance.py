@@ -155,3 +155,15 @@ def test_pruning_never_adds_a_move_and_keeps_the_plan_within_its_bound(seed, thr
         assert base_score - pruned_score >= rules.min_gain - 1e-9  # it still pays
     if full_score <= threshold:
         assert pruned_score <= threshold + 1e-9
+
+
+def test_a_partition_assignment_changes_only_when_a_consumer_it_reads_with_stops():
+    from routeplan.model.table import PartitionAssignment
+    from routeplan.streams.rebalance import routing_change
+
+    packed = PartitionAssignment(
+        "s", "mwf", Workers((Worker("w0"), Worker("c1"))), {0: "w0", 1: "c1"}
+    )
+    assert routing_change(packed, Workers.homogeneous(3), 0.05) is None  # w1, w2: unused
+    drained = Workers((Worker("w0", state="draining"), Worker("w1")))
+    assert routing_change(packed, drained, 0.05) == "w0 draining"

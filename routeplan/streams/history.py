@@ -9,8 +9,11 @@ not have is NaN: it counts neither in the forecast nor in a score.
 ``window_loads(table, units, hot)`` routes one day's windows through a table as its producers
 (or consumers) route them: a key group's load to the table's worker; a hot key the table routes
 on its own leaves its key group and is divided by the table's weights; a partition's load to its
-consumer. ``day_score`` scores that on the day's workers: a worker of the table the day no longer
-has counts as not active, so load the table still sends there shows as excess.
+consumer. ``day_score`` scores that by the kind's headline: for key routing the peak excess on
+the day's workers (a worker of the table the day no longer has counts as not active, so load
+the table still sends there shows as excess); for a partition assignment the **peak overload**
+— the largest share of a window's load above the bin capacity C on consumers reading more than
+one partition (paper 002 packs consumers up to C, so their balance is not the goal).
 """
 
 from __future__ import annotations
@@ -117,5 +120,38 @@ def on_workers(table: Table, loads: np.ndarray, workers: Workers) -> tuple[np.nd
 def day_score(table: Table, history: History, index: int, workers: Workers) -> Score:
     """``table``'s score on day ``index`` of ``history`` with ``workers`` (the day's)."""
     units, hot = history.day(index)
+    if isinstance(table, PartitionAssignment):
+        return overload_score(table, window_loads(table, units))
     loads, every = on_workers(table, window_loads(table, units, hot), workers)
     return Score.of(loads, every.capacities, every.is_active)
+
+
+def overload_score(table: PartitionAssignment, loads: np.ndarray) -> Score:
+    """A partition assignment's score on consumer rates ``loads`` (windows × its consumers):
+    each window's overload — the load above C on consumers with more than one partition, over
+    the window's load — its largest (``peak_excess``), the day's mean rates' (``day_imbalance``)
+    and its p10–p90."""
+    params = table.params
+    capacity = float(params.get("bin_capacity", params.get("capacity", 0.0)) or 0.0)
+    names = table.consumers.names
+    held = {n: 0 for n in names}
+    for consumer in table.partition_consumer.values():
+        held[consumer] += 1
+    shared = np.array([held[n] > 1 for n in names])
+    # no C recorded: the consumers' own capacities
+    capacity_of = table.consumers.capacities if capacity <= 0 else np.full(len(names), capacity)
+
+    def overload(rows: np.ndarray) -> np.ndarray:
+        excess = np.where(shared, np.maximum(rows - capacity_of * (1 + 1e-9), 0.0), 0.0)
+        total = rows.sum(axis=1)
+        return np.where(total > 0, excess.sum(axis=1) / np.maximum(total, 1e-300), 0.0)
+
+    loads = np.atleast_2d(loads)
+    per_window = overload(loads)
+    low, high = np.percentile(per_window, [10, 90]) if per_window.size else (0.0, 0.0)
+    return Score(
+        peak_excess=float(per_window.max(initial=0.0)),
+        day_imbalance=float(overload(loads.mean(axis=0, keepdims=True))[0]),
+        low=float(low),
+        high=float(high),
+    )

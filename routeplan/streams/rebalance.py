@@ -34,7 +34,7 @@ import numpy as np
 
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.model.plan import Plan
-from routeplan.model.table import RoutingTable, Table
+from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.metrics import peak_excess
@@ -44,7 +44,8 @@ from routeplan.streams.history import History, day_score, on_workers, window_loa
 from routeplan.streams.policy import StreamPolicy
 from routeplan.streams.service import Candidate, StreamPlan, plan_stream
 
-MEASURE = "peak_excess"  # the headline measure the gate, the prediction and outcomes use
+# the headline measure the gate, the prediction and outcomes use, by kind
+MEASURES = {"key_routing": "peak_excess", "partition_assignment": "peak_overload"}
 Z90 = 1.2816  # the standard normal's 90th percentile: p10–p90 is the point ± Z90 σ
 NEW_BAND = 0.03  # half width of the band of a table with one day of evidence: max(0.03, 50 %)
 
@@ -59,7 +60,7 @@ class Prediction:
     low: float
     high: float
     out_of_sample: bool
-    measure: str = MEASURE
+    measure: str = MEASURES["key_routing"]
 
     def verdict(self, realized: float) -> str:
         """``inside``, ``above`` or ``below`` the band."""
@@ -159,7 +160,22 @@ def predict(
         half = max(NEW_BAND, 0.5 * point)
     else:
         half = max(Z90 * np.sqrt(2.0) * float(np.std(scores, ddof=1)), 0.01)
-    return Prediction(point, max(point - half, 0.0), point + half, out_of_sample)
+    return Prediction(
+        point, max(point - half, 0.0), point + half, out_of_sample, MEASURES[table.kind]
+    )
+
+
+def routing_change(table: Table, workers: Workers, tolerance: float) -> str | None:
+    """How ``workers`` changed for the version in force ``table``, in a few words, or None: for
+    key routing ``workers_change`` of its workers; for a partition assignment, whose consumers
+    a packer opens as the load needs, only a consumer it reads partitions with that is no
+    longer active."""
+    if isinstance(table, PartitionAssignment):
+        used = set(table.partition_consumer.values())
+        state = {w.name: w.state for w in workers.items}
+        said = [f"{n} {state[n]}" for n in sorted(used) if state.get(n, "active") != "active"]
+        return ", ".join(said) or None
+    return workers_change(table.workers_of(), workers, tolerance)
 
 
 def workers_change(old: Workers, new: Workers, tolerance: float) -> str | None:
@@ -342,7 +358,7 @@ def plan_night(
         refit,
         nights_over(in_force, history, workers, rules.threshold) if in_force else 0,
         rules,
-        workers_change(in_force.workers_of(), workers, policy.capacity_tolerance)
+        routing_change(in_force, workers, policy.capacity_tolerance)
         if in_force is not None
         else None,
         in_force.version if in_force is not None else None,
@@ -389,5 +405,6 @@ __all__ = [
     "plan_night",
     "predict",
     "prune",
+    "routing_change",
     "workers_change",
 ]
