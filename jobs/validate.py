@@ -3,7 +3,9 @@
 Runs ``jobs.expectations`` (routeplan.key_group_load, routeplan.plan_assignment,
 routeplan.plan_metrics) on the interval's ``silver.key_group_load`` and each stream's selected
 plan in ``gold.plans``: no nulls, loads ≥ 0, every key group assigned exactly once to an active
-worker, predicted imbalance not worse than what the logs show (plus ``--imbalance-tolerance``).
+worker, predicted imbalance not worse than what the logs show (plus ``--imbalance-tolerance``) —
+for a plan on the forecast, than what runs without it on the same loads (LATEST, else the
+baseline: ``gold.plans.gate``'s ``reference_imbalance``).
 A partition-assignment plan (paper 002) runs routeplan.partition_assignment (every partition
 seen in ``silver.partition_load`` read by exactly one listed consumer) and
 routeplan.partition_metrics (no consumer over the bin capacity, no fewer consumers than the
@@ -117,8 +119,14 @@ def validate(
                 ),
             )
         )
+        # planned on the forecast: bounded by what runs without the plan on the same loads
+        # (LATEST's, else the baseline's imbalance there), not by the logs' of one day
+        gate = json.loads(plan["gate"]) if plan.asDict().get("gate") else {}
+        reference = gate.get("reference_imbalance")
+        if reference is None:
+            reference = plan.observed_imbalance
         # equal imbalances differ in the last bits when summed in another order
-        bound = plan.observed_imbalance * (1 + 1e-9) + tolerance
+        bound = reference * (1 + 1e-9) + tolerance
         numbers = [plan.predicted_imbalance, bound, json.loads(plan.metrics)["migrated_load_share"]]
         metrics = _metrics_frame(PLAN_METRICS_COLUMNS, plan.stream, plan.strategy, numbers)
         outcomes.append((plan.stream, validate_plan_metrics(context, metrics)))

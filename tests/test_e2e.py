@@ -205,6 +205,21 @@ def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(night
     )
     assert restored["key_group_worker"] == original["key_group_worker"]
     assert f"regression guard, {DAYS[1]} clicks: rollback: regression" in out
+    # every night after the first publishes only what the gate let through: a version in
+    # force within the threshold is kept, and a kept plan says the gate's reason
+    for day in DAYS[1:]:
+        planned = report(home, day, "plan")["streams"]
+        for o in report(home, day, "publish")["streams"]:
+            gate = (planned.get(o["stream"]) or {}).get("gate")
+            if gate is None:  # rolled back by the guard: nothing planned
+                assert o["action"] == "rolled_back", o
+                continue
+            assert gate["in_force"] is not None and gate["rule"] != "first", (day, o)
+            if not gate["publish"]:
+                assert o["action"] in ("kept", "unchanged"), (day, o)
+                assert o["action"] == "unchanged" or o["reason"] == gate["reason"], (day, o)
+            if gate["in_force"]["peak_excess"] <= 0.10 and gate["rule"] != "workers":
+                assert o["action"] != "published", (day, o)
     # the night after plans clicks again, from the restored table
     third = report(home, DAYS[2], "plan")["streams"]["clicks"]
     assert third["current_version"] == restored["version"]

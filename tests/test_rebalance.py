@@ -167,3 +167,14 @@ def test_a_partition_assignment_changes_only_when_a_consumer_it_reads_with_stops
     assert routing_change(packed, Workers.homogeneous(3), 0.05) is None  # w1, w2: unused
     drained = Workers((Worker("w0", state="draining"), Worker("w1")))
     assert routing_change(packed, drained, 0.05) == "w0 draining"
+
+
+def test_validate_bounds_a_forecast_plan_by_what_runs_without_it_on_the_same_loads():
+    days = traffic(3)
+    first = plan_night(POLICY, days, base(days), None, WORKERS)
+    kg = first.plan.candidate("kg").plan.predicted["imbalance"]
+    assert first.reference_imbalance == pytest.approx(kg)  # no LATEST: the hash routing's
+    assert first.document()["reference_imbalance"] == pytest.approx(kg)
+    v1 = first_version(days)
+    later = plan_night(POLICY, days, base(days), v1, WORKERS)
+    assert later.reference_imbalance == pytest.approx(later.plan.current_imbalance)

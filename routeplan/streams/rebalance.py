@@ -108,7 +108,18 @@ class NightPlan:
             "refit": score(self.refit),
             "pruned_moves": self.pruned_moves,
             "predicted": self.prediction.document(),
+            "reference_imbalance": self.reference_imbalance,
         }
+
+    @property
+    def reference_imbalance(self) -> float | None:
+        """What runs without the night's plan, on the same (forecast) loads: LATEST's
+        imbalance, else the baseline's (the hash routing a stream has before its first
+        version) — what validate bounds the plan's predicted imbalance by."""
+        if self.plan.current_imbalance is not None:
+            return self.plan.current_imbalance
+        baseline = self.plan.candidate(self.plan.baseline).plan.predicted.get("imbalance")
+        return None if baseline is None else float(baseline)
 
 
 def forecast_loads(
