@@ -91,7 +91,8 @@ def publish(
         elif cooling is not None:
             outcomes.append(kept(store, plan, cooling))
         else:
-            outcomes.append(publish_plan(store, plan, policy.capacity_tolerance))
+            why = gate["reason"] if gate is not None and gate["rule"] != "first" else None
+            outcomes.append(publish_plan(store, plan, policy.capacity_tolerance, why))
     streams = [o["stream"] for o in outcomes]
     ours = {(o["stream"], o["version"]) for o in outcomes if o["action"] == "published"}
     record_versions(spark, tables, store, ours, args.run_id, args.interval_start)
@@ -139,10 +140,13 @@ def kept(store: RoutingStore, plan, why: str) -> dict:
     return outcome
 
 
-def publish_plan(store: RoutingStore, plan, capacity_tolerance: float = 0.0) -> dict:
+def publish_plan(
+    store: RoutingStore, plan, capacity_tolerance: float = 0.0, why: str | None = None
+) -> dict:
     """Publish one stream's selected plan, or say why not: its outcome row. A plan that routes
     as LATEST — capacities within ``capacity_tolerance`` (``Table.same_routing``: capacities
-    learnt from the logs move a little every night) — publishes nothing."""
+    learnt from the logs move a little every night) — publishes nothing. ``why`` (the gate's
+    reason) follows the moves in the published reason."""
     table = table_from_document(json.loads(plan["table_document"]))
     stream, planned_on = plan["stream"], plan["current_version"]
     latest = store.latest_version(stream)
@@ -168,6 +172,7 @@ def publish_plan(store: RoutingStore, plan, capacity_tolerance: float = 0.0) -> 
         )
     elif latest == planned_on:
         reason = f"{int(plan['moves'])} moves against v{latest}" if latest else "first version"
+        reason += f": {why}" if why else ""
         try:
             chosen = outcome["choice"] or ""
             why = f" ({chosen})" if chosen.startswith("auto") else ""  # routeplan show says it

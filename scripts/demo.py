@@ -350,8 +350,11 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
     print(
         "\nimbalance = max over workers of load/capacity relative to the fair share, minus 1; "
         "overload = share of the load above C on consumers reading several partitions. "
-        "predicted / realized: in the planning window (the busiest hour); day / before: over the "
-        "whole day and the day before the version came into force, which the verdict weighs"
+        "predicted / realized: in the planning window (the day, for a plan on the forecast; the "
+        "busiest hour for one on the peak window); day / before: over the whole day and the day "
+        "before the version came into force, which the verdict weighs; peak excess = the most any "
+        "worker carried in any window over the busiest window's fair share, minus 1, and where it "
+        "fell against the band its version predicted"
     )
     print(f"next: routeplan outcomes   |   {next_steps}")
 

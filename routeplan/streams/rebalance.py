@@ -14,7 +14,8 @@ closed-loop benchmark (``bench/closed_loop.py``) and ``routeplan plan`` share. F
    ``rebalance.min_gain`` better); the version in force is scored on the newest day too, and on
    the days before it for the persistence rule (``nights_over``);
 3. **the gate** (``routeplan.streams.gate``) decides: publish the plan or keep the version in
-   force, with a reason;
+   force, with a reason; when the out-of-sample evidence decided and tonight's plan scores worse
+   on the newest day than the plan that gave the evidence, that plan is published instead;
 4. **prune** — a key-routing plan the gate publishes against a version in force gives back the
    moves that do not pay (``prune``): smallest gain per migrated load first, while the plan
    stays within ``min_gain`` of its full gain on the history's windows, still pays, and is not
@@ -347,6 +348,7 @@ def plan_night(
     decided = plan_stream(policy, forecast_loads(history, base, *knobs), current, workers, logged)
     newest = len(history.days) - 1
     held: dict[str, Score] = {}
+    earlier = None
     if newest >= 1:
         earlier = plan_stream(
             policy,
@@ -374,6 +376,17 @@ def plan_night(
         else None,
         in_force.version if in_force is not None else None,
     )
+    held_out = held.get(decided.winner)
+    evidence = decision.rule == "held_out" and held_out is not None and earlier is not None
+    if evidence and held_out.peak_excess < refit.peak_excess:  # the evidence is the plan
+        proven = earlier.candidate(decided.winner).plan.table
+        loads = forecast_loads(history, base, *knobs)
+        note = (
+            f"the plan fitted on the days before ({held_out.peak_excess:.4f} on the newest "
+            f"day) published instead of tonight's ({refit.peak_excess:.4f})"
+        )
+        decided = with_selected(decided, finish_plan(proven, loads, current), note)
+        refit = held_out
     pruned = 0
     if (
         decision.publish
@@ -383,7 +396,7 @@ def plan_night(
     ):
         loads = forecast_loads(history, base, *knobs)
         assert isinstance(loads, LoadSnapshot)
-        plan, pruned = prune(selected, in_force, loads, history, workers, rules)
+        plan, pruned = prune(decided.selected.plan, in_force, loads, history, workers, rules)
         if pruned:
             decided = with_selected(decided, plan, f"{pruned} moves that did not pay given back")
             refit = day_score(plan.table, history, newest, workers)
