@@ -77,7 +77,9 @@ class KafkaBroker:
         ]
 
     def start(self, timeout: float = 90) -> KafkaBroker:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # as Kafka's own ids: one starting with - is an option
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         subprocess.run(
             self._java(
                 "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.config)

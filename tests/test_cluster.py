@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from datetime import date
 from pathlib import Path
 
@@ -84,6 +85,19 @@ def publish_report(cluster) -> dict:
         return json.loads(storage.read_bytes(storage.join(reports, str(DAY), "publish.json")))
 
 
+def ui_json(port: int, attempts: int = 5) -> dict:
+    """A Spark UI's ``/json/``; its Jetty on a loaded 2-core machine now and then closes a
+    connection without an answer: asked again, a second apart."""
+    for attempt in range(attempts):
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/json/", timeout=10).json()
+        except httpx.TransportError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1)
+    raise AssertionError("unreachable")
+
+
 def test_nightly_on_the_cluster(cluster):
     cluster.routeplan("generate", "--date", str(DAY), "--events", "3000", "--malformed", "0.01")
     cluster.nightly(DAY)
@@ -91,12 +105,12 @@ def test_nightly_on_the_cluster(cluster):
     assert {s["action"] for s in first["streams"]} == {"published"}
 
     # Spark: the jobs ran as applications of the standalone master, with an executor on each worker
-    master = httpx.get(f"http://127.0.0.1:{cluster.ports.spark_master_ui}/json/").json()
+    master = ui_json(cluster.ports.spark_master_ui)
     apps = {app["id"]: app["name"] for app in master["completedapps"]}
     assert {"routeplan-ingest", "routeplan-windows", "routeplan-publish"} <= set(apps.values())
     windows = {i for i, name in apps.items() if name == "routeplan-windows"}
     for n, port in enumerate(cluster.ports.spark_worker_ui, 1):
-        worker = httpx.get(f"http://127.0.0.1:{port}/json/").json()
+        worker = ui_json(port)
         ran = {e["appid"] for e in worker["finishedexecutors"]}
         assert windows & ran, f"worker {n} ran no executor of the windows job (its key-group UDF)"
         for app in windows & ran:  # its logs stay in the worker's work directory
