@@ -123,8 +123,7 @@ def publish(
 def kept(store: RoutingStore, plan, why: str) -> dict:
     """The outcome of a stream whose candidate is not published — the gate kept the version in
     force, validate refused its backtest, or it routes as a routing rolled back within its
-    cooldown: LATEST stays (action
-    ``kept``, ``why`` as the reason); the night goes on."""
+    cooldown: LATEST stays (action ``kept``, ``why`` as the reason); the night goes on."""
     outcome = {
         "stream": plan["stream"],
         "observed_imbalance": plan["observed_imbalance"],
@@ -175,9 +174,9 @@ def publish_plan(
         reason += f": {why}" if why else ""
         try:
             chosen = outcome["choice"] or ""
-            why = f" ({chosen})" if chosen.startswith("auto") else ""  # routeplan show says it
+            auto = f" ({chosen})" if chosen.startswith("auto") else ""  # routeplan show says it
             published = store.publish(
-                table, reason=f"{plan['strategy']} plan{why}: {reason}", expected_latest=planned_on
+                table, reason=f"{plan['strategy']} plan{auto}: {reason}", expected_latest=planned_on
             )
             outcome.update(action="published", version=published.version, reason=reason)
         except StaleLatestError as err:
