@@ -178,3 +178,24 @@ def test_validate_bounds_a_forecast_plan_by_what_runs_without_it_on_the_same_loa
     v1 = first_version(days)
     later = plan_night(POLICY, days, base(days), v1, WORKERS)
     assert later.reference_imbalance == pytest.approx(later.plan.current_imbalance)
+
+
+def test_a_version_is_out_of_sample_on_a_day_only_if_it_was_published_before_it_ended():
+    from routeplan.streams.rebalance import fitted_before
+
+    v1 = RoutingTable("s", "kg", WORKERS, ("w0",) * GROUPS).published(
+        1, None, "2026-11-21T02:00:00+00:00"
+    )
+    assert fitted_before(v1, "2026-11-21")  # published in the night after 11-20: 11-21 unseen
+    assert not fitted_before(v1, "2026-11-20")  # the day it was planned from
+    assert fitted_before(v1, "night 3")  # no date: assumed unseen
+
+
+def test_a_removed_worker_re_plans_and_pruning_keeps_the_moves_off_it():
+    days = traffic(3, seed=6, volume=2e5)
+    v1 = first_version(days)
+    three = Workers(WORKERS.items[:3])  # w3 is gone
+    night = plan_night(POLICY, days, base(days), v1, three)
+    assert night.decision.rule == "workers" and "w3 removed" in night.decision.reason
+    table = night.plan.selected.plan.table
+    assert "w3" not in table.key_group_worker  # no move back to a worker the plan lacks

@@ -190,6 +190,19 @@ def routing_change(table: Table, workers: Workers, tolerance: float) -> str | No
     return workers_change(table.workers_of(), workers, tolerance)
 
 
+def fitted_before(table: Table, day: str) -> bool:
+    """Whether ``table`` was published before ``day`` ended — so ``day``'s windows are out of
+    its sample (a night publishes after the day it plans from: a version created on a date
+    after ``day`` may have been fitted on it). True when either date is unknown."""
+    from datetime import date, datetime
+
+    try:
+        created = datetime.fromisoformat(str(table.created_at)).date()
+        return created <= date.fromisoformat(day)
+    except ValueError:
+        return True
+
+
 def workers_change(old: Workers, new: Workers, tolerance: float) -> str | None:
     """How ``new`` differs from the workers of the version in force, in a few words (None when
     they route alike: ``Workers.routes_like`` with the capacity ``tolerance``)."""
@@ -232,9 +245,9 @@ def prune(
     hot = {k: np.nan_to_num(v[present]) for k, v in history.hot_keys.items()}
     loads_now, every = on_workers(table, window_loads(table, units, hot), workers)
     caps, active = every.capacities, every.is_active
-    before, _ = on_workers(current, window_loads(current, units, hot), workers)
+    before, then = on_workers(current, window_loads(current, units, hot), workers)
     full = peak_excess(loads_now, caps, active)
-    base = peak_excess(before, caps, active)
+    base = peak_excess(before, then.capacities, then.is_active)
     allowed = min(full + rules.min_gain, base - max(rules.min_gain, rules.min_relative_gain * base))
     if full <= rules.threshold:
         allowed = min(allowed, rules.threshold)
@@ -408,7 +421,8 @@ def plan_night(
         )
     else:
         assert now is not None and in_force is not None
-        prediction = predict(in_force, history, workers, now.peak_excess, True)
+        unseen = fitted_before(in_force, history.days[-1])
+        prediction = predict(in_force, history, workers, now.peak_excess, unseen)
     return NightPlan(
         decided,
         decision,
