@@ -12,7 +12,13 @@ from routeplan.model.hashing import key_group
 from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.metrics import peak_excess
-from routeplan.streams.history import History, day_score, on_workers, window_loads
+from routeplan.streams.history import (
+    History,
+    day_score,
+    on_workers,
+    overload_score,
+    window_loads,
+)
 
 WORKERS = Workers.homogeneous(2)
 
@@ -71,8 +77,6 @@ def test_a_days_score_is_the_peak_excess_of_its_windows_routed_by_the_table(days
 
 
 def test_a_partition_assignment_is_scored_by_its_peak_overload():
-    from routeplan.streams.history import overload_score
-
     consumers = Workers.homogeneous(2, "c")
     packed = PartitionAssignment(
         "s", "mwf", consumers, {0: "c0", 1: "c0", 2: "c1"}, params={"bin_capacity": 10.0}

@@ -3,13 +3,15 @@ sample, the gate, move pruning and the predicted band."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routeplan.model.loads import LoadSnapshot
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.streams.forecast import ForecastRules
@@ -18,11 +20,13 @@ from routeplan.streams.history import History, day_score
 from routeplan.streams.policy import StreamPolicy
 from routeplan.streams.rebalance import (
     Prediction,
+    fitted_before,
     forecast_loads,
     nights_over,
     plan_night,
     predict,
     prune,
+    routing_change,
     workers_change,
 )
 
@@ -57,8 +61,6 @@ def first_version(history: History) -> RoutingTable:
     assert night.decision.publish and night.decision.rule == "first"
     table = night.plan.selected.plan.table
     assert isinstance(table, RoutingTable)
-    from dataclasses import replace
-
     return replace(table, version=1)
 
 
@@ -158,8 +160,6 @@ def test_pruning_never_adds_a_move_and_keeps_the_plan_within_its_bound(seed, thr
 
 
 def test_a_partition_assignment_changes_only_when_a_consumer_it_reads_with_stops():
-    from routeplan.model.table import PartitionAssignment
-    from routeplan.streams.rebalance import routing_change
 
     packed = PartitionAssignment(
         "s", "mwf", Workers((Worker("w0"), Worker("c1"))), {0: "w0", 1: "c1"}
@@ -181,7 +181,6 @@ def test_validate_bounds_a_forecast_plan_by_what_runs_without_it_on_the_same_loa
 
 
 def test_a_version_is_out_of_sample_on_a_day_only_if_it_was_published_before_it_ended():
-    from routeplan.streams.rebalance import fitted_before
 
     v1 = RoutingTable("s", "kg", WORKERS, ("w0",) * GROUPS).published(
         1, None, "2026-11-21T02:00:00+00:00"
