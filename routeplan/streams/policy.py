@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 import os
 import types
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -34,20 +33,24 @@ from typing import Any
 from routeplan import storage
 from routeplan.errors import InputError
 from routeplan.files import reading
-from routeplan.model.plan import BUDGET_LIMITS, Budget
+from routeplan.model.plan import Budget
 from routeplan.model.workers import Worker, Workers
-from routeplan.parsing import fits_type
-from routeplan.planning.budget import BUDGET_FIELDS, OLD_PARAMETERS, read_budget
-from routeplan.planning.contract import KINDS, UnhonouredLimitError, check_budget
+from routeplan.planning.budget import BUDGET_FIELDS
+from routeplan.planning.contract import KINDS
 from routeplan.planning.registry import (
     get_strategy,
-    strategy_names,
-    strategy_parameter_types,
-    strategy_parameters,
 )
 from routeplan.streams.forecast import ForecastRules
 from routeplan.streams.gate import GateRules
 from routeplan.streams.policy_file import check_schema, parse_yaml
+from routeplan.streams.policy_strategies import (
+    AUTO,
+    auto_candidates,
+    check_honoured,
+    check_params,
+    check_strategy,
+    read_policy_budget,
+)
 from routeplan.streams.thresholds import PLANNING, REBALANCE, checked_thresholds
 from routeplan.streams.thresholds import RANGES as THRESHOLDS
 
@@ -61,7 +64,6 @@ __all__ = [
     "policy_from_overrides",
 ]
 
-AUTO = "auto"
 LOAD_METRICS = ("messages", "bytes", "cost_ms")
 # forecast: every window of the last days (routeplan.streams.forecast); peak: the busiest window
 # of the interval; interval: the whole interval
@@ -362,7 +364,7 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
         raise ctx.error(stream, "load_metric", f"must be one of {', '.join(LOAD_METRICS)}")
     if doc["planning_window"] not in PLANNING_WINDOWS:
         raise ctx.error(stream, "planning_window", f"must be one of {', '.join(PLANNING_WINDOWS)}")
-    budget = _budget(stream, doc["budget"], ctx)
+    budget = read_policy_budget(stream, doc["budget"], ctx)
     goals = tuple(doc.get("goals") or DEFAULT_GOALS)
     for i, goal in enumerate(goals):
         if goal not in GOALS:
@@ -373,13 +375,15 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
         raise ctx.error(stream, "goals", "a goal is listed twice")
     params = doc.get("params") or {}
     if strategy == AUTO:
-        candidates, params = _auto(stream, kind, doc.get("candidates"), params, budget, ctx)
+        candidates, params = auto_candidates(
+            stream, kind, doc.get("candidates"), params, budget, ctx
+        )
     else:
         if doc.get("candidates") is not None:
             raise ctx.error(stream, "candidates", "only strategy auto has candidates")
-        _check_strategy(stream, kind, strategy, "strategy", ctx)
-        params = _check_params(stream, strategy, params, "params", ctx)
-        _check_budget(stream, strategy, budget, ctx)
+        check_strategy(stream, kind, strategy, "strategy", ctx)
+        params = check_params(stream, strategy, params, "params", ctx)
+        check_honoured(stream, strategy, budget, ctx)
         candidates = ()
     return StreamPolicy(
         stream=stream,
@@ -401,177 +405,6 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
 
 def _section_error(ctx: _Context, stream: str, section: str):
     return lambda name, message: ctx.error(stream, f"{section}.{name}", message)
-
-
-def _budget(stream: str, fields: Mapping[str, Any], ctx: _Context) -> Budget:
-    unknown = sorted(set(fields) - set(BUDGET_FIELDS))
-    if unknown:
-        raise ctx.error(
-            stream,
-            f"budget.{unknown[0]}",
-            f"not a budget field (one of {', '.join(BUDGET_FIELDS)})",
-        )
-    if "time_limit_s" in fields and fields["time_limit_s"] is None:
-        raise ctx.error(stream, "budget.time_limit_s", "must be a number > 0, not null")
-    try:
-        reading = read_budget(fields)
-    except ValueError as err:
-        name = next((k for k in BUDGET_FIELDS if str(err).startswith(k)), None)
-        raise ctx.error(stream, f"budget.{name}" if name else "budget", str(err)) from None
-    for note in reading.notes:
-        warnings.warn(f"{ctx.where}: stream {stream!r}: {note}", DeprecationWarning, stacklevel=2)
-    return reading.budget
-
-
-def _check_strategy(stream: str, kind: str, name: Any, field_path: str, ctx: _Context) -> None:
-    known = strategy_names()
-    if name not in known:
-        raise ctx.error(
-            stream,
-            field_path,
-            f"unknown strategy {name!r}; strategies of kind {kind}: "
-            f"{', '.join(strategy_names(kind))}, or auto",
-        )
-    if name not in strategy_names(kind):
-        other = next(k for k in KINDS if name in strategy_names(k))
-        inherited = ""
-        if field_path == "strategy" and ctx.label is None and "strategy" not in ctx.given:
-            inherited = "; the stream inherits the strategy from defaults: set its own"
-        raise ctx.error(
-            stream,
-            field_path,
-            f"strategy {name!r} plans {other}, but the stream's kind is {kind} "
-            f"(strategies of kind {kind}: {', '.join(strategy_names(kind))}){inherited}",
-        )
-
-
-def _check_params(
-    stream: str, strategy: str, params: Any, field_path: str, ctx: _Context
-) -> dict[str, Any]:
-    """``params`` if ``strategy`` takes each of them, with values of the right type, and builds
-    with them; a budget limit among them points to ``budget:``."""
-    if not isinstance(params, Mapping):
-        raise ctx.error(stream, field_path, f"must be a mapping of {strategy}'s parameters")
-    accepted = strategy_parameters(strategy)
-    types_ = strategy_parameter_types(strategy)
-    renamed = {
-        old: new for old, new in getattr(type(get_strategy(strategy)), "renamed", {}).items()
-    }
-    for key, value in params.items():
-        where = f"{field_path}.{key}"
-        if key in accepted:
-            if not fits_type(value, types_.get(key)):
-                raise ctx.error(
-                    stream,
-                    where,
-                    f"{value!r} is not a {_type_name(types_.get(key))} "
-                    f"(parameter of strategy {strategy!r})",
-                )
-            continue
-        if key in OLD_PARAMETERS or key in BUDGET_FIELDS:
-            budget_field = OLD_PARAMETERS.get(key, key)
-            raise ctx.error(
-                stream,
-                where,
-                f"{key} is a budget limit, not a parameter of strategy {strategy!r}; "
-                f"set it as budget: {{{budget_field}: {value!r}}}",
-            )
-        if key in renamed:
-            raise ctx.error(stream, where, f"strategy {strategy!r} renamed {key} to {renamed[key]}")
-        raise ctx.error(
-            stream,
-            where,
-            f"strategy {strategy!r} has no parameter {key!r}; its parameters: "
-            f"{', '.join(accepted) or 'none'}",
-        )
-    try:
-        get_strategy(strategy, **params)
-    except (TypeError, ValueError) as err:
-        name = next((k for k in params if k in str(err)), None)
-        raise ctx.error(
-            stream, f"{field_path}.{name}" if name else field_path, f"{strategy}: {err}"
-        ) from None
-    return dict(params)
-
-
-def _type_name(annotation: Any) -> str:
-    if annotation is None:
-        return "value"
-    if isinstance(annotation, type):
-        return {"float": "number", "int": "integer", "str": "string", "bool": "boolean"}.get(
-            annotation.__name__, annotation.__name__
-        )
-    return str(annotation).replace("typing.", "").replace("NoneType", "null")
-
-
-def _check_budget(stream: str, strategy: str, budget: Budget, ctx: _Context) -> None:
-    try:
-        check_budget(get_strategy(strategy), budget)
-    except UnhonouredLimitError as err:
-        limit = next((k for k in BUDGET_LIMITS if k in str(err)), "")
-        raise ctx.error(stream, f"budget.{limit}" if limit else "budget", str(err)) from None
-
-
-def _auto(
-    stream: str,
-    kind: str,
-    candidates: Any,
-    params: Any,
-    budget: Budget,
-    ctx: _Context,
-) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """``auto``'s candidates (default: every strategy of the kind that honours the budget) and
-    their parameters (by candidate)."""
-    if candidates is None:
-        named = False
-        candidates = []
-        for name in strategy_names(kind):
-            try:
-                check_budget(get_strategy(name), budget)
-            except UnhonouredLimitError:
-                continue
-            candidates.append(name)
-        if not candidates:
-            raise ctx.error(
-                stream, "budget", f"no strategy of kind {kind} honours {budget.limits()}"
-            )
-    else:
-        named = True
-    if len(set(candidates)) != len(candidates):
-        raise ctx.error(stream, "candidates", "a candidate is listed twice")
-    for i, name in enumerate(candidates):
-        if name == AUTO:
-            raise ctx.error(stream, f"candidates.{i}", "auto cannot be its own candidate")
-        _check_strategy(stream, kind, name, f"candidates.{i}", ctx)
-        if named:
-            try:
-                check_budget(get_strategy(name), budget)
-            except UnhonouredLimitError:
-                strategy = get_strategy(name)
-                unhonoured = {k: v for k, v in budget.limits().items() if k not in strategy.honours}
-                kept = ", ".join(sorted(strategy.honours)) or "no budget limit"
-                limits = ", ".join(f"{k}={v}" for k, v in unhonoured.items())
-                raise ctx.error(
-                    stream,
-                    f"budget.{next(iter(unhonoured))}",
-                    f"candidate {name!r} cannot honour {limits} (it honours {kept}); drop it "
-                    "from candidates or leave the limit unset",
-                ) from None
-    if not isinstance(params, Mapping):
-        raise ctx.error(stream, "params", "for strategy auto: each candidate's parameters by name")
-    checked = {}
-    for name, values in params.items():
-        if name not in candidates:
-            raise ctx.error(
-                stream,
-                f"params.{name}",
-                f"for strategy auto, params are given by candidate; {name!r} is not one "
-                f"(candidates: {', '.join(candidates)})",
-            )
-        checked[name] = types.MappingProxyType(
-            _check_params(stream, name, values or {}, f"params.{name}", ctx)
-        )
-    return tuple(candidates), checked
 
 
 def _workers(stream: str, records: Any, ctx: _Context) -> tuple[WorkerSpec, ...] | None:
