@@ -20,6 +20,7 @@ from routeplan.streams.history import History, day_score
 from routeplan.streams.policy import StreamPolicy
 from routeplan.streams.rebalance import (
     Prediction,
+    daily_scores,
     fitted_before,
     forecast_loads,
     nights_over,
@@ -116,8 +117,8 @@ def test_nights_over_counts_the_days_before_the_newest_in_a_row_over_the_thresho
         if value <= threshold:
             break
         expected += 1
-    assert nights_over(v1, days, WORKERS, threshold) == expected
-    assert nights_over(v1, days, WORKERS, 10.0) == 0
+    assert nights_over(daily_scores(v1, days, WORKERS), threshold) == expected
+    assert nights_over(daily_scores(v1, days, WORKERS), 10.0) == 0
 
 
 def test_a_prediction_says_where_the_realized_fell_and_its_band_widens_with_the_spread():
@@ -126,10 +127,11 @@ def test_a_prediction_says_where_the_realized_fell_and_its_band_widens_with_the_
     assert p.document()["measure"] == "peak_excess"
     days = traffic(6, seed=5)
     v1 = first_version(days.first(1))
-    calm = predict(v1, days, WORKERS, 0.1, True)
-    noisy = predict(v1, traffic(6, seed=5, volume=2e4), WORKERS, 0.1, True)
+    calm = predict(daily_scores(v1, days, WORKERS), 0.1, True, v1.kind)
+    noisy_days = daily_scores(v1, traffic(6, seed=5, volume=2e4), WORKERS)
+    noisy = predict(noisy_days, 0.1, True, v1.kind)
     assert noisy.high - noisy.low > calm.high - calm.low
-    young = predict(v1, days.first(2), WORKERS, 0.2, True)
+    young = predict(daily_scores(v1, days.first(2), WORKERS), 0.2, True, v1.kind)
     assert (young.low, young.high) == pytest.approx((0.1, 0.3))  # ± half the point
 
 

@@ -141,40 +141,38 @@ def forecast_loads(
     return replace(base, key_group_load=units, hot_key_load=hot)
 
 
-def daily_scores(table: Table, history: History, workers: Workers) -> np.ndarray:
-    """``table``'s headline measure on every day of ``history``."""
-    return np.array(
-        [day_score(table, history, i, workers).peak_excess for i in range(len(history.days))]
-    )
+def daily_scores(table: Table, history: History, workers: Workers) -> list[Score]:
+    """``table``'s score on every day of ``history``, oldest first."""
+    return [day_score(table, history, i, workers) for i in range(len(history.days))]
 
 
-def nights_over(table: Table, history: History, workers: Workers, threshold: float) -> int:
-    """Days in a row before the newest on which ``table`` scored over ``threshold``: the gate's
-    persistence count, read from the loads (a rerun counts the same)."""
-    scores = daily_scores(table, history, workers)[:-1]
+def headlines(scores: list[Score]) -> np.ndarray:
+    """The headline measure of each score."""
+    return np.array([s.peak_excess for s in scores])
+
+
+def nights_over(scores: list[Score], threshold: float) -> int:
+    """Days in a row before the newest (the last of ``scores``, a table's ``daily_scores``) on
+    which the table scored over ``threshold``: the gate's persistence count, read from the loads
+    (a rerun counts the same)."""
     count = 0
-    for value in scores[::-1]:
+    for value in headlines(scores)[-2::-1]:
         if value <= threshold:
             break
         count += 1
     return count
 
 
-def predict(
-    table: Table, history: History, workers: Workers, point: float, out_of_sample: bool
-) -> Prediction:
+def predict(scores: list[Score], point: float, out_of_sample: bool, kind: str) -> Prediction:
     """The band around ``point``, never below 0: tomorrow's score less today's varies by √2 × σ,
-    σ the standard deviation of ``table``'s daily scores over the history, so the band is
+    σ the standard deviation of the table's daily ``scores`` over the history, so the band is
     ± Z90 √2 σ (at least 0.01); with fewer than three days — too few to estimate σ — it is
-    ± max(``NEW_BAND``, half the point)."""
-    scores = daily_scores(table, history, workers)
-    if scores.size < 3:
+    ± max(``NEW_BAND``, half the point). ``kind``: the table's, which names the measure."""
+    if len(scores) < 3:
         half = max(NEW_BAND, 0.5 * point)
     else:
-        half = max(Z90 * np.sqrt(2.0) * float(np.std(scores, ddof=1)), 0.01)
-    return Prediction(
-        point, max(point - half, 0.0), point + half, out_of_sample, MEASURES[table.kind]
-    )
+        half = max(Z90 * np.sqrt(2.0) * float(np.std(headlines(scores), ddof=1)), 0.01)
+    return Prediction(point, max(point - half, 0.0), point + half, out_of_sample, MEASURES[kind])
 
 
 def routing_change(table: Table, workers: Workers, tolerance: float) -> str | None:
@@ -358,7 +356,8 @@ def plan_night(
     """The night's plans and decision for ``policy.stream`` (see the module docstring)."""
     rules, knobs = policy.rebalance, (policy.forecast.quantile, policy.forecast.decay)
     in_force = current if current is not None and current.kind == policy.kind else None
-    decided = plan_stream(policy, forecast_loads(history, base, *knobs), current, workers, logged)
+    loads = forecast_loads(history, base, *knobs)
+    decided = plan_stream(policy, loads, current, workers, logged)
     newest = len(history.days) - 1
     held: dict[str, Score] = {}
     earlier = None
@@ -377,12 +376,13 @@ def plan_night(
         decided = choose_out_of_sample(decided, held, rules)
     selected = decided.selected.plan
     refit = day_score(selected.table, history, newest, workers)
-    now = day_score(in_force, history, newest, workers) if in_force is not None else None
+    in_force_days = daily_scores(in_force, history, workers) if in_force is not None else []
+    now = in_force_days[-1] if in_force_days else None
     decision = gate(
         now,
         held.get(decided.winner),
         refit,
-        nights_over(in_force, history, workers, rules.threshold) if in_force else 0,
+        nights_over(in_force_days, rules.threshold) if in_force_days else 0,
         rules,
         routing_change(in_force, workers, policy.capacity_tolerance)
         if in_force is not None
@@ -393,7 +393,6 @@ def plan_night(
     evidence = decision.rule == "held_out" and held_out is not None and earlier is not None
     if evidence and held_out.peak_excess < refit.peak_excess:  # the evidence is the plan
         proven = earlier.candidate(decided.winner).plan.table
-        loads = forecast_loads(history, base, *knobs)
         note = (
             f"the plan fitted on the days before ({held_out.peak_excess:.4f} on the newest "
             f"day) published instead of tonight's ({refit.peak_excess:.4f})"
@@ -407,7 +406,6 @@ def plan_night(
         and isinstance(base, LoadSnapshot)
         and decided.kept is None
     ):
-        loads = forecast_loads(history, base, *knobs)
         assert isinstance(loads, LoadSnapshot)
         plan, pruned = prune(decided.selected.plan, in_force, loads, history, workers, rules)
         if pruned:
@@ -416,13 +414,12 @@ def plan_night(
     if decision.publish:  # the score the gate published on: out of sample when it was one
         point = held.get(decided.winner) if decision.rule == "held_out" else None
         table = decided.selected.plan.table
-        prediction = predict(
-            table, history, workers, (point or refit).peak_excess, point is not None
-        )
+        scores = daily_scores(table, history, workers)
+        prediction = predict(scores, (point or refit).peak_excess, point is not None, table.kind)
     else:
         assert now is not None and in_force is not None
         unseen = fitted_before(in_force, history.days[-1])
-        prediction = predict(in_force, history, workers, now.peak_excess, unseen)
+        prediction = predict(in_force_days, now.peak_excess, unseen, in_force.kind)
     return NightPlan(
         decided,
         decision,
@@ -438,6 +435,7 @@ def plan_night(
 __all__ = [
     "NightPlan",
     "Prediction",
+    "daily_scores",
     "forecast_loads",
     "nights_over",
     "plan_night",
