@@ -264,6 +264,34 @@ def evaluate_partitions(
     return found, metrics
 
 
+def bin_capacity(table: PartitionAssignment) -> float:
+    """The bin capacity C a partition assignment was planned with (``params``:
+    ``bin_capacity``; ``capacity`` in tables published before the name changed); 0 unknown."""
+    params = table.params
+    return float(params.get("bin_capacity") or params.get("capacity") or 0.0)
+
+
+def consumer_excess(
+    table: PartitionAssignment, names: Sequence[str], loads: np.ndarray
+) -> np.ndarray:
+    """The load above C of each consumer ``names`` (rows × consumers of ``loads``, e.g. one row
+    per window) that ``table`` gives more than one partition — a partition above C alone can
+    only have a consumer of its own: no assignment does better. Without a recorded C, each
+    consumer's own capacity (1 for a consumer the table does not list)."""
+    capacity = bin_capacity(table)
+    if capacity > 0:
+        limit = np.full(len(names), capacity)
+    else:
+        caps = {w.name: w.capacity for w in table.consumers.items}
+        limit = np.array([caps.get(n, 1.0) for n in names])
+    held: dict[str, int] = {}
+    for consumer in table.partition_consumer.values():
+        held[consumer] = held.get(consumer, 0) + 1
+    shared = np.array([held.get(n, 0) > 1 for n in names], dtype=bool)
+    loads = np.atleast_2d(np.asarray(loads, dtype=float))
+    return np.where(shared, np.maximum(loads - limit * (1 + 1e-9), 0.0), 0.0)
+
+
 def relative_worker_loads(table: Table, loads: Loads) -> tuple[dict[str, float], Workers, str]:
     """Worker → load relative to capacity under ``loads``, the workers that carry it, and what
     1.0 means: for key routing every worker of the table, 1.0 = its fair share (``u_w``); for a
@@ -277,8 +305,7 @@ def relative_worker_loads(table: Table, loads: Loads) -> tuple[dict[str, float],
         return dict(zip(workers.names, relative.tolist(), strict=True)), workers, "fair share"
     if not isinstance(table, PartitionAssignment) or not isinstance(loads, PartitionLoad):
         raise ValueError("a partition_assignment table needs partition loads")
-    params = table.params
-    capacity = float(params.get("bin_capacity", params.get("capacity", 0.0)))
+    capacity = bin_capacity(table)
     if capacity <= 0:
         raise ValueError(f"{table.stream}: the table records no bin_capacity")
     partitions = list(table.partition_consumer)

@@ -26,6 +26,7 @@ import numpy as np
 from routeplan.model.hashing import DEFAULT_SEED, key_groups
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Worker, Workers
+from routeplan.planning.metrics import consumer_excess
 from routeplan.streams.forecast import Score
 
 
@@ -131,20 +132,12 @@ def overload_score(table: PartitionAssignment, loads: np.ndarray) -> Score:
     each window's overload — the load above C on consumers with more than one partition, over
     the window's load — its largest (``peak_excess``), the day's mean rates' (``day_imbalance``)
     and its p10–p90."""
-    params = table.params
-    capacity = float(params.get("bin_capacity", params.get("capacity", 0.0)) or 0.0)
     names = table.consumers.names
-    held = {n: 0 for n in names}
-    for consumer in table.partition_consumer.values():
-        held[consumer] += 1
-    shared = np.array([held[n] > 1 for n in names])
-    # no C recorded: the consumers' own capacities
-    capacity_of = table.consumers.capacities if capacity <= 0 else np.full(len(names), capacity)
 
     def overload(rows: np.ndarray) -> np.ndarray:
-        excess = np.where(shared, np.maximum(rows - capacity_of * (1 + 1e-9), 0.0), 0.0)
         total = rows.sum(axis=1)
-        return np.where(total > 0, excess.sum(axis=1) / np.maximum(total, 1e-300), 0.0)
+        excess = consumer_excess(table, names, rows).sum(axis=1)
+        return np.where(total > 0, excess / np.maximum(total, 1e-300), 0.0)
 
     loads = np.atleast_2d(loads)
     per_window = overload(loads)

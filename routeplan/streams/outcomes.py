@@ -40,7 +40,6 @@ the stream's loop state (``routeplan.streams.loop_state``).
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -48,7 +47,12 @@ from typing import Any
 import numpy as np
 
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table
-from routeplan.planning.metrics import observed_imbalance, peak_excess
+from routeplan.planning.metrics import (
+    bin_capacity,
+    consumer_excess,
+    observed_imbalance,
+    observed_peak_excess,
+)
 from routeplan.planning.partitions.scores import lower_bound
 from routeplan.streams.attribution import MIN_ATTRIBUTED_SHARE
 
@@ -93,10 +97,9 @@ def day_peak_excess(table: Table, windows: Mapping[Any, Mapping[str, float]]) ->
     names = set(workers.names)
     if not windows or any(w not in names for loads in windows.values() for w in loads):
         return None
-    matrix = np.array([[loads.get(n, 0.0) for n in workers.names] for loads in windows.values()])
-    if matrix.sum() <= 0:
+    if sum(sum(loads.values()) for loads in windows.values()) <= 0:
         return None
-    return peak_excess(matrix, workers.capacities, workers.is_active)
+    return observed_peak_excess(list(windows.values()), workers)
 
 
 def predicted_measures(table: Table) -> Measures:
@@ -148,17 +151,10 @@ def _consumer_measures(
     alone can only have a consumer of its own: no assignment does better). The lower bound on
     the consumers needed is the planner's (``scores.lower_bound``: ⌈Σ/C⌉ over the partitions
     that fit a consumer, plus one per partition above C), on ``partition_rates``."""
-    capacity = float(table.params.get("bin_capacity") or table.params.get("capacity") or 0.0)
+    capacity = bin_capacity(table)
     values = np.array([max(float(v), 0.0) for v in rates.values()])
     total = float(values.sum())
-    if capacity <= 0:  # no C recorded: the consumers' own capacities
-        caps = {w.name: w.capacity for w in table.consumers.items}
-        limit = np.array([caps.get(w, 1.0) for w in rates])
-    else:
-        limit = np.full(values.shape, capacity)
-    held = Counter(table.partition_consumer.values())
-    shared = np.array([held.get(w, 0) > 1 for w in rates], dtype=bool)
-    excess = np.where(shared, np.maximum(values - limit * (1 + 1e-9), 0.0), 0.0)
+    excess = consumer_excess(table, list(rates), values)[0]
     return Measures(
         imbalance=observed_imbalance(rates, table.consumers),
         consumers=int(np.sum(values > 0)),
