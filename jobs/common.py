@@ -405,6 +405,13 @@ def job_policies(ns, home: str | os.PathLike[str], stage: str):
         raise SystemExit(f"{stage} refused: {err}") from None
 
 
+def gate_of(plan) -> dict[str, Any] | None:
+    """The nightly gate's decision on a selected ``gold.plans`` row (``routeplan.streams.
+    rebalance``); None for a plan on one window, or a row written before the column."""
+    text = plan.asDict().get("gate")
+    return json.loads(text) if text else None
+
+
 def stream_policies(ns, home: str | os.PathLike[str]):
     """The deployment's policies (``--policies``, default ``<home>/config/streams.yaml``) as
     ``routeplan.streams.policy.Policies``; None when there is no file (every stream then gets

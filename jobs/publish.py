@@ -26,6 +26,7 @@ from jobs.common import (
     RunArgs,
     Tables,
     add_policies_argument,
+    gate_of,
     job_policies,
     log,
     read_delta,
@@ -78,7 +79,7 @@ def publish(
         policy = policy_for(RunOverrides(), policies, stream)
         table = table_from_document(json.loads(plan["table_document"]))
         cooling = publish_refusal(states.get(stream), table, night, policy.cooldown)
-        gate = json.loads(plan["gate"]) if plan.asDict().get("gate") else None
+        gate = gate_of(plan)
         if (
             gate is not None
             and not gate["publish"]

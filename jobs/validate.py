@@ -42,7 +42,16 @@ import pandas as pd
 from great_expectations.data_context import FileDataContext
 
 from jobs.backtest import backtest_of
-from jobs.common import RunArgs, log, read_delta, run_args, run_parser, spark_session, write_delta
+from jobs.common import (
+    RunArgs,
+    gate_of,
+    log,
+    read_delta,
+    run_args,
+    run_parser,
+    spark_session,
+    write_delta,
+)
 from jobs.expectations import (
     PARTITION_METRICS_COLUMNS,
     PLAN_BACKTEST_COLUMNS,
@@ -121,7 +130,7 @@ def validate(
         )
         # planned on the forecast: bounded by what runs without the plan on the same loads
         # (LATEST's, else the baseline's imbalance there), not by the logs' of one day
-        gate = json.loads(plan["gate"]) if plan.asDict().get("gate") else {}
+        gate = gate_of(plan) or {}
         reference = gate.get("reference_imbalance")
         if reference is None:
             reference = plan.observed_imbalance
