@@ -214,7 +214,8 @@ def partition_rates(spark, args: RunArgs, stream: str, options, window) -> np.nd
 
 def load_history(spark, args: RunArgs, stream: str, options, kind: str) -> History | None:
     """Every window of the stream's last ``planning.history_days`` days up to the interval's
-    (days without windows left out): key-group (or partition) loads in the policy's load metric
+    (days without windows left out; window t is the same time of every day, NaN on a day
+    without it): key-group (or partition) loads in the policy's load metric
     and the loads of the keys that were hot in any window; None without a window."""
     from pyspark.sql import functions as F
 
@@ -236,13 +237,12 @@ def load_history(spark, args: RunArgs, stream: str, options, kind: str) -> Histo
         return None
     starts = sorted({r["window_start"] for r in rows})
     days = sorted({s.date() for s in starts})
-    by_day = {d: [s for s in starts if s.date() == d] for d in days}
-    slot = {s: (days.index(s.date()), by_day[s.date()].index(s)) for s in starts}
-    width = max(len(v) for v in by_day.values())
+    times = sorted({s.time() for s in starts})  # window t: the same time of every day
+    slot = {s: (days.index(s.date()), times.index(s.time())) for s in starts}
     top = size if size is not None else max(int(r["unit"]) for r in rows) + 1
-    units = np.full((len(days), width, top), np.nan)
-    for d, day in enumerate(days):
-        units[d, : len(by_day[day])] = 0.0
+    units = np.full((len(days), len(times), top), np.nan)
+    for d, t in slot.values():
+        units[d, t] = 0.0
     for r in rows:
         if not 0 <= r["unit"] < top:
             raise SystemExit(

@@ -16,6 +16,19 @@ import numpy as np
 from routeplan.model.hashing import DEFAULT_SEED, key_group
 
 
+def checked_windows(windows: np.ndarray | None, units: int) -> np.ndarray | None:
+    """``windows`` as a float array of windows × ``units`` (finite, >= 0, at least one window),
+    or None; ValueError otherwise."""
+    if windows is None:
+        return None
+    loads = np.asarray(windows, dtype=float)
+    if loads.ndim != 2 or loads.shape[0] == 0 or loads.shape[1] != units:
+        raise ValueError(f"windows must be windows × {units} units, got shape {loads.shape}")
+    if not np.all(np.isfinite(loads)) or np.any(loads < 0):
+        raise ValueError("window loads must be finite and >= 0")
+    return loads
+
+
 def _frozen(mapping: Mapping[str, float] | None) -> Mapping[str, float]:
     return MappingProxyType(dict(mapping or {}))
 
@@ -42,6 +55,7 @@ class LoadSnapshot:
     key_group_resources: Mapping[str, np.ndarray] = field(default_factory=dict)
     key_group_flow: np.ndarray | None = None
     flow_anchors: tuple[str, ...] = ()
+    key_group_windows: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         load = np.asarray(self.key_group_load, dtype=float)
@@ -50,6 +64,9 @@ class LoadSnapshot:
         if not np.all(np.isfinite(load)) or np.any(load < 0):
             raise ValueError("key_group_load must be finite and >= 0")
         object.__setattr__(self, "key_group_load", load)
+        object.__setattr__(
+            self, "key_group_windows", checked_windows(self.key_group_windows, load.size)
+        )
         hot = _frozen(self.hot_key_load)
         bad = [k for k, v in hot.items() if not np.isfinite(v) or v < 0]
         if bad:
@@ -111,16 +128,23 @@ class PartitionLoad:
     (``partition_assignment``) strategy plans from (paper 002's ``s_j(t_k)``, bytes/s).
 
     ``partition_load[p]`` is partition ``p``'s rate; partitions are numbered from 0.
+    ``partition_windows`` (optional) is windows × partitions: each partition's rate in every
+    window of the day the assignment must hold; the bin packers then fill a consumer only while
+    the partitions fit in each window (vector bin packing).
     """
 
     stream: str
     partition_load: np.ndarray
+    partition_windows: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         rates = np.asarray(self.partition_load, dtype=float)
         if rates.ndim != 1 or not np.all(np.isfinite(rates)) or np.any(rates < 0):
             raise ValueError("partition_load must be a 1-d array of finite loads >= 0")
         object.__setattr__(self, "partition_load", rates)
+        object.__setattr__(
+            self, "partition_windows", checked_windows(self.partition_windows, rates.size)
+        )
 
     @property
     def num_partitions(self) -> int:

@@ -14,6 +14,12 @@ routing that was in force. ``q`` = 0.75 plans for a busy window of each unit, no
 small, noisy units), and ``decay`` = 0.8 halves a day's say in about three days (Kubernetes'
 VPA recommends from a decaying histogram the same way).
 
+The planners that can take several windows (``milp``, the bin packers) also get the day's
+shape, ``window_profile``: per window of the day (the same time of every day), each unit's
+decayed mean over the days that have it — the expected load of the window, so a plan keeps every
+hour within its share, not only the sum of each unit's busy hours. A bin packer fills consumers
+up to a capacity, so partitions get the window's decayed quantile instead.
+
 The score of a table on a day is what the nightly gate compares (``routeplan.streams.gate``):
 its peak excess over the day's windows (``routeplan.planning.metrics.peak_excess``) and the band
 of its per-window imbalance (p10, p90). Scored on a day it was not fitted on, it is an
@@ -67,6 +73,30 @@ def forecast(
     cumulative = np.cumsum(weights[order], axis=0) / weights.sum()
     index = np.argmax(cumulative >= quantile - 1e-12, axis=0)
     return ranked[index, np.arange(units)]
+
+
+def window_profile(
+    history: np.ndarray, decay: float = DEFAULT_DECAY, quantile: float | None = None
+) -> np.ndarray:
+    """The load of every unit in every window of a day, windows × units, from ``history``
+    (days × windows × units, oldest first): over the days that have window ``t`` (weight
+    ``decay ** age``), its decayed mean — what a balance is planned on — or, with ``quantile``,
+    its decayed quantile (``forecast`` of that window alone: what a capacity is planned on).
+    The windows no day has are left out."""
+    loads = np.asarray(history, dtype=float)
+    if loads.ndim != 3 or loads.shape[0] == 0:
+        raise ValueError(f"history must be days × windows × units, got shape {loads.shape}")
+    if not 0.0 < decay <= 1.0:
+        raise ValueError(f"decay in (0, 1], got {decay}")
+    present = ~np.isnan(loads).all(axis=2)  # days × windows
+    weight = decay ** np.arange(loads.shape[0] - 1, -1, -1, dtype=float)[:, None] * present
+    kept = weight.sum(axis=0) > 0
+    if not kept.any():
+        raise ValueError("history has no window")
+    if quantile is not None:
+        return np.stack([forecast(loads[:, [t]], quantile, decay) for t in np.flatnonzero(kept)])
+    total = np.einsum("dt,dtu->tu", weight, np.nan_to_num(loads))
+    return total[kept] / weight.sum(axis=0)[kept, None]
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.metrics import peak_excess
-from routeplan.streams.forecast import Score, forecast
+from routeplan.streams.forecast import Score, forecast, window_profile
 from routeplan.streams.gate import GateDecision, GateRules, gate
 from routeplan.streams.history import History, day_score, on_workers, window_loads
 from routeplan.streams.policy import StreamPolicy
@@ -127,10 +127,12 @@ def forecast_loads(
     history: History, base: Loads, quantile: float, decay: float, hot_keys: tuple[str, ...] = ()
 ) -> Loads:
     """``base`` with the forecast load of every unit of ``history`` (and of the hot keys
-    ``hot_keys``, default every hot key of the history)."""
+    ``hot_keys``, default every hot key of the history) and the day's ``window_profile``."""
     units = forecast(history.units, quantile, decay)
     if isinstance(base, PartitionLoad):
-        return replace(base, partition_load=units)
+        windows = window_profile(history.units, decay, quantile)
+        return replace(base, partition_load=units, partition_windows=windows)
+    windows = window_profile(history.units, decay)
     keys = hot_keys or tuple(history.hot_keys)
     own = (
         forecast(np.stack([history.hot_keys[k] for k in keys], axis=2), quantile, decay)
@@ -138,7 +140,7 @@ def forecast_loads(
         else np.zeros(0)
     )
     hot = {k: float(v) for k, v in zip(keys, own, strict=True) if v > 0}
-    return replace(base, key_group_load=units, hot_key_load=hot)
+    return replace(base, key_group_load=units, hot_key_load=hot, key_group_windows=windows)
 
 
 def daily_scores(table: Table, history: History, workers: Workers) -> list[Score]:

@@ -11,6 +11,10 @@ With ``y_i`` = 1 when consumer ``i`` is used, ``x_{i,j}`` = 1 when partition ``j
          Σ_{j: q_j ≥ 0} (1 − x_{q_j,j}) ≤ max_moves          optional move budget
          Σ_i y_i ≥ ⌈Σ s_j⌉,  y_a ≥ y_{a+1} (fresh ids)       valid cuts: bound, no symmetry
 
+With the rates of several windows (``rates[t, j]``: the assignment must hold every window of
+a day), Eq. 4 holds in each window, ``s_j`` elsewhere is partition ``j``'s highest window and the
+bound on consumers is the busiest window's.
+
 ``M`` = Σ s_j + 1 is above any Rscore, so fewer consumers always win. The Rscore breaks ties by
 amounts down to a partition's rate over C, and Eq. 4's rows hold ``y_i``'s coefficient 1 beside
 rates many orders of magnitude below C. So the model is solved exactly (``solver.solve``'s
@@ -61,7 +65,8 @@ def warm_start(rates: np.ndarray, capacity: float, previous: np.ndarray | None) 
         heuristics.modified_any_fit(rates, capacity, previous, fit="best", sort="max_partition"),
         heuristics.any_fit(rates, capacity, previous, fit="best", sort_decreasing=True),
     ]
-    return min(candidates, key=lambda a: (consumers(a), rscore(rates, capacity, previous, a)))
+    size = heuristics.peak(rates)
+    return min(candidates, key=lambda a: (consumers(a), rscore(size, capacity, previous, a)))
 
 
 def binpack_milp(
@@ -75,18 +80,20 @@ def binpack_milp(
     solver: str = "highs",
 ) -> MilpResult:
     """Fewest consumers, then least Rscore; ``max_moves`` caps the partitions that change
-    consumer (ValueError when no assignment meets it)."""
+    consumer (ValueError when no assignment meets it). ``rates``: per partition, or windows ×
+    partitions (every window must fit)."""
     started = time.perf_counter()
-    rates = np.asarray(rates, dtype=float)
+    windows = np.atleast_2d(np.asarray(rates, dtype=float))  # windows × partitions
+    rates = windows.max(axis=0)
     prev = np.full(rates.size, -1) if previous is None else np.asarray(previous, dtype=np.int64)
     if rates.size == 0:
         return MilpResult(np.zeros(0, dtype=np.int64), "optimal", 0.0, 0.0)
     if time_limit_s <= 0:
         raise ValueError("binpack_milp needs a time limit > 0")
-    start = warm_start(rates, capacity, prev) if start is None else np.asarray(start)
+    start = warm_start(windows, capacity, prev) if start is None else np.asarray(start)
     held = sorted(set(prev[prev >= 0].tolist()))
     start = _relabel(start, held)
-    model = _BinPackModel(rates, capacity, prev, held, start, max_moves)
+    model = _BinPackModel(windows, capacity, prev, held, start, max_moves)
     solved = solve(model.prob, solver, time_limit_s, feasibility_tolerance=TOLERANCE, exact=True)
     seconds = time.perf_counter() - started
     if solved.status == "infeasible":
@@ -129,9 +136,11 @@ class _BinPackModel:
     ) -> None:
         import pulp
 
-        self.rates, self.capacity, self.prev, self.held = rates, capacity, prev, held
-        self.scale = rates / capacity  # s_j
-        self.big = rates > capacity  # alone on a consumer (see heuristics)
+        self.windows = rates / capacity  # s_{t,j} in every window t
+        self.rates = rates.max(axis=0)
+        self.capacity, self.prev, self.held = capacity, prev, held
+        self.scale = self.rates / capacity  # s_j: the highest window
+        self.big = self.rates > capacity  # alone on a consumer (see heuristics)
         self.bins = self.consumer_ids(start, max_moves)
         self.prob = pulp.LpProblem("binpack", pulp.LpMinimize)
         self.variables()
@@ -184,13 +193,15 @@ class _BinPackModel:
             self.prob += pulp.lpSum(row[j] for row in self.x) == 1
 
     def capacity_of_used_consumers(self) -> None:
-        """Eq. 4: ``Σ_j s_j·x_{i,j} ≤ y_i`` over the partitions up to C, and the valid
+        """Eq. 4: ``Σ_j s_j·x_{i,j} ≤ y_i`` in every window over the partitions up to C, and the
+        valid
         inequalities ``x_{i,j} ≤ y_i`` (a partition of rate 0 opens its consumer too)."""
         import pulp
 
         normal = np.flatnonzero(~self.big)
         for b, row in enumerate(self.x):
-            self.prob += pulp.lpSum(self.scale[j] * row[j] for j in normal) <= self.y[b]
+            for share in self.windows:
+                self.prob += pulp.lpSum(share[j] * row[j] for j in normal) <= self.y[b]
             for var in row:
                 self.prob += var <= self.y[b]
 
@@ -212,11 +223,13 @@ class _BinPackModel:
             self.prob += self.y[a] >= self.y[a + 1]
 
     def consumer_lower_bound(self) -> None:
-        """``Σ_i y_i ≥ ⌈Σ_j s_j⌉`` (``scores.lower_bound``): a valid cut the LP relaxation
-        misses."""
+        """``Σ_i y_i ≥ ⌈Σ_j s_j⌉`` in the busiest window (``scores.lower_bound``): a valid cut
+        the LP relaxation misses."""
         import pulp
 
-        self.prob += pulp.lpSum(self.y) >= lower_bound(self.rates, self.capacity)
+        self.prob += pulp.lpSum(self.y) >= max(
+            lower_bound(share, 1.0) for share in self.windows
+        )
 
     def move_budget(self, max_moves: int) -> None:
         """``Σ_{j: q_j ≥ 0} (1 − stays_j) ≤ max_moves``."""

@@ -1,6 +1,10 @@
 """Bin-packing heuristics for partition → consumer assignment (paper 002, Landau et al.).
 
-Items are partitions with write rates ``rates[j]`` (bytes/s), bins are consumers of capacity
+Items are partitions with write rates ``rates[j]`` (bytes/s) — or ``rates[t, j]`` in every
+window ``t`` of a day, when the assignment must hold each window (vector bin packing: a bin takes
+a partition only if it fits in every window; "decreasing" and "most loaded" then read each
+partition's and bin's highest window; one window is the paper's case) — bins are consumers of
+capacity
 ``capacity`` (the bin capacity C, see :func:`routeplan.planning.partitions.packing.bin_capacity`).
 Every function takes ``previous[j]``, the consumer id partition ``j`` had at iteration k−1 (−1:
 none), and returns ``assignment[j]``, its consumer id at iteration k. Consumer ids are ints ≥ 0.
@@ -24,15 +28,16 @@ class _Bins:
     """The consumer group being built at iteration k: open bins with their loads and ids."""
 
     def __init__(self, rates: np.ndarray, capacity: float, previous: np.ndarray) -> None:
-        self.rates = rates
+        self.rates = np.atleast_2d(rates)  # windows × partitions
         self.capacity = float(capacity)
         self.previous = previous
-        self.load = np.zeros(max(rates.size, 1))
-        self.ids = np.zeros(max(rates.size, 1), dtype=np.int64)
+        size = max(self.rates.shape[1], 1)
+        self.load = np.zeros((self.rates.shape[0], size))  # windows × bins
+        self.ids = np.zeros(size, dtype=np.int64)
         self.count = 0
         self.used: set[int] = set()  # y_i(t_k) = 1
         self._lowest = 0
-        self.assignment = np.full(rates.size, -1, dtype=np.int64)
+        self.assignment = np.full(self.rates.shape[1], -1, dtype=np.int64)
 
     def lowest_unused(self) -> int:
         """Eq. 12: f(k), the lowest consumer id not in use at iteration k."""
@@ -56,11 +61,11 @@ class _Bins:
         return self.count - 1
 
     def put(self, b: int, j: int) -> None:
-        self.load[b] += self.rates[j]
+        self.load[:, b] += self.rates[:, j]
         self.assignment[j] = self.ids[b]
 
     def fits(self, b: int, j: int) -> bool:
-        return self.load[b] + self.rates[j] <= self.capacity
+        return bool(np.all(self.load[:, b] + self.rates[:, j] <= self.capacity))
 
     def choose(self, j: int, fit: str) -> int | None:
         """The open bin ``fit`` picks for partition ``j``, or None when no open bin takes it."""
@@ -69,8 +74,8 @@ class _Bins:
             return None
         if fit == "next":  # only the last opened bin is open
             return n - 1 if self.fits(n - 1, j) else None
-        load = self.load[:n]
-        ok = load + self.rates[j] <= self.capacity
+        ok = np.all(self.load[:, :n] + self.rates[:, j, None] <= self.capacity, axis=0)
+        load = self.load[:, :n].max(axis=0)  # a bin's highest window
         if fit == "first":
             b = int(np.argmax(ok))
         elif fit == "best":  # tightest: most loaded bin that still fits
@@ -84,21 +89,27 @@ def _inputs(
     rates: np.ndarray, capacity: float, previous: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     rates = np.asarray(rates, dtype=float)
-    if rates.ndim != 1 or not np.all(np.isfinite(rates)) or np.any(rates < 0):
-        raise ValueError("rates must be a 1-d array of finite rates >= 0")
+    if rates.ndim not in (1, 2) or not np.all(np.isfinite(rates)) or np.any(rates < 0):
+        raise ValueError("rates must be finite rates >= 0, per partition (or windows × partitions)")
     if not np.isfinite(capacity) or capacity <= 0:
         raise ValueError(f"capacity must be > 0, got {capacity}")
+    partitions = rates.shape[-1]
     if previous is None:
-        return rates, np.full(rates.size, -1, dtype=np.int64)
+        return rates, np.full(partitions, -1, dtype=np.int64)
     previous = np.asarray(previous, dtype=np.int64)
-    if previous.shape != rates.shape:
+    if previous.shape != (partitions,):
         raise ValueError("previous must have one consumer id (or -1) per partition")
     return rates, np.where(previous < 0, -1, previous)
 
 
+def peak(rates: np.ndarray) -> np.ndarray:
+    """Each partition's highest rate over the windows (its rate when there is one window)."""
+    return np.atleast_2d(np.asarray(rates, dtype=float)).max(axis=0)
+
+
 def decreasing(rates: np.ndarray) -> np.ndarray:
-    """Partition indices by rate, largest first; ties by partition index."""
-    return np.argsort(-np.asarray(rates, dtype=float), kind="stable")
+    """Partition indices by (highest) rate, largest first; ties by partition index."""
+    return np.argsort(-peak(rates), kind="stable")
 
 
 def any_fit(
@@ -125,12 +136,12 @@ def any_fit(
         sequence = decreasing(rates)
     elif order is not None:
         sequence = np.asarray(order, dtype=np.int64)
-        if sequence.shape != rates.shape or not np.array_equal(
-            np.sort(sequence), np.arange(rates.size)
+        if sequence.shape != previous.shape or not np.array_equal(
+            np.sort(sequence), np.arange(previous.size)
         ):
             raise ValueError("order must be a permutation of the partitions")
     else:
-        sequence = np.arange(rates.size)
+        sequence = np.arange(previous.size)
     bins = _Bins(rates, capacity, previous)
     for j in sequence.tolist():
         b = bins.choose(j, fit)
@@ -163,19 +174,20 @@ def modified_any_fit(
     if sort not in SORTS:
         raise ValueError(f"sort must be one of {SORTS}, got {sort!r}")
     rates, previous = _inputs(rates, capacity, previous)
+    size = peak(rates)
     bins = _Bins(rates, capacity, previous)
     unassigned: list[int] = np.flatnonzero(previous < 0).tolist()
     held = np.flatnonzero(previous >= 0)
     if held.size:
         owners, group = np.unique(previous[held], return_inverse=True)
         if sort == "cumulative":
-            key = np.bincount(group, weights=rates[held], minlength=owners.size)
+            key = np.bincount(group, weights=size[held], minlength=owners.size)
         else:
             key = np.zeros(owners.size)
-            np.maximum.at(key, group, rates[held])
+            np.maximum.at(key, group, size[held])
         for o in np.lexsort((owners, -key)).tolist():
             pset = held[group == o]
-            pset = pset[decreasing(rates[pset])].tolist()  # line 5
+            pset = pset[decreasing(size[pset])].tolist()  # line 5
             while pset:  # lines 6-13
                 b = bins.choose(pset[-1], fit)
                 if b is None:
@@ -191,7 +203,7 @@ def modified_any_fit(
                 kept += 1
             unassigned.extend(pset[kept:])  # line 25
     rest = np.asarray(unassigned, dtype=np.int64)
-    for j in rest[decreasing(rates[rest])].tolist():  # lines 27-30
+    for j in rest[decreasing(size[rest])].tolist():  # lines 27-30
         b = bins.choose(j, fit)
         if b is None:
             b = bins.open(j)

@@ -2,7 +2,9 @@
 
 Pure functions over numpy arrays: ``rates[j]`` (bytes/s of partition ``j``), the bin capacity
 ``capacity`` (C, see :func:`bin_capacity`) and ``previous[j]`` (partition ``j``'s consumer id at
-the previous iteration, −1 for none) → ``assignment[j]`` (its consumer id now).
+the previous iteration, −1 for none) → ``assignment[j]`` (its consumer id now). ``rates`` may
+also be windows × partitions: the assignment then holds every window (a consumer takes a
+partition only if it fits in each).
 
     from routeplan.planning.partitions.packing import bin_capacity, pack
     C = bin_capacity(2_000_000)                     # C̄ = 2 MB/s, 30 s iterations, 5 s rebalance
@@ -94,9 +96,9 @@ def pack(
         if consumers is None:
             raise ValueError(f"{name} needs a number of consumers")
         if name == "kafka_range":
-            assignment = heuristics.kafka_range(rates.size, consumers)
+            assignment = heuristics.kafka_range(rates.shape[-1], consumers)
         else:
-            assignment = heuristics.kafka_round_robin(rates.size, consumers, order)
+            assignment = heuristics.kafka_round_robin(rates.shape[-1], consumers, order)
     elif name == "binpack_milp":
         from routeplan.planning.partitions.exact import binpack_milp
 

@@ -16,6 +16,11 @@ equal consumers). The bin capacity ``bin_capacity`` is C = C̄·(T − R)/T (§V
 ``iteration_s`` T and ``rebalance_s`` R; the table's ``params`` record the parameters, the C̄
 used and C.
 
+Several windows (``PartitionLoad.partition_windows``, the day's windows the nightly forecast
+gives): the packers and ``binpack_milp`` fill a consumer only while its partitions fit in every
+window (vector bin packing), so consumers whose partitions peak at different hours share; the
+Kafka assignors balance partition counts and read no rate.
+
 Budget: ``binpack_milp`` honours ``max_moves`` (a hard constraint; the partitions a draining
 worker must give up count against it; its time limit is ``Budget.time_limit_s``). The heuristics
 honour no limit — Algorithm 1 is their way of moving little, not a cap — so a budget that sets
@@ -87,6 +92,8 @@ class BinPacking:
             before = dict(current.partition_consumer)
         partitions = range(max(loads.num_partitions, max(before, default=-1) + 1))
         rates = partition_rates(loads, partitions)
+        if loads.partition_windows is not None:  # every window of the day must fit
+            rates = window_rates(loads.partition_windows, len(partitions))
         draining = {w.name for w in workers.items if w.state != "active"}
         created = sorted(set(before.values()) - set(workers.names), key=lambda n: (len(n), n))
         names = ConsumerNames([w.name for w in workers.active] + created, workers.names)
@@ -120,6 +127,15 @@ class BinPacking:
             if packing.solver["mip_gap"] is not None:
                 extra["mip_gap"] = float(packing.solver["mip_gap"])
         return finish_plan(table, loads, current, extra)
+
+
+def window_rates(windows: np.ndarray, partitions: int) -> np.ndarray:
+    """``windows`` (windows × the partitions with loads) for ``partitions`` partitions: 0 for
+    the partitions the loads do not have."""
+    rates = np.zeros((windows.shape[0], partitions))
+    known = min(partitions, windows.shape[1])
+    rates[:, :known] = windows[:, :known]
+    return rates
 
 
 def _less_moves(budget: Budget, forced: int) -> Budget:

@@ -34,6 +34,7 @@ from routeplan.model.workers import Workers
 from routeplan.planning.contract import parameters
 from routeplan.planning.reassign.reassignment import Reassignment, Units
 from routeplan.planning.registry import register
+from routeplan.planning.windows import lower_peak
 
 _EPS = 1e-12
 VARIANTS = ("paper", "rounds")
@@ -146,6 +147,43 @@ def pair_rounds(mover: _Mover) -> None:
                 moved = True
         if not moved:
             return
+
+
+def window_loads(problem: Reassignment, units: Units) -> tuple[np.ndarray, np.ndarray] | None:
+    """The units' loads in every window of ``problem.loads.key_group_windows`` (windows ×
+    units) and the load of the kept hot-key overrides per window and worker (windows ×
+    workers), or None without windows. A hot key routed on its own leaves its group's windows in
+    proportion (its share of the group's planning load), and the overrides follow the stream's
+    shape (each window's share of the planning load)."""
+    windows = problem.loads.key_group_windows
+    if windows is None:
+        return None
+    planned = problem.loads.key_group_load
+    kept = np.divide(
+        problem.group_load, planned, out=np.zeros_like(planned), where=planned > 0
+    )
+    unit_windows = np.zeros((windows.shape[0], len(units)))
+    np.add.at(unit_windows.T, units.of_group, (windows * kept).T)
+    shape = windows.sum(axis=1) / max(problem.loads.total, _EPS)
+    return unit_windows, shape[:, None] * problem.base[None, :]
+
+
+def hold_windows(
+    problem: Reassignment, units: Units, assign: np.ndarray, movable: np.ndarray
+) -> np.ndarray:
+    """``assign`` with units moved off the day's peak worker while that lowers the peak excess
+    over the windows of ``problem.loads.key_group_windows``
+    (``routeplan.planning.windows.lower_peak``), within what is left of the budget and the
+    resource bounds; ``assign`` itself without windows."""
+    windows = window_loads(problem, units)
+    if windows is None:
+        return assign
+    mover = _Mover(problem, units, assign, movable)
+    unit_windows, base = windows
+    return lower_peak(
+        assign, unit_windows, base, problem.capacity, problem.active,
+        movable, mover.fits, mover.move,
+    )  # fmt: skip
 
 
 def flux(

@@ -25,6 +25,12 @@ always runs to the limit. The LP relaxation has ``d = 0`` whatever the loads
 RINS and RENS sub-MIPs overrun the time limit on large models and are off there
 (:func:`_highs_options`).
 
+Several windows (``LoadSnapshot.key_group_windows``, the day's expected shape the nightly
+forecast gives): the MILP balances the planning load, then what is left of the budget lowers the
+worst window — units move off the worker carrying the day's peak while that lowers the peak
+excess (``flux.hold_windows``, ``routeplan.planning.windows``; never above
+``max_load_distance``); ``window_moves`` in the predicted metrics counts them.
+
 What the plan says of its quality: ``load_distance_bound``, a proven lower bound on the load
 distance of every plan the model admits (the budget, the resource bounds, ``max_load_distance``
 and, with draining workers, one loaded group leaving them) — the better of ``d_LB`` (which
@@ -56,7 +62,7 @@ from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import parameters
 from routeplan.planning.reassign.exchange import exchange
-from routeplan.planning.reassign.flux import flux
+from routeplan.planning.reassign.flux import flux, hold_windows
 from routeplan.planning.reassign.milp_model import (
     Weights,
     _d_of,
@@ -472,10 +478,13 @@ class Milp:
         problem = self.instance(loads, current, workers, budget)
         units = Units.build(problem)
         outcome = self.optimise(problem, units, budget.time_limit_s)
+        assign, extra = outcome.assign, outcome.extra()
+        if loads.key_group_windows is not None:  # the day's windows: lower the worst one
+            held = hold_windows(problem, units, assign, units.pin < 0)
+            cap = self.max_load_distance
+            if cap is None or distance(problem, units, held) <= cap + _EPS:
+                extra["window_moves"] = float(np.count_nonzero(held != assign))
+                assign = held
         return problem.finish(
-            self.name,
-            units.group_worker(outcome.assign),
-            self.recorded(),
-            outcome.state(),
-            outcome.extra(),
+            self.name, units.group_worker(assign), self.recorded(), outcome.state(), extra
         )
