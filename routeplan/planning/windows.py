@@ -80,9 +80,9 @@ def lower_peak(
         if units.size == 0:
             break
         shed = ((loads[:, source, None] - x[:, units]) / scale[source]).max(axis=0)  # (k,)
-        taken = (
-            (loads[:, targets, None] + x[:, None, units]) / scale[targets, None]
-        ).max(axis=0)  # (targets, k)
+        taken = ((loads[:, targets, None] + x[:, None, units]) / scale[targets, None]).max(
+            axis=0
+        )  # (targets, k)
         new = np.maximum(taken, shed[None, :])
         new[targets == source] = np.inf
         order = np.argsort(new, axis=None, kind="stable")

@@ -159,9 +159,7 @@ def window_loads(problem: Reassignment, units: Units) -> tuple[np.ndarray, np.nd
     if windows is None:
         return None
     planned = problem.loads.key_group_load
-    kept = np.divide(
-        problem.group_load, planned, out=np.zeros_like(planned), where=planned > 0
-    )
+    kept = np.divide(problem.group_load, planned, out=np.zeros_like(planned), where=planned > 0)
     unit_windows = np.zeros((windows.shape[0], len(units)))
     np.add.at(unit_windows.T, units.of_group, (windows * kept).T)
     shape = windows.sum(axis=1) / max(problem.loads.total, _EPS)
