@@ -11,9 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
 from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.contract import finish_plan
+from routeplan.planning.registry import get_strategy
 from routeplan.streams.forecast import ForecastRules
 from routeplan.streams.gate import GateRules
 from routeplan.streams.history import History, day_score
@@ -200,3 +202,21 @@ def test_a_removed_worker_re_plans_and_pruning_keeps_the_moves_off_it():
     assert night.decision.rule == "workers" and "w3 removed" in night.decision.reason
     table = night.plan.selected.plan.table
     assert "w3" not in table.key_group_worker  # no move back to a worker the plan lacks
+
+
+def test_the_forecast_loads_carry_the_days_window_profile_and_the_night_holds_every_window():
+    rng = np.random.default_rng(4)
+    phase = rng.integers(0, 24, GROUPS)
+    hours = np.arange(24)[:, None]
+    shape = 1.0 + 0.9 * np.cos(2 * np.pi * (hours - phase) / 24)  # each group its own peak hour
+    units = np.stack([rng.poisson(400.0 * shape / shape.mean()) for _ in range(4)]).astype(float)
+    history = History(tuple(f"d{d}" for d in range(4)), units)
+    loads = forecast_loads(history, base(history), 0.75, 0.8)
+    assert loads.key_group_windows is not None and loads.key_group_windows.shape == (24, GROUPS)
+    milp = replace(POLICY, strategy="milp", budget=Budget(time_limit_s=2.0))
+    night = plan_night(milp, history, base(history), None, WORKERS)
+    one_load = replace(loads, key_group_windows=None)  # the same forecast, one load per group
+    plain = get_strategy("milp").plan(one_load, None, WORKERS, Budget(time_limit_s=2.0))
+    held = day_score(night.plan.selected.plan.table, history, 3, WORKERS).peak_excess
+    assert held < day_score(plain.table, history, 3, WORKERS).peak_excess
+    assert held < 0.10

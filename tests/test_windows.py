@@ -1,0 +1,167 @@
+"""Planning on every window of the day: the worst-window search (``routeplan.planning.windows``),
+the window profile of the forecast, and the planners that take several windows — milp and cg
+(key routing), the bin packers and binpack_milp (partitions)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from routeplan.model.loads import LoadSnapshot, PartitionLoad
+from routeplan.model.plan import Budget
+from routeplan.model.workers import Worker, Workers
+from routeplan.planning.metrics import peak_excess
+from routeplan.planning.partitions import heuristics
+from routeplan.planning.partitions.exact import binpack_milp
+from routeplan.planning.partitions.packing import pack
+from routeplan.planning.registry import get_strategy
+from routeplan.planning.windows import lower_peak
+from routeplan.streams.forecast import forecast, window_profile
+from routeplan.streams.history import window_loads
+
+
+def shifted_peaks(units: int, seed: int, windows: int = 24) -> np.ndarray:
+    """windows × units: every unit follows a daily cycle peaking at its own hour."""
+    rng = np.random.default_rng(seed)
+    phase = rng.integers(0, windows, units)
+    size = rng.pareto(1.5, units) + 1.0
+    hours = np.arange(windows)[:, None]
+    return size * (1.0 + 0.9 * np.cos(2 * np.pi * (hours - phase) / windows))
+
+
+def worker_windows(assign: np.ndarray, unit_windows: np.ndarray, workers: int) -> np.ndarray:
+    return np.stack([unit_windows[:, assign == w].sum(axis=1) for w in range(workers)], axis=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    units=st.integers(1, 30),
+    workers=st.integers(2, 6),
+    windows=st.integers(1, 5),
+    seed=st.integers(0, 10_000),
+    forbidden=st.integers(0, 5),
+)
+def test_the_worst_window_search_never_raises_the_peak_and_keeps_its_limits(
+    units, workers, windows, seed, forbidden
+):
+    rng = np.random.default_rng(seed)
+    x = rng.exponential(1.0, (windows, units)) * (rng.random(units) < 0.8)
+    assign = rng.integers(0, workers, units)
+    capacity = rng.uniform(0.5, 2.0, workers)
+    active = np.ones(workers, bool)
+    active[0] = workers > 2 and seed % 2 == 0  # sometimes a draining worker
+    movable = rng.random(units) < 0.7
+    moves: list[tuple[int, int]] = []
+    result = lower_peak(
+        assign, x, np.zeros((windows, workers)), capacity, active, movable,
+        lambda u, w: w != forbidden, lambda u, w: moves.append((u, w)),
+    )  # fmt: skip
+    before = peak_excess(worker_windows(assign, x, workers), capacity, active)
+    after = peak_excess(worker_windows(result, x, workers), capacity, active)
+    assert after <= before + 1e-9
+    changed = np.flatnonzero(result != assign)
+    assert set(changed) == {u for u, _ in moves}  # every move was reported, once
+    assert len(moves) == len(set(u for u, _ in moves))
+    assert np.all(movable[changed])
+    assert all(active[w] and w != forbidden for _, w in moves)
+    if moves:
+        assert after < before
+
+
+def test_the_worst_window_search_spreads_units_that_peak_together():
+    x = np.array([[4.0, 4.0, 0.0, 0.0], [0.0, 0.0, 4.0, 4.0]])  # two pairs, peaking apart
+    assign = np.array([0, 0, 1, 1])  # each pair on one worker, the third idle: peak excess 2
+    result = lower_peak(
+        assign, x, np.zeros((2, 3)), np.ones(3), np.ones(3, bool), np.ones(4, bool),
+        lambda u, w: True, lambda u, w: None,
+    )  # fmt: skip
+    assert peak_excess(worker_windows(assign, x, 3)) == pytest.approx(2.0)
+    assert peak_excess(worker_windows(result, x, 3)) == pytest.approx(0.5)  # 4 of 8/3 each
+    assert np.count_nonzero(result != assign) == 2
+    assert worker_windows(result, x, 3).max() == 4.0  # no worker has both of a pair
+
+
+def test_the_window_profile_is_each_windows_decayed_mean_or_quantile():
+    history = np.array(
+        [
+            [[1.0, 0.0], [np.nan, np.nan], [2.0, 2.0]],
+            [[3.0, 4.0], [np.nan, np.nan], [4.0, 2.0]],
+        ]
+    )  # 2 days × 3 windows × 2 units; window 1 on no day
+    profile = window_profile(history, decay=0.5)
+    assert profile.shape == (2, 2)  # the window no day has is left out
+    np.testing.assert_allclose(profile[0], [(0.5 * 1 + 3) / 1.5, (0.5 * 0 + 4) / 1.5])
+    high = window_profile(history, decay=0.5, quantile=0.9)
+    np.testing.assert_allclose(high[1], forecast(history[:, [2]], 0.9, 0.5))
+    partial = history.copy()
+    partial[0, 0] = np.nan  # window 0 only on the newest day
+    np.testing.assert_allclose(window_profile(partial, 0.5)[0], [3.0, 4.0])
+
+
+def test_loads_refuse_windows_of_another_shape():
+    with pytest.raises(ValueError, match="windows must be windows × 3 units"):
+        LoadSnapshot("s", np.ones(3), key_group_windows=np.ones((2, 4)))
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        PartitionLoad("s", np.ones(2), partition_windows=np.array([[1.0, -1.0]]))
+
+
+WORKERS = Workers(tuple(Worker(f"w{i}", 1.0) for i in range(6)))
+
+
+@pytest.mark.parametrize("strategy", ["milp", "cg"])
+def test_key_routing_planners_given_the_days_windows_lower_its_peak_excess(strategy):
+    windows = shifted_peaks(120, seed=3)
+    one = LoadSnapshot("s", np.quantile(windows, 0.75, axis=0))
+    budget = Budget(time_limit_s=1.0)
+    plain = get_strategy(strategy).plan(one, None, WORKERS, budget)
+    daily = get_strategy(strategy).plan(
+        replace(one, key_group_windows=windows), None, WORKERS, budget
+    )
+    peak = {
+        name: peak_excess(window_loads(p.table, windows))
+        for name, p in [("one", plain), ("day", daily)]
+    }
+    assert peak["day"] < 0.5 * peak["one"]
+    assert peak["day"] < 0.1
+
+
+def test_milp_keeps_its_max_load_distance_when_it_lowers_the_worst_window():
+    windows = shifted_peaks(80, seed=5)
+    loads = LoadSnapshot("s", np.quantile(windows, 0.75, axis=0), key_group_windows=windows)
+    capped = get_strategy("milp", max_load_distance=0.02).plan(
+        loads, None, WORKERS, Budget(time_limit_s=1.0)
+    )
+    assert capped.predicted["load_distance"] <= 0.02 + 1e-6
+    assert "window_moves" not in capped.predicted  # the window moves broke the cap: not taken
+
+
+@settings(max_examples=40, deadline=None)
+@given(rates=st.lists(st.floats(0.0, 12.0), min_size=1, max_size=25), seed=st.integers(0, 99))
+def test_one_window_packs_as_the_rates_alone(rates, seed):
+    rates = np.array(rates)
+    previous = np.random.default_rng(seed).integers(-1, 4, rates.size)
+    for name in ("ff", "bfd", "wf", "mwf", "mbfp"):
+        alone = pack(name, rates, 10.0, previous).assignment
+        np.testing.assert_array_equal(pack(name, rates[None, :], 10.0, previous).assignment, alone)
+
+
+@pytest.mark.parametrize("name", ["ffd", "bfd", "mwf", "mbfp", "binpack_milp"])
+def test_packers_given_the_days_windows_fit_every_window_with_fewer_consumers(name):
+    windows = shifted_peaks(40, seed=7)
+    capacity = 3.0 * float(windows.max())
+    on_peaks = pack(name, heuristics.peak(windows), capacity, time_limit_s=2.0).assignment
+    packed = pack(name, windows, capacity, time_limit_s=2.0).assignment
+    for consumer in np.unique(packed):
+        members = np.flatnonzero(packed == consumer)
+        assert members.size == 1 or windows[:, members].sum(axis=1).max() <= capacity * (1 + 1e-9)
+    assert np.unique(packed).size < np.unique(on_peaks).size
+
+
+def test_binpack_milp_bounds_consumers_by_the_busiest_window():
+    windows = np.array([[6.0, 6.0, 0.0, 0.0], [0.0, 0.0, 6.0, 6.0]])
+    result = binpack_milp(windows, 10.0, time_limit_s=2.0)
+    assert np.unique(result.assignment).size == 2  # one per window's pair would be 4 on peaks
