@@ -11,7 +11,9 @@ first day is only planned from) — exactly as producers following LATEST route 
 group's load goes to the table's worker, a split key's load is divided by the table's weights.
 Every night plans with
 the library's own use case (``routeplan.streams.service.plan_stream``, the stream's policy:
-``cg`` on the busiest window, as the nightly job does by default).
+``cg`` on the busiest window, as the nightly job does by default; ``--strategy milp`` plans with
+the MILP, which also holds every window of the day the forecast gives — results then in
+``closed_loop_milp.*``).
 
 Policies, on the same days:
 
@@ -53,6 +55,7 @@ import numpy as np
 
 from routeplan.model.hashing import key_groups
 from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.metrics import imbalance, peak_excess
@@ -81,6 +84,7 @@ GROUPS, WORKERS, WINDOWS, KEYS = 1024, 16, 24, 20_000
 TRACKED = 64  # the most popular keys, counted one by one (split-key candidates)
 HOT_SHARE = 0.001  # the policies' hot_key_min_share
 DRIFT_SWAPS = 2  # drift: popular keys (of the top 200) swapped with random ones each night
+POLICY = StreamPolicy("s")  # the stream's policy: cg, as the nightly job by default
 
 
 @dataclass(frozen=True)
@@ -159,10 +163,13 @@ def snapshot(day: Day, window: int | None) -> LoadSnapshot:
     return LoadSnapshot("s", groups, hot)
 
 
-def plan(day: Day, current: RoutingTable | None, whole: bool = False) -> RoutingTable:
-    """The nightly use case on ``day``: ``cg`` on the busiest window (``whole``: the day)."""
+def plan(
+    day: Day, current: RoutingTable | None, whole: bool = False, policy: StreamPolicy = POLICY
+) -> RoutingTable:
+    """The nightly use case on ``day``: the policy's strategy on the busiest window (``whole``:
+    the day)."""
     window = None if whole else int(day.group_load.sum(axis=1).argmax())
-    decided = plan_stream(StreamPolicy("s"), snapshot(day, window), current, day.workers)
+    decided = plan_stream(policy, snapshot(day, window), current, day.workers)
     return decided.selected.plan.table
 
 
@@ -196,9 +203,11 @@ def run(
     world: World,
     policies: Sequence[str],
     knobs: tuple[float, float] = (DEFAULT_QUANTILE, DEFAULT_DECAY),
+    stream: StreamPolicy = POLICY,
 ) -> dict[str, dict]:
     """Every policy on the same days of ``world`` (the first day's logs routed by hash: the
-    first night plans from them, and the days after are measured)."""
+    first night plans from them, and the days after are measured), planned by ``stream``'s
+    strategy."""
     days = [world.day(d) for d in range(world.nights)]
     found = {}
     for policy in policies:
@@ -213,7 +222,7 @@ def run(
                 },  # fmt: skip
                 days[-1].workers,
             )
-            oracle = plan(total, None, whole=True)
+            oracle = plan(total, None, whole=True, policy=stream)
         in_force = None
         versions = moves = 0
         migrated = 0.0
@@ -236,14 +245,14 @@ def run(
                 history = history_of(days[max(0, d + 1 - DEFAULT_HISTORY_DAYS) : d + 1])
                 rules = ForecastRules(quantile=knobs[0], decay=knobs[1])
                 night = plan_night(
-                    StreamPolicy("s", forecast=rules), history, snapshot(day, None), in_force,
+                    replace(stream, forecast=rules), history, snapshot(day, None), in_force,
                     day.workers,
                 )  # fmt: skip
                 decision, predicted = night.decision, night.prediction
                 candidate = night.plan.selected.plan.table if decision.publish else in_force
                 note = decision.reason
             else:
-                candidate = plan(day, in_force)
+                candidate = plan(day, in_force, policy=stream)
             if nightly and note:
                 nightly[-1]["gate"] = note
             if in_force is None or not candidate.same_routing(in_force):
@@ -341,7 +350,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default=str(OUT), help="where the JSON and the plot go")
     parser.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE, help="the forecast's")
     parser.add_argument("--decay", type=float, default=DEFAULT_DECAY, help="the forecast's")
+    parser.add_argument(
+        "--strategy", default=POLICY.strategy, help="the stream's (results: closed_loop_<it>.*)"
+    )
+    parser.add_argument("--time-limit", type=float, default=2.0, help="a plan's, seconds")
     ns = parser.parse_args(argv)
+    stream = StreamPolicy("s", strategy=ns.strategy, budget=Budget(time_limit_s=ns.time_limit))
     if ns.nights < 3:
         parser.error("--nights must be at least 3")
     scenarios = [s for s in ns.scenarios.split(",") if s]
@@ -356,7 +370,7 @@ def main(argv: list[str] | None = None) -> dict:
             started = time.perf_counter()
             world = World(scenario, volume, ns.nights)
             results.setdefault(scenario, {})[str(volume)] = run(
-                world, ns.policies.split(","), (ns.quantile, ns.decay)
+                world, ns.policies.split(","), (ns.quantile, ns.decay), stream
             )
             print(
                 f"{scenario} at {volume:,} events/day: {time.perf_counter() - started:.1f} s",
@@ -366,10 +380,12 @@ def main(argv: list[str] | None = None) -> dict:
         print(line)
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "closed_loop.json").write_text(
-        json.dumps({"nights": ns.nights, "results": results}, indent=1) + "\n"
+    name = "closed_loop" + ("" if ns.strategy == POLICY.strategy else f"_{ns.strategy}")
+    (out / f"{name}.json").write_text(
+        json.dumps({"nights": ns.nights, "strategy": ns.strategy, "results": results}, indent=1)
+        + "\n"
     )
-    plot(results, out / "closed_loop.png")
+    plot(results, out / f"{name}.png")
     return results
 
 

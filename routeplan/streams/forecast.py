@@ -80,7 +80,8 @@ def window_profile(
 ) -> np.ndarray:
     """The load of every unit in every window of a day, windows × units, from ``history``
     (days × windows × units, oldest first): over the days that have window ``t`` (weight
-    ``decay ** age``), its decayed mean — what a balance is planned on — or, with ``quantile``,
+    ``decay ** age``), its decayed mean — what a balance is planned on, ``shrunk`` towards the
+    stream's common shape as far as the day-to-day spread explains it — or, with ``quantile``,
     its decayed quantile (``forecast`` of that window alone: what a capacity is planned on).
     The windows no day has are left out."""
     loads = np.asarray(history, dtype=float)
@@ -95,8 +96,33 @@ def window_profile(
         raise ValueError("history has no window")
     if quantile is not None:
         return np.stack([forecast(loads[:, [t]], quantile, decay) for t in np.flatnonzero(kept)])
-    total = np.einsum("dt,dtu->tu", weight, np.nan_to_num(loads))
-    return total[kept] / weight.sum(axis=0)[kept, None]
+    weight, values = weight[:, kept], np.nan_to_num(loads[:, kept])
+    share = weight / weight.sum(axis=0)
+    mean = np.einsum("dt,dtu->tu", share, values)
+    spread = np.einsum("dt,dtu->tu", share, (values - mean) ** 2)
+    samples = 1.0 / (share**2).sum(axis=0)  # the effective number of days of each window
+    noise = np.where(samples[:, None] > 1, spread / np.maximum(samples[:, None] - 1, 1), np.inf)
+    return shrunk(mean, noise)
+
+
+def shrunk(mean: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """``mean`` (windows × units) shrunk per unit towards the stream's common shape, by how much
+    of the unit's departure from that shape noise explains (James–Stein): with ``r`` the rank-1
+    profile (the stream's share of each window × the unit's total),
+    ``r + λ_u (mean − r)``, ``λ_u = max(0, 1 − Σ_t noise[t, u] / Σ_t (mean − r)²[t, u])``.
+    ``noise`` is the variance of each mean (inf: unknown, e.g. one day — the shape alone). So
+    a unit whose hours differ from the stream's only by chance is planned on the stream's shape,
+    and the worst-window search does not chase noise."""
+    total = mean.sum()
+    if total <= 0:
+        return mean
+    rank1 = np.outer(mean.sum(axis=1) / total, mean.sum(axis=0))
+    departure = ((mean - rank1) ** 2).sum(axis=0)
+    explained = np.divide(
+        noise.sum(axis=0), departure, out=np.ones_like(departure), where=departure > 0
+    )
+    keep = np.clip(1.0 - explained, 0.0, 1.0)
+    return rank1 + keep * (mean - rank1)
 
 
 @dataclass(frozen=True)
