@@ -184,6 +184,7 @@ bench: $(SPARK_CLUSTER) $(DEV)
 	python bench/peer_duckdb.py --cluster $(BENCH_ARGS)
 	python bench/pipeline.py $(BENCH_ARGS)
 	python bench/closed_loop.py
+	python bench/closed_loop.py --strategy milp --time-limit 1
 
 # The documentation site from docs/ (mkdocs.yml's nav), its home the README; --strict: a broken
 # link or anchor, a missing page or one left out of the nav fails the build. Offline: no fonts or

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from routeplan.model.loads import LoadSnapshot, PartitionLoad
 from routeplan.model.plan import Budget
 from routeplan.model.workers import Worker, Workers
+from routeplan.planning.contract import finish_plan
 from routeplan.planning.metrics import peak_excess
 from routeplan.planning.partitions import heuristics
 from routeplan.planning.partitions.exact import binpack_milp
@@ -85,21 +86,34 @@ def test_the_worst_window_search_spreads_units_that_peak_together():
     assert worker_windows(result, x, 3).max() == 4.0  # no worker has both of a pair
 
 
-def test_the_window_profile_is_each_windows_decayed_mean_or_quantile():
+def test_the_window_profile_keeps_a_units_own_hours_only_when_the_days_agree_on_them():
+    rng = np.random.default_rng(0)
+    shape = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # 3 windows × 2 units, peaks apart
+    steady = np.stack([shape * 100 + rng.normal(0, 1, shape.shape) for _ in range(5)])
+    np.testing.assert_allclose(window_profile(steady, decay=1.0), steady.mean(axis=0), rtol=0.02)
+    one_day = window_profile(steady[-1:], decay=1.0)  # no spread to judge by: the stream's shape
+    np.testing.assert_allclose(
+        one_day, np.outer(one_day.sum(axis=1), one_day.sum(axis=0)) / one_day.sum()
+    )
+    noisy = np.stack([rng.poisson(np.full((3, 2), 3.0)) for _ in range(5)]).astype(float)
+    profile = window_profile(noisy, decay=1.0)
+    common = np.outer(profile.sum(axis=1), profile.sum(axis=0)) / profile.sum()
+    mean = noisy.mean(axis=0)
+    assert np.abs(profile - common).sum() < np.abs(mean - common).sum()  # chance, shrunk
+    np.testing.assert_allclose(profile.sum(axis=0), mean.sum(axis=0))  # each unit's total kept
+
+
+def test_the_window_profile_with_a_quantile_is_each_windows_own_forecast():
     history = np.array(
         [
             [[1.0, 0.0], [np.nan, np.nan], [2.0, 2.0]],
             [[3.0, 4.0], [np.nan, np.nan], [4.0, 2.0]],
         ]
     )  # 2 days × 3 windows × 2 units; window 1 on no day
-    profile = window_profile(history, decay=0.5)
-    assert profile.shape == (2, 2)  # the window no day has is left out
-    np.testing.assert_allclose(profile[0], [(0.5 * 1 + 3) / 1.5, (0.5 * 0 + 4) / 1.5])
     high = window_profile(history, decay=0.5, quantile=0.9)
+    assert high.shape == (2, 2)  # the window no day has is left out
     np.testing.assert_allclose(high[1], forecast(history[:, [2]], 0.9, 0.5))
-    partial = history.copy()
-    partial[0, 0] = np.nan  # window 0 only on the newest day
-    np.testing.assert_allclose(window_profile(partial, 0.5)[0], [3.0, 4.0])
+    np.testing.assert_allclose(high[0], forecast(history[:, [0]], 0.9, 0.5))
 
 
 def test_loads_refuse_windows_of_another_shape():
@@ -165,3 +179,18 @@ def test_binpack_milp_bounds_consumers_by_the_busiest_window():
     windows = np.array([[6.0, 6.0, 0.0, 0.0], [0.0, 0.0, 6.0, 6.0]])
     result = binpack_milp(windows, 10.0, time_limit_s=2.0)
     assert np.unique(result.assignment).size == 2  # one per window's pair would be 4 on peaks
+
+
+def test_a_packers_plan_on_the_days_windows_is_judged_on_them():
+    windows = shifted_peaks(40, seed=9)
+    forecast_rates = np.quantile(windows, 0.75, axis=0)
+    capacity = float(windows.max()) * 30 / 25  # the bin capacity C is 25/30 of it
+    consumers = Workers(tuple(Worker(f"c{i}", capacity) for i in range(40)))
+    mwf = get_strategy("mwf")
+    daily = mwf.plan(PartitionLoad("s", forecast_rates, windows), None, consumers, Budget())
+    alone = mwf.plan(PartitionLoad("s", forecast_rates), None, consumers, Budget())
+    assert daily.predicted["overloaded"] == 0  # in every window, as it was packed
+    assert daily.predicted["lower_bound"] <= daily.predicted["consumers"]
+    assert daily.predicted["consumers"] < alone.predicted["consumers"]  # hours that differ share
+    judged = finish_plan(alone.table, PartitionLoad("s", forecast_rates, windows), None)
+    assert alone.predicted["overloaded"] == 0 < judged.predicted["overloaded"]  # one load hid it

@@ -198,12 +198,26 @@ def partition_rates(loads: PartitionLoad, partitions: Sequence[int]) -> np.ndarr
     return rates
 
 
+def partition_window_rates(loads: PartitionLoad, partitions: Sequence[int]) -> np.ndarray | None:
+    """Windows × ``partitions``: the rate of each in every window of ``loads.partition_windows``
+    (0 for partitions it has no rate for), or None without windows."""
+    known = loads.partition_windows
+    if known is None:
+        return None
+    index = np.asarray(partitions, dtype=np.int64)
+    rates = np.zeros((known.shape[0], index.size))
+    inside = index < known.shape[1]
+    rates[:, inside] = known[:, index[inside]]
+    return rates
+
+
 def evaluate_partitions(
     table: PartitionAssignment, loads: PartitionLoad, current: PartitionAssignment | None = None
 ) -> tuple[tuple[Move, ...], dict[str, float]]:
     """Moves and predicted metrics of a ``partition_assignment`` table (paper 002): consumers
     against the lower bound, Rscore (Eq. 11), consumers over the bin capacity C (``overloaded``:
-    with more than one partition; ``oversized_partitions``: alone but above C) and the §VI-C
+    with more than one partition; ``oversized_partitions``: alone but above C) — with
+    ``loads.partition_windows``, in any window, the bound the busiest window's — and the §VI-C
     latency of one iteration. ``table.params`` carries C (``bin_capacity``; ``capacity`` in
     tables published before the name changed), C̄ (``consumer_capacity``), ``iteration_s`` and
     ``rebalance_s``."""
@@ -231,6 +245,8 @@ def evaluate_partitions(
         for p, rate, m in zip(partitions, rates, moved, strict=True)
         if m
     )
+    window_rates = partition_window_rates(loads, partitions)
+    held = rates if window_rates is None else window_rates  # what the plan must hold
     _, loads, _ = bm.consumer_loads(now, rates)
     total = float(rates.sum())
     migrated = float(rates[moved].sum())
@@ -245,12 +261,12 @@ def evaluate_partitions(
     delay = latency.latency_summary(segments)
     metrics = {
         "consumers": float(bm.consumers(now)),
-        "lower_bound": float(bm.lower_bound(rates, capacity)),
+        "lower_bound": float(max(bm.lower_bound(r, capacity) for r in np.atleast_2d(held))),
         "rscore": bm.rscore(rates, capacity, previous, now),
         "imbalance": imbalance(loads),
         "max_consumer_load": float(loads.max(initial=0.0)),
         "bin_capacity": capacity,
-        "overloaded": float(bm.overloaded(now, rates, capacity)),
+        "overloaded": float(bm.overloaded(now, held, capacity)),
         "oversized_partitions": float(np.sum(rates > capacity)),
         "total_load": total,
         "moves": float(len(found)),

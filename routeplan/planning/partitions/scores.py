@@ -61,9 +61,12 @@ def rscore(
 
 def overloaded(assignment: np.ndarray, rates: np.ndarray, capacity: float) -> int:
     """Consumers above C that hold more than one partition: what no plan may contain (a single
-    partition above C can only have a consumer of its own)."""
-    _, loads, counts = consumer_loads(assignment, rates)
-    return int(np.sum((loads > capacity * (1 + TOLERANCE)) & (counts > 1)))
+    partition above C can only have a consumer of its own). ``rates``: per partition, or
+    windows × partitions (above C in any window)."""
+    windows = np.atleast_2d(np.asarray(rates, dtype=float))
+    _, counts = np.unique(np.asarray(assignment, dtype=np.int64), return_counts=True)
+    peak = np.max([consumer_loads(assignment, row)[1] for row in windows], axis=0)
+    return int(np.sum((peak > capacity * (1 + TOLERANCE)) & (counts > 1)))
 
 
 def cbs(consumers_per_iteration: Mapping[str, Sequence[int]]) -> dict[str, float]:

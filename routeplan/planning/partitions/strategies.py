@@ -39,7 +39,7 @@ from routeplan.model.plan import Budget, Plan
 from routeplan.model.table import PartitionAssignment, Table
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.contract import finish_plan, parameters
-from routeplan.planning.metrics import partition_rates
+from routeplan.planning.metrics import partition_rates, partition_window_rates
 from routeplan.planning.partitions.consumers import ConsumerNames
 from routeplan.planning.partitions.packing import Packing, bin_capacity, pack
 from routeplan.planning.registry import register
@@ -92,8 +92,9 @@ class BinPacking:
             before = dict(current.partition_consumer)
         partitions = range(max(loads.num_partitions, max(before, default=-1) + 1))
         rates = partition_rates(loads, partitions)
-        if loads.partition_windows is not None:  # every window of the day must fit
-            rates = window_rates(loads.partition_windows, len(partitions))
+        windows = partition_window_rates(loads, partitions)
+        if windows is not None:  # every window of the day must fit
+            rates = windows
         draining = {w.name for w in workers.items if w.state != "active"}
         created = sorted(set(before.values()) - set(workers.names), key=lambda n: (len(n), n))
         names = ConsumerNames([w.name for w in workers.active] + created, workers.names)
@@ -127,15 +128,6 @@ class BinPacking:
             if packing.solver["mip_gap"] is not None:
                 extra["mip_gap"] = float(packing.solver["mip_gap"])
         return finish_plan(table, loads, current, extra)
-
-
-def window_rates(windows: np.ndarray, partitions: int) -> np.ndarray:
-    """``windows`` (windows × the partitions with loads) for ``partitions`` partitions: 0 for
-    the partitions the loads do not have."""
-    rates = np.zeros((windows.shape[0], partitions))
-    known = min(partitions, windows.shape[1])
-    rates[:, :known] = windows[:, :known]
-    return rates
 
 
 def _less_moves(budget: Budget, forced: int) -> Budget:
