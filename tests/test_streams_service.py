@@ -139,18 +139,21 @@ def test_planning_inputs_survive_their_document(loads):
         key_group_resources={"bytes": loads.key_group_load * 3},
         key_group_flow=np.array([[0, 1, 5.0], [2, 256, 1.0]]),
         flow_anchors=("w9",),
+        key_group_windows=np.stack([loads.key_group_load, 2 * loads.key_group_load]),
     )
     inputs = StreamInputs("views", flowing, WORKERS, {"w0": 3.0}, "2026-11-20", ("a", "b"))
     back = inputs_from_document(json.loads(json_text(inputs_document(inputs))))
     assert back.workers == WORKERS and back.logged == {"w0": 3.0} and back.window == ("a", "b")
-    for field in ("key_group_load", "distinct_keys", "key_group_flow"):
+    for field in ("key_group_load", "distinct_keys", "key_group_flow", "key_group_windows"):
         assert np.array_equal(getattr(back.loads, field), getattr(flowing, field))
     assert dict(back.loads.hot_key_load) == dict(flowing.hot_key_load)
     assert np.array_equal(back.loads.key_group_resources["bytes"], loads.key_group_load * 3)
     assert back.loads.flow_anchors == ("w9",)
-    partitions = StreamInputs("orders", PartitionLoad("orders", np.ones(3)), WORKERS)
+    windows = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0]])
+    partitions = StreamInputs("orders", PartitionLoad("orders", np.ones(3), windows), WORKERS)
     again = inputs_from_document(inputs_document(partitions))
     assert again.kind == "partition_assignment" and again.logged is None
+    assert np.array_equal(again.loads.partition_windows, windows)
 
 
 @pytest.mark.parametrize(
@@ -160,6 +163,7 @@ def test_planning_inputs_survive_their_document(loads):
         (lambda d: d["loads"].update(key_group_load=[-1.0]), "loads/key_group_load/0: -1.0"),
         (lambda d: d.update(stream="../etc"), "stream"),
         (lambda d: d["loads"].update(kind="other"), "loads/kind: 'key_routing' was expected"),
+        (lambda d: d["loads"].update(key_group_windows=[[1.0], [1.0, 2.0]]), "window needs a"),
     ],
 )
 def test_a_bad_inputs_document_is_an_input_error_naming_where(loads, change, message):

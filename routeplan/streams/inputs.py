@@ -55,7 +55,10 @@ def inputs_document(inputs: StreamInputs) -> dict[str, Any]:
 def loads_document(loads: Loads) -> dict[str, Any]:
     """Every field of a ``LoadSnapshot`` or ``PartitionLoad`` as JSON values."""
     if isinstance(loads, PartitionLoad):
-        return {"kind": "partition_assignment", "partition_load": loads.partition_load.tolist()}
+        doc = {"kind": "partition_assignment", "partition_load": loads.partition_load.tolist()}
+        if loads.partition_windows is not None:
+            doc["partition_windows"] = loads.partition_windows.tolist()
+        return doc
     doc: dict[str, Any] = {
         "kind": "key_routing",
         "key_group_load": loads.key_group_load.tolist(),
@@ -67,6 +70,8 @@ def loads_document(loads: Loads) -> dict[str, Any]:
     if loads.key_group_flow is not None:
         doc["key_group_flow"] = loads.key_group_flow.tolist()
         doc["flow_anchors"] = list(loads.flow_anchors)
+    if loads.key_group_windows is not None:
+        doc["key_group_windows"] = loads.key_group_windows.tolist()
     return doc
 
 
@@ -100,7 +105,11 @@ def _problem(err: Any) -> str:
 
 def _loads(stream: str, doc: Mapping[str, Any]) -> Loads:
     if doc["kind"] == "partition_assignment":
-        return PartitionLoad(stream, np.asarray(doc["partition_load"], dtype=float))
+        return PartitionLoad(
+            stream,
+            np.asarray(doc["partition_load"], dtype=float),
+            _windows(doc.get("partition_windows")),
+        )
     flow = doc.get("key_group_flow")
     return LoadSnapshot(
         stream=stream,
@@ -111,4 +120,15 @@ def _loads(stream: str, doc: Mapping[str, Any]) -> Loads:
         key_group_resources=dict(doc.get("key_group_resources") or {}),
         key_group_flow=None if flow is None else np.asarray(flow, dtype=float).reshape(-1, 3),
         flow_anchors=tuple(doc.get("flow_anchors") or ()),
+        key_group_windows=_windows(doc.get("key_group_windows")),
     )
+
+
+def _windows(rows: Any) -> np.ndarray | None:
+    """Windows × units from a document's rows (each window's loads); ValueError when they are
+    ragged."""
+    if rows is None:
+        return None
+    if len({len(r) for r in rows}) > 1:
+        raise ValueError("every window needs a load per unit")
+    return np.asarray(rows, dtype=float)
