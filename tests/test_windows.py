@@ -1,6 +1,6 @@
 """Planning on every window of the day: the worst-window search (``routeplan.planning.windows``),
-the window profile of the forecast, and the planners that take several windows — milp (key
-routing), the bin packers and binpack_milp (partitions)."""
+the window profile of the forecast, and the planners that take several windows — milp and cg
+(key routing), the bin packers and binpack_milp (partitions)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from routeplan.planning.partitions.exact import binpack_milp
 from routeplan.planning.partitions.packing import pack
 from routeplan.planning.registry import get_strategy
 from routeplan.planning.windows import lower_peak
-from routeplan.streams.forecast import forecast, window_profile
+from routeplan.streams.forecast import at_forecast_level, forecast, window_profile
 from routeplan.streams.history import window_loads
 
 
@@ -59,7 +59,7 @@ def test_the_worst_window_search_never_raises_the_peak_and_keeps_its_limits(
     moves: list[tuple[int, int]] = []
     result = lower_peak(
         assign, x, np.zeros((windows, workers)), capacity, active, movable,
-        lambda u, w: w != forbidden, lambda u, w: moves.append((u, w)),
+        lambda step: all(w != forbidden for _, w in step), lambda u, w: moves.append((u, w)),
     )  # fmt: skip
     before = peak_excess(worker_windows(assign, x, workers), capacity, active)
     after = peak_excess(worker_windows(result, x, workers), capacity, active)
@@ -78,12 +78,39 @@ def test_the_worst_window_search_spreads_units_that_peak_together():
     assign = np.array([0, 0, 1, 1])  # each pair on one worker, the third idle: peak excess 2
     result = lower_peak(
         assign, x, np.zeros((2, 3)), np.ones(3), np.ones(3, bool), np.ones(4, bool),
-        lambda u, w: True, lambda u, w: None,
+        lambda step: True, lambda u, w: None,
     )  # fmt: skip
     assert peak_excess(worker_windows(assign, x, 3)) == pytest.approx(2.0)
     assert peak_excess(worker_windows(result, x, 3)) == pytest.approx(0.5)  # 4 of 8/3 each
     assert np.count_nonzero(result != assign) == 2
     assert worker_windows(result, x, 3).max() == 4.0  # no worker has both of a pair
+
+
+def test_units_of_one_size_that_peak_together_are_swapped_apart():
+    x = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])  # a morning pair, an evening pair
+    assign = np.array([0, 0, 1, 1])  # no single move helps: the receiver would peak as high
+    steps: list[tuple[int, int]] = []
+    result = lower_peak(
+        assign, x, np.zeros((2, 2)), np.ones(2), np.ones(2, bool), np.ones(4, bool),
+        lambda step: True, lambda u, w: steps.append((u, w)),
+    )  # fmt: skip
+    assert peak_excess(worker_windows(assign, x, 2)) == pytest.approx(1.0)
+    assert peak_excess(worker_windows(result, x, 2)) == pytest.approx(0.0)
+    assert len(steps) == 2 and {result[0], result[1]} == {0, 1}
+    refused = lower_peak(
+        assign, x, np.zeros((2, 2)), np.ones(2), np.ones(2, bool), np.ones(4, bool),
+        lambda step: len(step) == 1, lambda u, w: None,
+    )  # fmt: skip
+    assert np.array_equal(refused, assign)  # the budget allows single moves only
+
+
+def test_a_step_that_gains_less_than_min_gain_is_not_taken():
+    x = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
+    args = (np.zeros((2, 2)), np.ones(2), np.ones(2, bool), np.ones(4, bool))
+    kept = lower_peak(
+        np.array([0, 0, 1, 1]), x, *args, lambda s: True, lambda u, w: None, min_gain=1.5
+    )
+    assert np.array_equal(kept, [0, 0, 1, 1])  # the swap takes 1.0 off the peak: not enough
 
 
 def test_the_window_profile_keeps_a_units_own_hours_only_when_the_days_agree_on_them():
@@ -101,6 +128,13 @@ def test_the_window_profile_keeps_a_units_own_hours_only_when_the_days_agree_on_
     mean = noisy.mean(axis=0)
     assert np.abs(profile - common).sum() < np.abs(mean - common).sum()  # chance, shrunk
     np.testing.assert_allclose(profile.sum(axis=0), mean.sum(axis=0))  # each unit's total kept
+
+
+def test_the_profile_at_the_forecast_level_keeps_each_units_shape_at_its_planning_load():
+    profile = np.array([[1.0, 0.0, 2.0], [3.0, 0.0, 2.0]])
+    scaled = at_forecast_level(profile, np.array([4.0, 5.0, 1.0]))
+    np.testing.assert_allclose(scaled.mean(axis=0), [4.0, 0.0, 1.0])  # no load in the profile: 0
+    np.testing.assert_allclose(scaled[:, 0] / scaled[:, 0].sum(), [0.25, 0.75])
 
 
 def test_the_window_profile_with_a_quantile_is_each_windows_own_forecast():
@@ -126,7 +160,7 @@ def test_loads_refuse_windows_of_another_shape():
 WORKERS = Workers(tuple(Worker(f"w{i}", 1.0) for i in range(6)))
 
 
-@pytest.mark.parametrize("strategy", ["milp"])
+@pytest.mark.parametrize("strategy", ["milp", "cg"])
 def test_key_routing_planners_given_the_days_windows_lower_its_peak_excess(strategy):
     windows = shifted_peaks(120, seed=3)
     one = LoadSnapshot("s", np.quantile(windows, 0.75, axis=0))

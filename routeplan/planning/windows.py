@@ -12,13 +12,17 @@ off the worker that carries the day's peak, to the active worker where the move 
 not depend on the assignment). A move of unit ``u`` from ``s`` to ``w`` is taken when the higher
 of the two workers' new peaks, ``max_t (L[t,s] − X[t,u]) / (c_s F)`` and
 ``max_t (L[t,w] + X[t,u]) / (c_w F)``, is below the current peak: the peak never rises, and the
-number of workers at it falls with every move, so the search ends (at the latest after
-``max_moves``). Among the moves of the peak worker's units the lowest new peak wins; the caller's
-``fits`` says which moves the budget and other limits allow, and ``moved`` is told of each move
-taken (``routeplan.planning.reassign.flux``'s mover keeps the budget this way).
+number of workers at it falls with every step, so the search ends (at the latest after
+``max_steps``). Among the moves of the peak worker's units the lowest new peak wins; when no move
+lowers it — units of equal size, as Consistent Grouping's virtual workers are — the best
+**swap** of one of them with a unit of one of the ``SWAP_WORKERS`` least loaded workers does
+(``max_t (L[t,s] − X[t,u] + X[t,v]) / (c_s F)`` and ``max_t (L[t,w] + X[t,u] − X[t,v]) / (c_w F)``
+below the peak). A unit moves at most once. The caller's ``fits`` says whether a step's moves
+may be made together (the budget, other limits), and ``moved`` is told of each move taken
+(``routeplan.planning.reassign.flux``'s mover keeps the budget this way).
 
 Vectorised: one step prices every unit of the peak worker against every active worker at once
-(windows × units × workers).
+(windows × units × workers), and a swap against every unit of the least loaded workers.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from collections.abc import Callable
 import numpy as np
 
 _EPS = 1e-12
+SWAP_WORKERS = 8  # a swap takes its partner from the workers with the lowest peaks
+MIN_GAIN = 0.02  # a step takes at least 2 % of the busiest window's fair share off the peak
 
 
 def normalised_peaks(
@@ -39,6 +45,9 @@ def normalised_peaks(
     return loads.max(axis=0) / (capacity * max(fair, _EPS)), fair
 
 
+Step = tuple[tuple[int, int], ...]  # the (unit, worker) moves one step makes
+
+
 def lower_peak(
     assign: np.ndarray,
     unit_windows: np.ndarray,
@@ -46,15 +55,18 @@ def lower_peak(
     capacity: np.ndarray,
     active: np.ndarray,
     movable: np.ndarray,
-    fits: Callable[[int, int], bool],
+    fits: Callable[[Step], bool],
     moved: Callable[[int, int], None],
-    max_moves: int | None = None,
+    max_steps: int | None = None,
+    min_gain: float = MIN_GAIN,
 ) -> np.ndarray:
     """``assign`` (unit → worker) with units moved off the day's peak worker while that lowers
     the peak (see the module docstring). ``unit_windows``: windows × units; ``base``: windows ×
     workers of load no unit carries (e.g. hot keys routed on their own); ``movable``: the units
-    that may move; ``fits(u, w)``: whether unit ``u`` may go to worker ``w``; ``moved(u, w)``:
-    called after each move. Never raises the peak; returns a new array."""
+    that may move; ``fits(step)``: whether the moves of a step may be made together (budget,
+    other limits); ``moved(u, w)``: called after each move; ``min_gain``: what a step must take
+    off the peak (in units of the busiest window's fair share). Never raises the peak; returns a
+    new array."""
     assign = np.asarray(assign, dtype=np.int64).copy()
     x = np.asarray(unit_windows, dtype=float)
     capacity = np.asarray(capacity, dtype=float)
@@ -68,41 +80,74 @@ def lower_peak(
     _, fair = normalised_peaks(loads, capacity, active)
     if fair <= 0 or not active.any():
         return assign
-    scale = capacity * fair
-    free = np.asarray(movable, dtype=bool).copy()
-    targets = np.flatnonzero(active)
-    limit = assign.size if max_moves is None else max_moves
-    for _ in range(limit):
-        peaks = loads.max(axis=0) / scale
+    free = np.asarray(movable, bool).copy()
+    search = _Search(x, loads, capacity * fair, active, assign, free, max(min_gain, _EPS))
+    for _ in range(assign.size if max_steps is None else max_steps):
+        step = search.step(fits)
+        if step is None:
+            break
+        for unit, target in step:
+            search.apply(unit, target)
+            moved(unit, target)
+    return search.assign
+
+
+class _Search:
+    """The state of ``lower_peak``: loads (windows × workers), the assignment, the units still
+    free to move."""
+
+    def __init__(self, x, loads, scale, active, assign, free, gain) -> None:  # noqa: ANN001
+        self.x, self.loads, self.scale, self.active = x, loads, scale, active
+        self.assign, self.free, self.gain = assign, free, gain
+
+    def apply(self, unit: int, target: int) -> None:
+        self.loads[:, self.assign[unit]] -= self.x[:, unit]
+        self.loads[:, target] += self.x[:, unit]
+        self.assign[unit] = target
+        self.free[unit] = False
+
+    def step(self, fits: Callable[[Step], bool]) -> Step | None:
+        """The best move of a unit off the peak worker, else the best swap of one with a unit
+        of another worker, that lowers the peak and fits; None when there is none."""
+        peaks = self.loads.max(axis=0) / self.scale
         source = int(np.argmax(peaks))
-        top = peaks[source]
-        units = np.flatnonzero((assign == source) & free)
+        units = np.flatnonzero((self.assign == source) & self.free)
         if units.size == 0:
-            break
-        shed = ((loads[:, source, None] - x[:, units]) / scale[source]).max(axis=0)  # (k,)
-        taken = ((loads[:, targets, None] + x[:, None, units]) / scale[targets, None]).max(
-            axis=0
-        )  # (targets, k)
-        new = np.maximum(taken, shed[None, :])
-        new[targets == source] = np.inf
-        order = np.argsort(new, axis=None, kind="stable")
-        chosen = None
-        for flat in order:
-            t, k = divmod(int(flat), units.size)
-            if not new[t, k] < top - _EPS:
-                break
-            if fits(int(units[k]), int(targets[t])):
-                chosen = int(units[k]), int(targets[t])
-                break
-        if chosen is None:
-            break
-        unit, target = chosen
-        loads[:, source] -= x[:, unit]
-        loads[:, target] += x[:, unit]
-        assign[unit] = target
-        free[unit] = False
-        moved(unit, target)
-    return assign
+            return None
+        top, x, loads, scale = peaks[source], self.x, self.loads, self.scale
+        shed = loads[:, source, None] - x[:, units]  # windows × k
+        targets = np.flatnonzero(self.active & (np.arange(scale.size) != source))
+        taken = ((loads[:, targets, None] + x[:, None, units]) / scale[targets, None]).max(axis=0)
+        new = np.maximum(taken, (shed.max(axis=0) / scale[source])[None, :])  # targets × k
+        for t, k in _improving(new, top - self.gain):
+            step = ((int(units[k]), int(targets[t])),)
+            if fits(step):
+                return step
+        if not self.active[source]:
+            return None  # nothing goes back to a draining worker
+        near = targets[np.argsort(peaks[targets], kind="stable")[:SWAP_WORKERS]]
+        others = np.flatnonzero(self.free & np.isin(self.assign, near))
+        if others.size == 0:
+            return None
+        gap = x[:, None, others] - x[:, units, None]  # windows × k × m: what the source gains
+        home = self.assign[others]
+        there = (loads[:, home][:, None, :] - gap) / scale[home]
+        here = (shed[:, :, None] + x[:, None, others]) / scale[source]
+        new = np.maximum(here.max(axis=0), there.max(axis=0))  # k × m
+        for k, m in _improving(new, top - self.gain):
+            step = ((int(units[k]), int(home[m])), (int(others[m]), source))
+            if fits(step):
+                return step
+        return None
 
 
-__all__ = ["lower_peak", "normalised_peaks"]
+def _improving(new: np.ndarray, below: float):  # noqa: ANN202
+    """Indices of ``new`` below ``below``, lowest first."""
+    for flat in np.argsort(new, axis=None, kind="stable"):
+        index = np.unravel_index(int(flat), new.shape)
+        if not new[index] < below:
+            return
+        yield tuple(int(i) for i in index)
+
+
+__all__ = ["Step", "lower_peak", "normalised_peaks"]

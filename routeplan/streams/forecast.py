@@ -125,6 +125,14 @@ def shrunk(mean: np.ndarray, noise: np.ndarray) -> np.ndarray:
     return rank1 + keep * (mean - rank1)
 
 
+def at_forecast_level(profile: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """``profile`` (windows × units) scaled per unit so that its mean over the windows is the
+    unit's forecast ``level``: the shape of each unit's day at the load its plan balances (a
+    unit without load in the profile keeps none)."""
+    mean = profile.mean(axis=0)
+    return profile * np.divide(level, mean, out=np.zeros_like(mean), where=mean > 0)
+
+
 @dataclass(frozen=True)
 class Score:
     """A table's numbers on one day: peak excess, day imbalance, per-window imbalance band."""

@@ -41,7 +41,7 @@ from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.metrics import peak_excess
-from routeplan.streams.forecast import Score, forecast, window_profile
+from routeplan.streams.forecast import Score, at_forecast_level, forecast, window_profile
 from routeplan.streams.gate import GateDecision, GateRules, gate
 from routeplan.streams.history import History, day_score, on_workers, window_loads
 from routeplan.streams.policy import StreamPolicy
@@ -134,7 +134,7 @@ def forecast_loads(
     if isinstance(base, PartitionLoad):
         windows = window_profile(history.units, decay, quantile)
         return replace(base, partition_load=units, partition_windows=windows)
-    windows = window_profile(history.units, decay)
+    windows = at_forecast_level(window_profile(history.units, decay), units)
     keys = hot_keys or tuple(history.hot_keys)
     own = (
         forecast(np.stack([history.hot_keys[k] for k in keys], axis=2), quantile, decay)

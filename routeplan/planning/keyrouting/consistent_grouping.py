@@ -30,6 +30,11 @@ Batch form of the paper's scheme, planning from aggregated loads:
    worker is within its ε bound (``_LedgerHandovers``): ε is the imbalance the user allowed
    for the key's memory, so pairing does not spend it again.
 
+4. **The day's windows** (``LoadSnapshot.key_group_windows``, which the nightly forecast gives;
+   ours, not the paper's): after the pairing, virtual workers are handed from the worker that
+   carries the day's peak window to where the peak excess falls most
+   (``routeplan.planning.windows``), so workers whose units peak at the same hour share less.
+
 **Budget** (``max_moves``, ``max_migrated_load_share``; ``moves.MoveLedger``): against a current
 table of as many key groups, every change of every step is priced before it is made, as
 ``metrics.moves`` counts it — a key group placed again by PoRC on another worker, a hot key whose
@@ -67,8 +72,10 @@ from routeplan.planning.keyrouting.virtual_workers import (
     pair_busy_idle,
     pair_fcfs_rounds,
     proportional_counts,
+    virtual_worker_windows,
 )
 from routeplan.planning.registry import register
+from routeplan.planning.windows import Step, lower_peak
 
 _EPS = 1e-12
 _PASSES = 8  # planning passes on a plan's own result, at most (``ConsistentGrouping.plan``)
@@ -238,9 +245,12 @@ class ConsistentGrouping:
         coarse loads (a quiet hour, whole key groups far above the ε slack) can make passes
         cycle, and the current table is then as good as the cycle offers. Moves and metrics are
         against ``current``. With budget limits one pass, priced against ``current``: a later
-        plan goes on from there."""
-        first = plan = self._plan_once(loads, current, workers, budget)
-        if budget.limits():
+        plan goes on from there. The day's windows are held once, by a last pass from the fixed
+        point (in the one pass with budget limits)."""
+        windows = loads.key_group_windows is not None
+        limited = bool(budget.limits())
+        first = plan = self._plan_once(loads, current, workers, budget, windows and limited)
+        if limited:
             return first
         for _ in range(_PASSES):
             if current is not None and plan.table.same_routing(current):
@@ -249,6 +259,8 @@ class ConsistentGrouping:
             if again.table.same_routing(plan.table):
                 break
             plan = again
+        if windows:  # once, from the fixed point: the passes' pairing would undo it
+            plan = self._plan_once(loads, plan.table, workers, budget, windows=True)
         if plan is first:
             return first
         forced = {k: v for k, v in first.table.predicted.items() if k == "forced_moves"}
@@ -260,6 +272,7 @@ class ConsistentGrouping:
         current: RoutingTable | None,
         workers: Workers,
         budget: Budget,
+        windows: bool = False,
     ) -> Plan:
         state = self._previous_state(usable_current(current, loads), loads)
         active = np.flatnonzero(workers.is_active)
@@ -299,6 +312,8 @@ class ConsistentGrouping:
         layout.index_members()
         load = self._hand_over_leaving(layout, workers)
         self._pair(layout, workers, load)
+        if windows:
+            self._hold_windows(layout, loads, residual, workers)
         self._return_cooled_keys(layout, hot, loads, current)
         return self._table(layout, hot, loads, current, workers)
 
@@ -532,6 +547,41 @@ class ConsistentGrouping:
             self.theta_idle,
             _LedgerHandovers(layout, positions, load, bound),
         )
+
+    @staticmethod
+    def _hold_windows(
+        layout: _Layout, loads: LoadSnapshot, residual: np.ndarray, workers: Workers
+    ) -> None:
+        """The day's windows (``loads.key_group_windows``): after the pairing, virtual workers
+        are handed from the worker carrying the day's peak to where the peak excess falls most
+        (``routeplan.planning.windows.lower_peak``), each handover priced by the ledger."""
+        windows = loads.key_group_windows
+        assert windows is not None
+        planned = loads.key_group_load
+        kept = np.divide(residual, planned, out=np.zeros_like(planned), where=planned > 0)
+        shape = windows.sum(axis=1) / max(loads.total, _EPS)
+        group_windows = windows * kept
+        outside = layout.group_vw < 0  # groups kept on their current worker: fixed load
+        base = np.outer(shape, layout.base)
+        index = {n: i for i, n in enumerate(layout.names)}
+        for g in np.flatnonzero(outside):
+            worker = index.get(layout.ledger.before_group[g])
+            if worker is not None:
+                base[:, worker] += group_windows[:, g]
+        vw_windows = virtual_worker_windows(
+            group_windows, layout.group_vw, layout.pieces, shape, layout.owner.size
+        )
+        active = workers.is_active
+        movable = (layout.owner >= 0) & active[np.maximum(layout.owner, 0)]
+
+        def fits(step: Step) -> bool:
+            costs = [layout.handover_cost(vw, to) for vw, to in step]
+            return layout.ledger.fits((sum(c[0] for c in costs), sum(c[1] for c in costs)))
+
+        lower_peak(
+            np.maximum(layout.owner, 0), vw_windows, base, workers.capacities, active, movable,
+            fits, layout.hand_over,
+        )  # fmt: skip
 
     @staticmethod
     def _return_cooled_keys(

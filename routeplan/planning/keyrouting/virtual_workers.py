@@ -9,6 +9,7 @@ and the message-by-message simulator (``routeplan.simulation.online``: ``SignalQ
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -271,3 +272,26 @@ def pair_fcfs_rounds(
         if peak >= before - _EPS:
             break
     return int(np.sum(owner != start))
+
+
+# the day's windows (issue: plans that hold every window, not one)
+
+
+def virtual_worker_windows(
+    group_windows: np.ndarray,
+    group_vw: np.ndarray,
+    pieces: Mapping[str, Sequence[tuple[int, float]]],
+    shape: np.ndarray,
+    virtual_workers: int,
+) -> np.ndarray:
+    """Windows × virtual workers: the window loads of each virtual worker's key groups
+    (``group_windows``, windows × groups; ``group_vw[g]`` = −1 for a group outside any) and of
+    its hot-key pieces (``pieces``: key → (virtual worker, load)), a piece following the
+    stream's ``shape`` (each window's load over the planning load)."""
+    windows = np.zeros((group_windows.shape[0], virtual_workers))
+    placed = group_vw >= 0
+    np.add.at(windows.T, group_vw[placed], group_windows[:, placed].T)
+    for parts in pieces.values():
+        for vw, load in parts:
+            windows[:, vw] += load * shape
+    return windows

@@ -22,6 +22,7 @@ shared with ``milp`` and ``albic``: :mod:`routeplan.planning.reassign`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -63,6 +64,21 @@ class _Mover:
             used[target] + use[unit] <= cap[target] * (1 + 1e-9)
             for used, use, cap in zip(self.used, self.use, self.cap, strict=True)
         )
+
+    def fits_all(self, step: Sequence[tuple[int, int]]) -> bool:
+        """The moves of ``step`` (unit, target) may be made together within what is left of the
+        budget and the caps."""
+        cost = sum((self.units.cost_to(u, t) for u, t in step), np.zeros(3))
+        if not np.all(cost <= self.left):
+            return False
+        for used, use, cap in zip(self.used, self.use, self.cap, strict=True):
+            after = used.copy()
+            for u, t in step:
+                after[self.assign[u]] -= use[u]
+                after[t] += use[u]
+            if any(after[t] > cap[t] * (1 + 1e-9) for _, t in step):
+                return False
+        return True
 
     def candidates(self, source: int, target: int) -> np.ndarray:
         """Units on ``source`` that may move to the active ``target``."""
@@ -180,7 +196,7 @@ def hold_windows(
     unit_windows, base = windows
     return lower_peak(
         assign, unit_windows, base, problem.capacity, problem.active,
-        movable, mover.fits, mover.move,
+        movable, mover.fits_all, mover.move,
     )  # fmt: skip
 
 
