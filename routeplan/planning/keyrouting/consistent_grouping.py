@@ -31,9 +31,11 @@ Batch form of the paper's scheme, planning from aggregated loads:
    for the key's memory, so pairing does not spend it again.
 
 4. **The day's windows** (``LoadSnapshot.key_group_windows``, which the nightly forecast gives;
-   ours, not the paper's): after the pairing, virtual workers are handed from the worker that
-   carries the day's peak window to where the peak excess falls most
-   (``routeplan.planning.windows``), so workers whose units peak at the same hour share less.
+   ours, not the paper's): once the passes reach their fixed point, virtual workers are handed
+   from the worker that carries the day's peak window to where the peak excess falls most, or
+   swapped with one of a less loaded worker (``virtual_workers.hold_windows``,
+   ``routeplan.planning.windows``), each step taking at least 2 % of the busiest window's fair
+   share off the peak: workers whose units peak at the same hour share less.
 
 **Budget** (``max_moves``, ``max_migrated_load_share``; ``moves.MoveLedger``): against a current
 table of as many key groups, every change of every step is priced before it is made, as
@@ -69,13 +71,12 @@ from routeplan.planning.keyrouting.virtual_workers import (
     PAIRINGS,
     dealt_owners,
     fair_share,
+    hold_windows,
     pair_busy_idle,
     pair_fcfs_rounds,
     proportional_counts,
-    virtual_worker_windows,
 )
 from routeplan.planning.registry import register
-from routeplan.planning.windows import Step, lower_peak
 
 _EPS = 1e-12
 _PASSES = 8  # planning passes on a plan's own result, at most (``ConsistentGrouping.plan``)
@@ -313,7 +314,7 @@ class ConsistentGrouping:
         load = self._hand_over_leaving(layout, workers)
         self._pair(layout, workers, load)
         if windows:
-            self._hold_windows(layout, loads, residual, workers)
+            hold_windows(layout, loads, residual, workers)
         self._return_cooled_keys(layout, hot, loads, current)
         return self._table(layout, hot, loads, current, workers)
 
@@ -547,41 +548,6 @@ class ConsistentGrouping:
             self.theta_idle,
             _LedgerHandovers(layout, positions, load, bound),
         )
-
-    @staticmethod
-    def _hold_windows(
-        layout: _Layout, loads: LoadSnapshot, residual: np.ndarray, workers: Workers
-    ) -> None:
-        """The day's windows (``loads.key_group_windows``): after the pairing, virtual workers
-        are handed from the worker carrying the day's peak to where the peak excess falls most
-        (``routeplan.planning.windows.lower_peak``), each handover priced by the ledger."""
-        windows = loads.key_group_windows
-        assert windows is not None
-        planned = loads.key_group_load
-        kept = np.divide(residual, planned, out=np.zeros_like(planned), where=planned > 0)
-        shape = windows.sum(axis=1) / max(loads.total, _EPS)
-        group_windows = windows * kept
-        outside = layout.group_vw < 0  # groups kept on their current worker: fixed load
-        base = np.outer(shape, layout.base)
-        index = {n: i for i, n in enumerate(layout.names)}
-        for g in np.flatnonzero(outside):
-            worker = index.get(layout.ledger.before_group[g])
-            if worker is not None:
-                base[:, worker] += group_windows[:, g]
-        vw_windows = virtual_worker_windows(
-            group_windows, layout.group_vw, layout.pieces, shape, layout.owner.size
-        )
-        active = workers.is_active
-        movable = (layout.owner >= 0) & active[np.maximum(layout.owner, 0)]
-
-        def fits(step: Step) -> bool:
-            costs = [layout.handover_cost(vw, to) for vw, to in step]
-            return layout.ledger.fits((sum(c[0] for c in costs), sum(c[1] for c in costs)))
-
-        lower_peak(
-            np.maximum(layout.owner, 0), vw_windows, base, workers.capacities, active, movable,
-            fits, layout.hand_over,
-        )  # fmt: skip
 
     @staticmethod
     def _return_cooled_keys(

@@ -4,16 +4,21 @@ gets, and the pairing of busy and idle workers that hands them over.
 Shared by the ``cg`` batch planner (``consistent_grouping``: the first mapping, then
 ``pair_fcfs_rounds`` or ``pair_busy_idle`` on a snapshot, each handover priced by its move ledger)
 and the message-by-message simulator (``routeplan.simulation.online``: ``SignalQueues`` and
-``pair_fcfs`` slot by slot, at most one handover per busy worker and slot, ``CountedHandovers``).
+``pair_fcfs`` slot by slot, at most one handover per busy worker and slot, ``CountedHandovers``),
+and ``cg``'s hold of the day's windows (``hold_windows``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.workers import Workers
+from routeplan.planning.windows import Step, lower_peak
 
 _EPS = 1e-12
 
@@ -295,3 +300,38 @@ def virtual_worker_windows(
         for vw, load in parts:
             windows[:, vw] += load * shape
     return windows
+
+
+def hold_windows(layout: Any, loads: LoadSnapshot, residual: np.ndarray, workers: Workers) -> None:
+    """Consistent Grouping's ``layout`` (its ``_Layout``) with virtual workers handed, or
+    swapped, off the worker that carries the peak of the day's windows
+    (``loads.key_group_windows``; ``routeplan.planning.windows.lower_peak``), each step priced
+    by the layout's ledger. ``residual``: the key groups' load without the hot keys routed on
+    their own, whose share leaves each window in proportion; hot-key pieces and the groups kept
+    outside any virtual worker follow the stream's shape and stay where they are."""
+    windows = loads.key_group_windows
+    assert windows is not None
+    planned = loads.key_group_load
+    kept = np.divide(residual, planned, out=np.zeros_like(planned), where=planned > 0)
+    shape = windows.sum(axis=1) / max(loads.total, 1e-12)
+    group_windows = windows * kept
+    base = np.outer(shape, layout.base)
+    index = {n: i for i, n in enumerate(layout.names)}
+    for g in np.flatnonzero(layout.group_vw < 0):  # kept on their current worker: fixed load
+        worker = index.get(layout.ledger.before_group[g])
+        if worker is not None:
+            base[:, worker] += group_windows[:, g]
+    vw_windows = virtual_worker_windows(
+        group_windows, layout.group_vw, layout.pieces, shape, layout.owner.size
+    )
+    active = workers.is_active
+    movable = (layout.owner >= 0) & active[np.maximum(layout.owner, 0)]
+
+    def fits(step: Step) -> bool:
+        costs = [layout.handover_cost(vw, to) for vw, to in step]
+        return bool(layout.ledger.fits((sum(c[0] for c in costs), sum(c[1] for c in costs))))
+
+    lower_peak(
+        np.maximum(layout.owner, 0), vw_windows, base, workers.capacities, active, movable,
+        fits, layout.hand_over,
+    )  # fmt: skip
