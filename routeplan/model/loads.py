@@ -44,7 +44,10 @@ class LoadSnapshot:
     bytes, cost_ms). ``key_group_flow`` (optional, paper 004 §4.3.2) lists the messages between key
     groups as rows ``(upstream, downstream, messages)``: an index below ``num_key_groups`` is a
     group of this snapshot, ``num_key_groups + j`` a key group of another stream that sits on
-    worker ``flow_anchors[j]`` (placed by that stream's table).
+    worker ``flow_anchors[j]`` (placed by that stream's table). ``key_group_windows`` (optional)
+    is windows × key groups: each group's load in every window of the day the plan must hold
+    (hot keys counted inside, as in ``key_group_load``); the planners that can take several
+    windows (``milp``, ``cg``) lower the worst of them, the others plan on ``key_group_load``.
     """
 
     stream: str

@@ -6,8 +6,8 @@ closed-loop benchmark (``bench/closed_loop.py``) and ``routeplan plan`` share. F
 ``History`` (the windows of its last ``planning.history_days`` days, the newest last):
 
 1. **plan on the forecast** of every unit and on the day's window profile
-   (``routeplan.streams.forecast``: ``key_group_windows`` / ``partition_windows``, which milp
-   and the bin packers hold window by window; ``base`` gives the planning loads' other
+   (``routeplan.streams.forecast``: ``key_group_windows`` / ``partition_windows``, which milp,
+   cg and the bin packers hold window by window; ``base`` gives the planning loads' other
    fields: distinct keys, resources, flow) —
    ``routeplan.streams.service.plan_stream``, the policy's strategy or ``auto``'s candidates;
 2. **score out of sample** — every candidate fitted the same way on the days before the newest,

@@ -27,9 +27,10 @@ RINS and RENS sub-MIPs overrun the time limit on large models and are off there
 
 Several windows (``LoadSnapshot.key_group_windows``, the day's expected shape the nightly
 forecast gives): the MILP balances the planning load, then what is left of the budget lowers the
-worst window — units move off the worker carrying the day's peak while that lowers the peak
-excess (``flux.hold_windows``, ``routeplan.planning.windows``; never above
-``max_load_distance``); ``window_moves`` in the predicted metrics counts them.
+worst window — units move off the worker carrying the day's peak, or swap with a unit of a
+less loaded worker, while that lowers the peak excess by ``windows.MIN_GAIN`` a step
+(``flux.hold_windows``, ``routeplan.planning.windows``; never above ``max_load_distance``);
+``window_moves`` in the predicted metrics counts them.
 
 What the plan says of its quality: ``load_distance_bound``, a proven lower bound on the load
 distance of every plan the model admits (the budget, the resource bounds, ``max_load_distance``
