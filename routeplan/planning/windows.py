@@ -45,6 +45,17 @@ def normalised_peaks(
     return loads.max(axis=0) / (capacity * max(fair, _EPS)), fair
 
 
+def residual_windows(
+    windows: np.ndarray, planned: np.ndarray, residual: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The key groups' windows (windows × groups) without the hot keys routed on their own —
+    each group's windows times its ``residual`` share of its ``planned`` load — and the
+    stream's shape: each window's load over the planned total (what a hot key routed on its own
+    is assumed to follow)."""
+    kept = np.divide(residual, planned, out=np.zeros_like(planned), where=planned > 0)
+    return windows * kept, windows.sum(axis=1) / max(float(planned.sum()), _EPS)
+
+
 Step = tuple[tuple[int, int], ...]  # the (unit, worker) moves one step makes
 
 
@@ -150,4 +161,4 @@ def _improving(new: np.ndarray, below: float):  # noqa: ANN202
         yield tuple(int(i) for i in index)
 
 
-__all__ = ["Step", "lower_peak", "normalised_peaks"]
+__all__ = ["Step", "lower_peak", "normalised_peaks", "residual_windows"]

@@ -18,7 +18,7 @@ import numpy as np
 
 from routeplan.model.loads import LoadSnapshot
 from routeplan.model.workers import Workers
-from routeplan.planning.windows import Step, lower_peak
+from routeplan.planning.windows import Step, lower_peak, residual_windows
 
 _EPS = 1e-12
 
@@ -311,10 +311,7 @@ def hold_windows(layout: Any, loads: LoadSnapshot, residual: np.ndarray, workers
     outside any virtual worker follow the stream's shape and stay where they are."""
     windows = loads.key_group_windows
     assert windows is not None
-    planned = loads.key_group_load
-    kept = np.divide(residual, planned, out=np.zeros_like(planned), where=planned > 0)
-    shape = windows.sum(axis=1) / max(loads.total, 1e-12)
-    group_windows = windows * kept
+    group_windows, shape = residual_windows(windows, loads.key_group_load, residual)
     base = np.outer(shape, layout.base)
     index = {n: i for i, n in enumerate(layout.names)}
     for g in np.flatnonzero(layout.group_vw < 0):  # kept on their current worker: fixed load

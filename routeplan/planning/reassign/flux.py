@@ -35,7 +35,7 @@ from routeplan.model.workers import Workers
 from routeplan.planning.contract import parameters
 from routeplan.planning.reassign.reassignment import Reassignment, Units
 from routeplan.planning.registry import register
-from routeplan.planning.windows import lower_peak
+from routeplan.planning.windows import lower_peak, residual_windows
 
 _EPS = 1e-12
 VARIANTS = ("paper", "rounds")
@@ -174,12 +174,10 @@ def window_loads(problem: Reassignment, units: Units) -> tuple[np.ndarray, np.nd
     windows = problem.loads.key_group_windows
     if windows is None:
         return None
-    planned = problem.loads.key_group_load
-    kept = np.divide(problem.group_load, planned, out=np.zeros_like(planned), where=planned > 0)
+    groups, shape = residual_windows(windows, problem.loads.key_group_load, problem.group_load)
     unit_windows = np.zeros((windows.shape[0], len(units)))
-    np.add.at(unit_windows.T, units.of_group, (windows * kept).T)
-    shape = windows.sum(axis=1) / max(problem.loads.total, _EPS)
-    return unit_windows, shape[:, None] * problem.base[None, :]
+    np.add.at(unit_windows.T, units.of_group, groups.T)
+    return unit_windows, np.outer(shape, problem.base)
 
 
 def hold_windows(
