@@ -14,11 +14,13 @@ routing that was in force. ``q`` = 0.75 plans for a busy window of each unit, no
 small, noisy units), and ``decay`` = 0.8 halves a day's say in about three days (Kubernetes'
 VPA recommends from a decaying histogram the same way).
 
-The planners that can take several windows (``milp``, the bin packers) also get the day's
-shape, ``window_profile``: per window of the day (the same time of every day), each unit's
+The planners that can take several windows (``milp``, ``cg``, the bin packers) also get the
+day's shape, ``window_profile``: per window of the day (the same time of every day), each unit's
 decayed mean over the days that have it — the expected load of the window, so a plan keeps every
-hour within its share, not only the sum of each unit's busy hours. A bin packer fills consumers
-up to a capacity, so partitions get the window's decayed quantile instead.
+hour within its share, not only the sum of each unit's busy hours — shrunk towards the stream's
+common shape as far as the day-to-day spread explains a unit's departure from it (``shrunk``),
+and scaled to the unit's forecast (``at_forecast_level``). A bin packer fills consumers up to a
+capacity, so partitions get the window's decayed quantile instead.
 
 The score of a table on a day is what the nightly gate compares (``routeplan.streams.gate``):
 its peak excess over the day's windows (``routeplan.planning.metrics.peak_excess``) and the band
