@@ -4,13 +4,19 @@ Against a real Kafka 4.x broker (KRaft, ``tests/kafka_broker.py``: one for the m
 client's ``RoutingPartitioner``, the Go client's franz-go partitioner and Python's kafka-python
 and confluent-kafka adapters each send a skewed stream (split hot keys included) while bad tables
 are published mid-stream (wrong checksum, truncated, wrong kind); a consumer reads every record
-back, and its partition is what the Python ``Router`` says for that message."""
+back, and its partition is what the Python ``Router`` says for that message. Java consumers of a
+group assigned by ``RouteplanAssignor`` read the partitions a ``partition_assignment`` table names
+for them, follow a new version, and fall back when the group is not the plan's size."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import queue
 import subprocess
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -170,8 +176,6 @@ def broker(tmp_path_factory) -> KafkaBroker:
 
 def bad_versions(good: dict) -> list[bytes]:
     """What is published between the parts: a wrong checksum, a truncated file, the wrong kind."""
-    import json
-
     wrong_checksum = {**good, "version": 2, "checksum": "jcs-sha256:" + "0" * 64}
     truncated = json.dumps({**good, "version": 3}).encode()[:1000]
     consumers = Workers.homogeneous(2, prefix="c")
@@ -361,3 +365,128 @@ def test_confluent_kafka_refuses_a_topic_with_fewer_partitions_than_the_table_ne
         producer.produce(topic, b"v", key)
     with pytest.raises(ValueError, match="has no key"):
         producer.produce(topic, b"v")
+
+
+# --------------------------------------------------------------------------------------------
+# RouteplanAssignor: a consumer group of Java consumers assigned by a partition_assignment table
+
+JAR = REPO / "clients" / "java" / "target" / "routeplan-client.jar"
+GROUP_PARTITIONS = 6
+
+
+def consumer_plan(version: int) -> PartitionAssignment:
+    """Three consumers c0-c2 over 6 partitions, not in the order a built-in assignor gives them;
+    version 2 moves partitions 0-2 and keeps 3-5."""
+    shift = 2 if version == 1 else 1
+    plan = {p: f"c{(p + (shift if p < 3 else 2)) % 3}" for p in range(GROUP_PARTITIONS)}
+    return PartitionAssignment(STREAM, "test", Workers.homogeneous(3, prefix="c"), plan)
+
+
+def by_consumer(table: PartitionAssignment) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for p, c in sorted(table.partition_consumer.items()):
+        out.setdefault(c, []).append(p)
+    return out
+
+
+class JavaConsumers:
+    """``ConsumeAssigned`` processes of one group (one per instance id): each prints its
+    assignment as a JSON line whenever it changes, and stops at a line on stdin."""
+
+    def __init__(
+        self, broker: KafkaBroker, topic: str, store: Path, instances: list[str], logs: Path
+    ) -> None:
+        assert JAR.is_file(), "make setup builds the Java client"
+        self.lines: queue.Queue = queue.Queue()
+        self.logs = [logs / f"{instance}.log" for instance in instances]
+        self.processes = []
+        group = f"group-{uuid.uuid4().hex[:8]}"
+        for instance, log in zip(instances, self.logs, strict=True):
+            command = ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{JAR}:{JAR.parent / 'lib'}/*"]
+            command += ["dev.routeplan.client.ConsumeAssigned", "--bootstrap", broker.bootstrap]
+            command += ["--topic", topic, "--group", group, "--instance", instance]
+            command += ["--location", str(store), "--stream", STREAM, "--reload-ms", "200"]
+            with open(log, "wb") as err:
+                process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                    start_new_session=True,
+                )
+            self.processes.append(process)
+            threading.Thread(target=self._read, args=(process,), daemon=True).start()
+        self.latest: dict[str, dict] = {}
+
+    def _read(self, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            self.lines.put(json.loads(line))
+
+    def settle(self, want: dict[str, list[int]] | None = None, timeout: float = 90) -> dict:
+        """Each instance's partitions once all report the same generation and every partition
+        is assigned exactly once (and, given ``want``, as it says); an AssertionError with what
+        they last reported when that does not happen within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            self.latest[line["instance"]] = line
+            if len(self.latest) < len(self.processes):
+                continue
+            if len({line["generation"] for line in self.latest.values()}) != 1:
+                continue
+            got = {i: line["partitions"] for i, line in sorted(self.latest.items())}
+            every = sorted(p for ps in got.values() for p in ps)
+            if every == list(range(GROUP_PARTITIONS)) and (want is None or got == want):
+                return got
+        logs = "\n".join(log.read_text(errors="replace")[-2000:] for log in self.logs)
+        raise AssertionError(f"the group did not settle: last reported {self.latest}\n{logs}")
+
+    def stop(self) -> str:
+        """Stops them all; their stderr (the clients' logs), together."""
+        try:
+            for process in self.processes:
+                process.stdin.write("stop\n")
+                process.stdin.close()
+            for process in self.processes:
+                assert process.wait(60) == 0, self.logs
+        finally:
+            for process in self.processes:
+                if process.poll() is None:
+                    os.killpg(process.pid, 9)
+                    process.wait()
+        return "\n".join(log.read_text(errors="replace") for log in self.logs)
+
+
+def test_java_assignor_gives_each_consumer_the_partitions_the_plan_names(broker, tmp_path):
+    topic, store = new_topic(broker, GROUP_PARTITIONS), tmp_path / "routing"
+    RoutingStore(store).publish(consumer_plan(1))
+    group = JavaConsumers(broker, topic, store, ["c0", "c1", "c2"], tmp_path)
+    try:
+        assert by_consumer(consumer_plan(1)) == {"c0": [1, 4], "c1": [2, 5], "c2": [0, 3]}
+        group.settle(by_consumer(consumer_plan(1)))
+        # a new version: each consumer's rebalancer asks for a rebalance, and the partitions
+        # that move are released by their owners before their new consumers get them
+        RoutingStore(store).publish(consumer_plan(2))
+        assert by_consumer(consumer_plan(2)) == {"c0": [2, 4], "c1": [0, 5], "c2": [1, 3]}
+        group.settle(by_consumer(consumer_plan(2)))
+    finally:
+        log = group.stop()
+    assert "assigned by clicks v1" in log and "assigned by clicks v2" in log, log
+    assert "the group rebalances: routeplan clicks v2 (was v1)" in log, log
+
+
+def test_java_assignor_falls_back_when_the_group_is_not_the_plans_size(broker, tmp_path):
+    topic, store = new_topic(broker, GROUP_PARTITIONS), tmp_path / "routing"
+    RoutingStore(store).publish(consumer_plan(1))
+    group = JavaConsumers(broker, topic, store, ["c0", "c1"], tmp_path)
+    try:
+        got = group.settle()
+    finally:
+        log = group.stop()
+    assert sorted(len(ps) for ps in got.values()) == [3, 3], got  # cooperative-sticky balances
+    assert "the group has 2 members, the plan 3 consumers that read partitions" in log, log
+    assert "assigned by cooperative-sticky" in log, log

@@ -2,7 +2,6 @@ package dev.routeplan.client;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.kafka.clients.producer.Partitioner;
@@ -51,21 +50,13 @@ public class RoutingPartitioner implements Partitioner {
 
   @Override
   public void configure(Map<String, ?> configs) {
-    Object location = configs.get(LOCATION);
+    String location = Configs.string(configs, LOCATION);
     if (location == null) {
       throw new RoutingException(LOCATION + " is required (a table file, a routing store "
           + "directory or the routing-table HTTP API's URL)");
     }
-    Object stream = configs.get(STREAM);
-    Object reload = configs.get(RELOAD_MS);
-    long reloadMs = reload == null ? 30000 : Long.parseLong(String.valueOf(reload));
-    Router.Options opts = Router.options().kafka(true);
-    if (reloadMs > 0) {
-      opts.reloadInterval(Duration.ofMillis(reloadMs));
-    }
-    if (configs.get(TOKEN) != null) {
-      opts.token(String.valueOf(configs.get(TOKEN)));
-    }
+    String stream = Configs.string(configs, STREAM);
+    Router.Options opts = Configs.reloading(configs).kafka(true);
     if (configs.get(WORKER_PARTITIONS) != null) {
       Map<String, Integer> map = new HashMap<>();
       for (String pair : String.valueOf(configs.get(WORKER_PARTITIONS)).split(",")) {
@@ -79,8 +70,7 @@ public class RoutingPartitioner implements Partitioner {
       opts.workerPartition(map);
     }
     try {
-      router = Router.open(String.valueOf(location),
-          stream == null ? "" : String.valueOf(stream), opts);
+      router = Router.open(location, stream == null ? "" : stream, opts);
     } catch (IOException e) {
       throw new RoutingException("routeplan: cannot load the table from " + location + ": " + e);
     } catch (IllegalArgumentException | UncheckedIOException e) {
