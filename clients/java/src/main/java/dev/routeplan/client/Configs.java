@@ -2,6 +2,7 @@ package dev.routeplan.client;
 
 import java.time.Duration;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * What the Kafka plug-ins ({@link RoutingPartitioner}, {@link RouteplanAssignor}, {@link
@@ -17,6 +18,19 @@ final class Configs {
   static String string(Map<?, ?> configs, String key) {
     Object value = configs.get(key);
     return value == null ? null : String.valueOf(value);
+  }
+
+  /**
+   * {@code routeplan.table.location}; when it is absent, the exception {@code missing} makes of
+   * the message that says what it must be.
+   */
+  static String location(Map<?, ?> configs, Function<String, RuntimeException> missing) {
+    String location = string(configs, RoutingPartitioner.LOCATION);
+    if (location == null) {
+      throw missing.apply(RoutingPartitioner.LOCATION + " is required (a table file, a routing "
+          + "store directory or the routing-table HTTP API's URL)");
+    }
+    return location;
   }
 
   /** {@code routeplan.reload.interval.ms} (default 30000; 0 or less: never reload). */

@@ -77,11 +77,7 @@ public class RouteplanAssignor implements ConsumerPartitionAssignor, Configurabl
 
   @Override
   public void configure(Map<String, ?> configs) {
-    String location = Configs.string(configs, LOCATION);
-    if (location == null) {
-      throw new ConfigException(LOCATION + " is required (a table file, a routing store "
-          + "directory or the routing-table HTTP API's URL)");
-    }
+    String location = Configs.location(configs, ConfigException::new);
     stream = Configs.string(configs, STREAM);
     topic = Configs.string(configs, TOPIC);
     try {

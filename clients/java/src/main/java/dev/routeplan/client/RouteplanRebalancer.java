@@ -54,10 +54,7 @@ public final class RouteplanRebalancer {
   /** Follows the table the properties name and reads it once now; a ConfigException when they
    * name none. */
   public RouteplanRebalancer(Map<?, ?> configs) {
-    String location = Configs.string(configs, RoutingPartitioner.LOCATION);
-    if (location == null) {
-      throw new ConfigException(RoutingPartitioner.LOCATION + " is required");
-    }
+    String location = Configs.location(configs, ConfigException::new);
     try {
       latest = new Latest(location, Configs.string(configs, RoutingPartitioner.STREAM),
           Configs.options(configs));

@@ -50,11 +50,7 @@ public class RoutingPartitioner implements Partitioner {
 
   @Override
   public void configure(Map<String, ?> configs) {
-    String location = Configs.string(configs, LOCATION);
-    if (location == null) {
-      throw new RoutingException(LOCATION + " is required (a table file, a routing store "
-          + "directory or the routing-table HTTP API's URL)");
-    }
+    String location = Configs.location(configs, RoutingException::new);
     String stream = Configs.string(configs, STREAM);
     Router.Options opts = Configs.reloading(configs).kafka(true);
     if (configs.get(WORKER_PARTITIONS) != null) {
