@@ -27,8 +27,8 @@ Batch form of the paper's scheme, planning from aggregated loads:
    normalised load the most, failing an idle partner to a worker that is not busy (§VI:
    "assigning virtual workers … to workers that have not reported becoming overloaded").
    Either way a handover that gives a hot key one more worker is refused while the giving
-   worker is within its ε bound (``_LedgerHandovers``): ε is the imbalance the user allowed
-   for the key's memory, so pairing does not spend it again.
+   worker is within its ε bound (``virtual_workers.LedgerHandovers``): ε is the imbalance the
+   user allowed for the key's memory, so pairing does not spend it again.
 
 4. **The day's windows** (``LoadSnapshot.key_group_windows``, which the nightly forecast gives;
    ours, not the paper's): once the passes reach their fixed point, virtual workers are handed
@@ -69,6 +69,7 @@ from routeplan.planning.keyrouting.moves import UNKNOWN, MoveLedger, usable_curr
 from routeplan.planning.keyrouting.porc import hot_key_pieces, place_hot_key, place_whole
 from routeplan.planning.keyrouting.virtual_workers import (
     PAIRINGS,
+    LedgerHandovers,
     dealt_owners,
     fair_share,
     hold_windows,
@@ -151,44 +152,6 @@ class _Layout:
             for key in dict.fromkeys(self.keys_on.get(vw, ())):
                 self.ledger.set_key(key, self.key_targets(key, vw, to))
         self.owner[vw] = to
-
-
-@dataclass
-class _LedgerHandovers:
-    """Pairing's budget in the batch planner: each handover priced by the ledger. Pairing
-    indexes the active workers only (``active[p]`` is the listed index of position ``p``);
-    ``load`` is the pairing's own array of their loads (it updates it in place) and ``bound``
-    their ε bounds, ``(1 + ε)`` × fair share.
-
-    A handover that would give a hot key one more worker is refused while the giving worker is
-    within its ε bound (issue 32): PoRC packs a hot key onto as few workers as its load needs,
-    up to ``(1 + ε)`` of their share, and a pairing that spread it again to relieve a worker
-    the bound allows would trade the key's memory for balance ε already gave away (a 24 % key on
-    50 workers at ε = 0.5 went from the 8 workers it needs to 28). Virtual workers without such
-    a piece move as §V-B says."""
-
-    layout: _Layout
-    active: np.ndarray
-    load: np.ndarray
-    bound: np.ndarray
-
-    def affordable(self, vw: int, to: int) -> bool:
-        giver = int(np.flatnonzero(self.active == self.layout.owner[vw])[0])
-        within = self.load[giver] <= self.bound[giver] * (1 + 1e-9)  # rounding: loads add up
-        if within and self._spreads(vw, int(self.active[to])):
-            return False
-        return self.layout.ledger.fits(self.layout.handover_cost(vw, int(self.active[to])))
-
-    def _spreads(self, vw: int, to: int) -> bool:
-        """Whether handing ``vw`` to worker ``to`` gives one of its hot keys a new worker."""
-        owner = self.layout.owner
-        return any(
-            all(owner[v] != to for v, _ in self.layout.pieces[key])
-            for key in self.layout.keys_on.get(vw, ())
-        )
-
-    def spend(self, vw: int, to: int) -> None:
-        self.layout.hand_over(vw, int(self.active[to]))
 
 
 @register("cg")
@@ -546,7 +509,7 @@ class ConsistentGrouping:
             capacity,
             self.theta_busy,
             self.theta_idle,
-            _LedgerHandovers(layout, positions, load, bound),
+            LedgerHandovers(layout, positions, load, bound),
         )
 
     @staticmethod

@@ -78,6 +78,45 @@ class CountedHandovers:
         self.used += 1
 
 
+@dataclass
+class LedgerHandovers:
+    """Pairing's budget in the batch planner (``consistent_grouping``'s ``_Layout``): each
+    handover priced by the layout's ledger. Pairing indexes the active workers only
+    (``active[p]`` is the listed index of position ``p``); ``load`` is the pairing's own array
+    of their loads (it updates it in place) and ``bound`` their ε bounds, ``(1 + ε)`` × fair
+    share.
+
+    A handover that would give a hot key one more worker is refused while the giving worker is
+    within its ε bound (issue 32): PoRC packs a hot key onto as few workers as its load needs,
+    up to ``(1 + ε)`` of their share, and a pairing that spread it again to relieve a worker
+    the bound allows would trade the key's memory for balance ε already gave away (a 24 % key on
+    50 workers at ε = 0.5 went from the 8 workers it needs to 28). Virtual workers without such
+    a piece move as §V-B says."""
+
+    layout: Any
+    active: np.ndarray
+    load: np.ndarray
+    bound: np.ndarray
+
+    def affordable(self, vw: int, to: int) -> bool:
+        giver = int(np.flatnonzero(self.active == self.layout.owner[vw])[0])
+        within = self.load[giver] <= self.bound[giver] * (1 + 1e-9)  # rounding: loads add up
+        if within and self._spreads(vw, int(self.active[to])):
+            return False
+        return self.layout.ledger.fits(self.layout.handover_cost(vw, int(self.active[to])))
+
+    def _spreads(self, vw: int, to: int) -> bool:
+        """Whether handing ``vw`` to worker ``to`` gives one of its hot keys a new worker."""
+        owner = self.layout.owner
+        return any(
+            all(owner[v] != to for v, _ in self.layout.pieces[key])
+            for key in self.layout.keys_on.get(vw, ())
+        )
+
+    def spend(self, vw: int, to: int) -> None:
+        self.layout.hand_over(vw, int(self.active[to]))
+
+
 def fair_share(load: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """Each worker's fair share of the summed ``load``: ``Σ L · c_w / Σ c`` (§VI, ``α*_w``)."""
     return load.sum() * capacity / capacity.sum()
