@@ -261,7 +261,7 @@ def evaluate_partitions(
     delay = latency.latency_summary(segments)
     metrics = {
         "consumers": float(bm.consumers(now)),
-        "lower_bound": float(max(bm.lower_bound(r, capacity) for r in np.atleast_2d(held))),
+        "lower_bound": float(bm.lower_bound(held, capacity)),
         "rscore": bm.rscore(rates, capacity, previous, now),
         "imbalance": imbalance(loads),
         "max_consumer_load": float(loads.max(initial=0.0)),

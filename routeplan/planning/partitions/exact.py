@@ -227,7 +227,7 @@ class _BinPackModel:
         the LP relaxation misses."""
         import pulp
 
-        self.prob += pulp.lpSum(self.y) >= max(lower_bound(share, 1.0) for share in self.windows)
+        self.prob += pulp.lpSum(self.y) >= lower_bound(self.windows, 1.0)
 
     def move_budget(self, max_moves: int) -> None:
         """``Σ_{j: q_j ≥ 0} (1 − stays_j) ≤ max_moves``."""

@@ -33,8 +33,11 @@ def consumers(assignment: np.ndarray) -> int:
 
 def lower_bound(rates: np.ndarray, capacity: float) -> int:
     """⌈Σ rates / C⌉ over the partitions that fit a consumer (at least one consumer if there are
-    any), plus one consumer per partition above C, which reads nothing else."""
+    any), plus one consumer per partition above C, which reads nothing else. ``rates``: per
+    partition, or windows × partitions (every window must fit: the busiest window's bound)."""
     rates = np.asarray(rates, dtype=float)
+    if rates.ndim == 2:
+        return max((lower_bound(row, capacity) for row in rates), default=0)
     big = rates > capacity
     normal = rates[~big]
     bound = math.ceil(normal.sum() / capacity * (1 - TOLERANCE)) if normal.size else 0
