@@ -59,10 +59,11 @@ def peak_excess(
     loads = np.atleast_2d(np.asarray(window_loads, dtype=float))
     caps = np.ones(loads.shape[1]) if capacity is None else np.asarray(capacity, dtype=float)
     active = np.ones(caps.shape, bool) if active is None else np.asarray(active, bool)
-    busiest = loads.sum(axis=1).max(initial=0.0) / caps[active].sum()
+    busiest = loads.sum(axis=1).max(initial=0.0)  # the busiest window's load
     if busiest <= 0:
         return 0.0
-    return float((loads / caps).max() / busiest - 1.0)
+    # × Σ c before ÷ the load: a tiny load (a subnormal) divided by Σ c first would round to 0
+    return float((loads / caps).max() * caps[active].sum() / busiest - 1.0)
 
 
 def load_distance(
