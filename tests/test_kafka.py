@@ -1,4 +1,4 @@
-"""routeplan.producers.kafka: producers route every message exactly as ``Router.route`` does.
+"""routeplan_client.kafka: producers route every message exactly as ``Router.route`` does.
 
 Against a real Kafka 4.x broker (KRaft, ``tests/kafka_broker.py``: one for the module) the Java
 client's ``RoutingPartitioner``, the Go client's franz-go partitioner and Python's kafka-python
@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kafka_broker import REPO, KafkaBroker
+from routeplan_client import Router
+from routeplan_client.kafka import KafkaPythonPartitioner, RoutedProducer, worker_partitions
 
 from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
-from routeplan.producers.client import Router
-from routeplan.producers.kafka import KafkaPythonPartitioner, RoutedProducer, worker_partitions
 from routeplan.publishing.store import RoutingStore
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -164,7 +164,7 @@ def stream_keys(n: int = RECORDS, seed: int = 7) -> list[str]:
 
 
 KEYS = stream_keys()
-EXPECTED = [int(w[1:]) for w in Router(WIDE).route_many(KEYS).tolist()]
+EXPECTED = [int(w[1:]) for w in Router(WIDE).route_many(KEYS)]
 
 
 @pytest.fixture(scope="module")
@@ -310,7 +310,7 @@ def test_confluent_kafka_sends_every_record_where_the_router_says_bad_tables_mid
             if err:
                 errors.append(err)
 
-        with caplog.at_level(logging.WARNING, logger="routeplan.producers.client"):
+        with caplog.at_level(logging.WARNING, logger="routeplan_client.router"):
             for phase in range(PHASES):
                 start, end = RECORDS * phase // PHASES, RECORDS * (phase + 1) // PHASES
                 for i in range(start, end):  # str and UTF-8 bytes keys alike
