@@ -283,9 +283,13 @@ def test_a_corrupt_version_is_rejected_once_and_the_last_good_one_serves(
     write_version(tmp_path, "v2.json", corrupt_documents()[corruption])
     reads = []
     real_read = sources_module.StoreSource._read
-    router._source._read = lambda name, limit: (
-        (name == "LATEST" or reads.append(name)) and real_read(router._source, name, limit)
-    ) or real_read(router._source, name, limit)
+
+    def read(name: str, limit: int) -> bytes:
+        if name != "LATEST":
+            reads.append(name)
+        return real_read(router._source, name, limit)
+
+    router._source._read = read
     assert [router.reload() for _ in range(3)] == [False, False, False]
     assert router.version == 1 and router.route(keys_of_group(0, 3, 1)[0]) == "a"
     assert reads == ["v2.json"]  # the bad version is read once, not at every poll
