@@ -63,6 +63,17 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def broker(tmp_path_factory):
+    """One real Kafka 4 broker (KRaft) for the run: tests/kafka_broker.py starts it from the
+    Maven artefacts ``make clients`` fetched, on first use; each test makes its own topics."""
+    from kafka_broker import KafkaBroker
+
+    kafka = KafkaBroker(tmp_path_factory.mktemp("kafka")).start()
+    yield kafka
+    kafka.stop()
+
+
+@pytest.fixture(scope="session")
 def spark_connect(tmp_path_factory) -> dict[str, str]:
     """One Spark Connect server for the whole run (``scripts/spark_connect.py``), started on
     first use: the environment that makes Airflow's Spark tasks its clients."""

@@ -465,7 +465,18 @@ class Rebalancer:
     def maybe_rebalance(self, consumer: Any) -> bool:
         """Once per interval: reads LATEST and, when it names a new partition_assignment table,
         makes ``consumer`` rejoin its group; True when it did. Call it from the thread that
-        polls ``consumer``."""
+        polls ``consumer``.
+
+        At every call it also mends a rebalance kafka-python finished but never applied
+        (``stranded_join``): the consumer then rejoins, and reads its partitions again."""
+        if stranded_join(consumer):
+            log.warning(
+                "routeplan: kafka-python finished a rebalance but did not apply its assignment "
+                "(the consumer's poll timed out during it, and the group looked stable by then): "
+                "the consumer rejoins"
+            )
+            request_rejoin(consumer)
+            return True
         now = time.monotonic()
         if self._interval is None or now < self._next:
             return False
@@ -501,6 +512,26 @@ class Rebalancer:
         if what != self._problem:
             log.warning("routeplan: %s; no rebalance asked for", what)
             self._problem = what
+
+
+def stranded_join(consumer: Any) -> bool:
+    """Whether kafka-python 3.0 left a finished JoinGroup/SyncGroup unapplied on ``consumer``.
+
+    Its ``join_group_async`` keeps an in-flight join task across ``poll`` calls, but only
+    collects it while ``need_rejoin()`` is True. A leader that rejoined because the topic's
+    metadata changed (its ``_assignment_snapshot`` differed from ``_metadata_snapshot``) makes
+    them equal again when it performs the assignment; should its ``poll(timeout_ms=…)`` end
+    before the SyncGroup answer, the next poll sees ``need_rejoin()`` False and never applies
+    the answer: the member holds no partitions, and the group, stable, never rebalances again.
+    Seen on a group whose first rebalance ran before the leader had the topic's metadata. True
+    when the coordinator has a done join task and needs no rejoin (private attributes: False for
+    a kafka-python without them)."""
+    coordinator = getattr(consumer, "_coordinator", None)
+    task = getattr(coordinator, "_join_task", None)
+    if task is None or not getattr(task, "is_done", False):
+        return False
+    need_rejoin = getattr(coordinator, "need_rejoin", None)
+    return need_rejoin is not None and not need_rejoin()
 
 
 def request_rejoin(consumer: Any) -> None:
