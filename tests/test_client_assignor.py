@@ -13,6 +13,7 @@ import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -283,6 +284,31 @@ def test_each_reason_to_fall_back_gives_ranges_assignment_and_says_why(tmp_path,
         assert reason in said[0], (name, said)
         if name in ("fewer members", "more members"):
             assert every_once(partitions(got), 6)
+
+
+def test_a_group_of_another_size_gets_the_plans_partitions_spread_by_its_loads(tmp_path, logs):
+    """Two members for a three-consumer plan planned on loads: Graham's LPT over the loads
+    (heaviest first, each to the least loaded member; a partition the plan has no load for
+    counts as their mean), members in declared-name order; the reason is kept and logged."""
+    loads = [9.0, 1.0, 4.0, 4.0, 2.0, 6.0]  # partition 6 (the topic's 7th) is not in the plan
+    planned = replace(PLAN, planning_load={"partition_load": loads})
+    RoutingStore(tmp_path).publish(planned)
+    made = assignor(tmp_path, STREAM)
+    members = [member("m-b", tmp_path, consumer="zeta"), member("m-a", tmp_path, consumer="c1")]
+    got = partitions(made.assign(Cluster(orders=7), members))
+    # members c1 (m-a), zeta (m-b); heaviest first: 0 (9) -> a; 5 (6) -> b; 6 (the mean,
+    # 26/6) -> b (6 < 9); 2 (4) -> a (9 < 10.3); 3 (4) -> b (10.3 < 13); 4 (2) -> a; 1 (1) -> b
+    assert got == {"m-a": [0, 2, 4], "m-b": [1, 3, 5, 6]}
+    assert made.fallback_reason == (
+        "orders v1 (partition_assignment): the group has 2 members, the plan 3 consumers that "
+        "read partitions"
+    )
+    (said,) = warnings_of(logs)
+    assert said.endswith("its partitions are spread by its loads over the members")
+    # three members: the plan itself, not the loads
+    three = [member(f"m{i}", tmp_path, consumer=f"c{i}") for i in range(3)]
+    assert partitions(made.assign(Cluster(orders=6), three))["m0"] == [1, 4]
+    assert made.fallback_reason is None
 
 
 def test_each_assignment_reads_latest_again(store):

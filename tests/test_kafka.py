@@ -368,12 +368,19 @@ JAR = REPO / "clients" / "java" / "target" / "routeplan-client.jar"
 GROUP_PARTITIONS = 6
 
 
-def consumer_plan(version: int) -> PartitionAssignment:
+def consumer_plan(version: int, loads: list[float] | None = None) -> PartitionAssignment:
     """Three consumers c0-c2 over 6 partitions, not in the order a built-in assignor gives them;
-    version 2 moves partitions 0-2 and keeps 3-5."""
+    version 2 moves partitions 0-2 and keeps 3-5. Planned on ``loads`` when given."""
     shift = 2 if version == 1 else 1
     plan = {p: f"c{(p + (shift if p < 3 else 2)) % 3}" for p in range(GROUP_PARTITIONS)}
-    return PartitionAssignment(STREAM, "test", Workers.homogeneous(3, prefix="c"), plan)
+    planning = {"partition_load": loads} if loads is not None else {}
+    consumers = Workers.homogeneous(3, prefix="c")
+    return PartitionAssignment(STREAM, "test", consumers, plan, planning_load=planning)
+
+
+# one heavy partition: spread by these loads over two members, c0 gets it alone (Graham's LPT)
+SKEWED_LOADS = [5.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+SPREAD = {"c0": [0], "c1": [1, 2, 3, 4, 5]}
 
 
 def by_consumer(table: PartitionAssignment) -> dict[str, list[int]]:
@@ -473,16 +480,26 @@ def test_java_assignor_gives_each_consumer_the_partitions_the_plan_names(broker,
     assert "the group rebalances: routeplan clicks v2 (was v1)" in log, log
 
 
-def test_java_assignor_falls_back_when_the_group_is_not_the_plans_size(broker, tmp_path):
+def test_java_assignor_spreads_by_the_plans_loads_or_falls_back_when_the_group_is_not_its_size(
+    broker, tmp_path
+):
+    """Two members for a three-consumer plan: spread by the plan's loads; a version without
+    loads: cooperative-sticky."""
     topic, store = new_topic(broker, GROUP_PARTITIONS), tmp_path / "routing"
-    RoutingStore(store).publish(consumer_plan(1))
+    RoutingStore(store).publish(consumer_plan(1, SKEWED_LOADS))
     group = JavaConsumers(broker, topic, store, ["c0", "c1"], tmp_path)
     try:
-        got = group.settle()
+        assert group.settle(SPREAD) == SPREAD
+        RoutingStore(store).publish(consumer_plan(2))  # no loads: cooperative-sticky
+        got, deadline = group.settle(), time.monotonic() + 60
+        while sorted(len(ps) for ps in got.values()) != [3, 3]:  # sticky balances: 3 and 3
+            assert time.monotonic() < deadline, f"not rebalanced by cooperative-sticky: {got}"
+            got = group.settle()
     finally:
         log = group.stop()
-    assert sorted(len(ps) for ps in got.values()) == [3, 3], got  # cooperative-sticky balances
     assert "the group has 2 members, the plan 3 consumers that read partitions" in log, log
+    assert "its partitions are spread by its loads over the members" in log, log
+    assert "and it has no partition loads to spread" in log, log
     assert "assigned by cooperative-sticky" in log, log
 
 
@@ -570,14 +587,19 @@ def test_kafka_python_assignor_gives_each_consumer_the_partitions_the_plan_names
     assert "the group rebalances: routeplan clicks v2 (was v1)" in caplog.text
 
 
-def test_kafka_python_assignor_falls_back_when_the_group_is_not_the_plans_size(broker, tmp_path):
+def test_kafka_python_assignor_falls_back_or_spreads_by_the_loads_when_the_group_is_not_its_size(
+    broker, tmp_path
+):
+    """Two members for a three-consumer plan: Range's without loads; a version with loads is
+    spread by them."""
     topic, store = new_topic(broker, GROUP_PARTITIONS), tmp_path / "routing"
-    RoutingStore(store).publish(consumer_plan(1))
+    RoutingStore(store).publish(consumer_plan(1))  # no loads
     group = PythonConsumers(broker, topic, store, ["c0", "c1"])
     try:
-        got = group.settle()
+        assert group.settle() == {"c0": [0, 1, 2], "c1": [3, 4, 5]}  # Range's
+        why = "clicks v1 (partition_assignment): the group has 2 members, the plan 3 consumers"
+        assert any(why in (c.fallback_reason or "") for c in group.classes.values()), why
+        RoutingStore(store).publish(consumer_plan(2, SKEWED_LOADS))
+        assert group.settle(SPREAD) == SPREAD
     finally:
         group.stop()
-    assert sorted(got.values()) == [[0, 1, 2], [3, 4, 5]], got  # Range's
-    why = "clicks v1 (partition_assignment): the group has 2 members, the plan 3 consumers"
-    assert any(why in (c.fallback_reason or "") for c in group.classes.values()), why

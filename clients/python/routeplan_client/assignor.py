@@ -158,13 +158,52 @@ def unfit(
             return f"member {member.member_id} subscribes to {topics}, not to topic {topic!r} alone"
     if not cluster.partitions_for_topic(topic):
         return f"no metadata for topic {topic!r}"
-    consumers = len(readers(table))
-    if consumers != len(members):
-        return (
-            f"the group has {len(members)} members, the plan {consumers} consumers that read "
-            "partitions"
-        )
     return None
+
+
+def other_size(table: PartitionAssignment, members: Sequence[Any]) -> str | None:
+    """Why the plan's consumers cannot be the group's members (None: as many of each)."""
+    consumers = len(readers(table))
+    if consumers == len(members):
+        return None
+    return (
+        f"the group has {len(members)} members, the plan {consumers} consumers that read partitions"
+    )
+
+
+def partition_loads(table: PartitionAssignment) -> dict[int, float] | None:
+    """The load the plan planned each partition on (``planning_load.partition_load``, its index
+    the partition), or None when the table has none (or not finite loads >= 0)."""
+    planning = table.document.get("planning_load")
+    loads = planning.get("partition_load") if isinstance(planning, Mapping) else None
+    if not isinstance(loads, list) or not loads:
+        return None
+    if not all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < float("inf")
+        for x in loads
+    ):
+        return None
+    return {p: float(x) for p, x in enumerate(loads)}
+
+
+def spread(
+    loads: Mapping[int, float], partitions: Iterable[int], members: Sequence[Any]
+) -> dict[str, list[int]]:
+    """Each member's partitions when the group is not the plan's size: the plan's partitions
+    spread by the plan's loads (Graham's LPT rule). Heaviest first (ties: the lower partition),
+    each to the member carrying the least load so far (ties: fewer partitions, then the members'
+    order: declared name, then member id). A partition the plan has no load for counts as the
+    mean of those it has."""
+    mean = sum(loads.values()) / len(loads)
+    order = sorted(members, key=lambda m: (declared(m) or "", m.member_id))
+    carried = {m.member_id: (0.0, 0, i) for i, m in enumerate(order)}
+    assigned: dict[str, list[int]] = {m.member_id: [] for m in order}
+    for p in sorted(set(partitions), key=lambda p: (-loads.get(p, mean), p)):
+        member = min(carried, key=carried.__getitem__)
+        load, count, rank = carried[member]
+        carried[member] = (load + loads.get(p, mean), count + 1, rank)
+        assigned[member].append(p)
+    return {m: sorted(ps) for m, ps in assigned.items()}
 
 
 def pair(consumers: Iterable[str], members: Sequence[Any]) -> dict[str, str]:
@@ -273,10 +312,12 @@ class RouteplanAssignor(AbstractPartitionAssignor):
     others are paired in order (the remaining consumer names sorted; the remaining members by
     declared name, then member id). A partition of the topic the table does not name goes to
     the member with the fewest partitions; one the table names that the topic lacks is left
-    out; both are logged. Otherwise — no table, a refused one, a key_routing table, another
-    stream or topic, another group size — the assignment is kafka-python's
-    ``RangePartitionAssignor``'s, and the reason is logged as a WARNING (and kept in
-    ``fallback_reason`` on the leader's class).
+    out; both are logged. A group of another size than the plan's gets the plan's partitions
+    spread over its members by the plan's loads (``spread``: the loads it was planned on, LPT).
+    Otherwise — no table, a refused one, a key_routing table, another stream or topic, another
+    group size and no loads — the assignment is kafka-python's ``RangePartitionAssignor``'s.
+    Either way the reason is logged as a WARNING (and kept in ``fallback_reason`` on the
+    leader's class).
 
     EAGER protocol only (kafka-python's default, as Range's): each rebalance revokes every
     partition before assigning, so a moved partition needs no second round. A new version is
@@ -335,8 +376,23 @@ class RouteplanAssignor(AbstractPartitionAssignor):
         if why is not None:
             return cls._fall_back(cluster, members, f"{describe(table)}: {why}")
         assert isinstance(table, PartitionAssignment)
-        assigned = follow(table, topic, cluster.partitions_for_topic(topic), members)
-        cls.fallback_reason = None
+        partitions = cluster.partitions_for_topic(topic)
+        size = other_size(table, members)
+        if size is None:
+            assigned = follow(table, topic, partitions, members)
+            cls.fallback_reason = None
+        else:
+            loads = partition_loads(table)
+            if loads is None:
+                reason = f"{describe(table)}: {size}, and it has no partition loads to spread"
+                return cls._fall_back(cluster, members, reason)
+            log.warning(
+                "routeplan: %s: %s: its partitions are spread by its loads over the members",
+                describe(table),
+                size,
+            )
+            cls.fallback_reason = f"{describe(table)}: {size}"
+            assigned = spread(loads, partitions, members)
         return {
             member: ConsumerProtocolAssignment(cls.version, [(topic, ps)] if ps else [], b"")
             for member, ps in assigned.items()

@@ -46,9 +46,11 @@ import org.apache.kafka.common.config.ConfigException;
  * the remaining members sorted by group.instance.id, then member id), so that a restarted
  * static member gets its partitions back. A partition of the topic the table does not name goes
  * to the member with the fewest partitions (the first in that order on ties); one the table
- * names that the topic lacks is left out. Both are logged. Otherwise — no table, a refused one,
- * a key_routing table, another topic, another group size — the assignment is {@link
- * CooperativeStickyAssignor}'s, and the reason is logged.
+ * names that the topic lacks is left out. Both are logged. A group of another size than the
+ * plan's gets the plan's partitions spread over its members by the loads it was planned on
+ * ({@code planning_load.partition_load}: Graham's LPT, {@link #spread}). Otherwise — no table, a
+ * refused one, a key_routing table, another topic, another group size and no loads — the
+ * assignment is {@link CooperativeStickyAssignor}'s. Either way the reason is logged.
  *
  * <p>It supports the COOPERATIVE and the EAGER rebalance protocols, as the cooperative-sticky
  * fallback does (so a group rebalances incrementally whichever of the two assigns): a partition
@@ -127,11 +129,24 @@ public class RouteplanAssignor implements ConsumerPartitionAssignor, Configurabl
     if (why != null) {
       return fallBack(metadata, groupSubscription, table + ": " + why);
     }
-    Map<String, List<TopicPartition>> assigned = follow(table, planTopic,
-        metadata.partitionCountForTopic(planTopic), members);
-    fallbackReason = null;
+    int partitions = metadata.partitionCountForTopic(planTopic);
+    String size = otherSize(table, members);
+    Map<String, List<TopicPartition>> assigned;
+    if (size == null) {
+      assigned = follow(table, planTopic, partitions, members);
+      fallbackReason = null;
+    } else if (table.partitionLoads == null) {
+      return fallBack(metadata, groupSubscription,
+          table + ": " + size + ", and it has no partition loads to spread");
+    } else {
+      LOG.log(Level.WARNING, "routeplan: {0}: {1}: its partitions are spread by its loads over "
+          + "the members", table, size);
+      fallbackReason = table + ": " + size;
+      assigned = apply(spread(table.partitionLoads, partitions, members), planTopic, members,
+          "the loads of " + table);
+    }
     Map<String, Assignment> result = new HashMap<>();
-    assigned.forEach((member, partitions) -> result.put(member, new Assignment(partitions)));
+    assigned.forEach((member, owned) -> result.put(member, new Assignment(owned)));
     return new GroupAssignment(result);
   }
 
@@ -160,12 +175,57 @@ public class RouteplanAssignor implements ConsumerPartitionAssignor, Configurabl
     if (metadata.partitionCountForTopic(planTopic) == null) {
       return "no metadata for topic '" + planTopic + "'";
     }
-    int consumers = readers(table).size();
-    if (consumers != members.size()) {
-      return "the group has " + members.size() + " members, the plan " + consumers
-          + " consumers that read partitions";
-    }
     return null;
+  }
+
+  /** Why the plan's consumers cannot be the group's members, or null: as many of each. */
+  private static String otherSize(Table table, Map<String, Subscription> members) {
+    int consumers = readers(table).size();
+    if (consumers == members.size()) {
+      return null;
+    }
+    return "the group has " + members.size() + " members, the plan " + consumers
+        + " consumers that read partitions";
+  }
+
+  /**
+   * Partition → member when the group is not the plan's size: the plan's partitions spread by
+   * the loads it was planned on (Graham's LPT rule). Heaviest first (ties: the lower partition),
+   * each to the member carrying the least load so far (ties: fewer partitions, then the members'
+   * order: group.instance.id, then member id). A partition the plan has no load for counts as
+   * the mean of those it has.
+   */
+  static Map<Integer, String> spread(double[] loads, int partitions,
+      Map<String, Subscription> members) {
+    double mean = 0;
+    for (double x : loads) {
+      mean += x / loads.length;
+    }
+    List<String> order = new ArrayList<>(members.keySet());
+    order.sort(Comparator.comparing((String m) -> members.get(m).groupInstanceId().orElse(""))
+        .thenComparing(Comparator.naturalOrder()));
+    double[] load = new double[order.size()];
+    int[] count = new int[order.size()];
+    List<Integer> heaviestFirst = new ArrayList<>();
+    for (int p = 0; p < partitions; p++) {
+      heaviestFirst.add(p);
+    }
+    double fill = mean;
+    heaviestFirst.sort(Comparator.comparingDouble((Integer p) -> -(p < loads.length ? loads[p]
+        : fill)).thenComparing(Comparator.naturalOrder()));
+    Map<Integer, String> target = new TreeMap<>();
+    for (int p : heaviestFirst) {
+      int least = 0;
+      for (int i = 1; i < order.size(); i++) {
+        if (load[i] < load[least] || (load[i] == load[least] && count[i] < count[least])) {
+          least = i;
+        }
+      }
+      load[least] += p < loads.length ? loads[p] : mean;
+      count[least]++;
+      target.put(p, order.get(least));
+    }
+    return target;
   }
 
   /** The table's consumers that read partitions, in the table's order. */
@@ -216,6 +276,16 @@ public class RouteplanAssignor implements ConsumerPartitionAssignor, Configurabl
       Map<String, Subscription> members) {
     Map<String, String> consumerMember = pair(readers(table), members);
     Map<Integer, String> target = target(table, topic, partitions, consumerMember);
+    return apply(target, topic, members, table + " (consumer -> member: " + consumerMember + ")");
+  }
+
+  /**
+   * Each member's partitions of {@code topic} by {@code target} (partition → member), less those
+   * another member owns now (cooperative: they are assigned at the next rebalance, once
+   * released); logged as assigned by {@code by}.
+   */
+  static Map<String, List<TopicPartition>> apply(Map<Integer, String> target, String topic,
+      Map<String, Subscription> members, String by) {
     Map<Integer, Set<String>> owners = owners(topic, members);
     Map<String, List<TopicPartition>> assigned = new LinkedHashMap<>();
     for (String member : members.keySet()) {
@@ -230,8 +300,8 @@ public class RouteplanAssignor implements ConsumerPartitionAssignor, Configurabl
         assigned.get(e.getValue()).add(new TopicPartition(topic, e.getKey()));
       }
     }
-    LOG.log(Level.INFO, "routeplan: topic {0} assigned by {1} to {2} members (consumer -> "
-        + "member: {3}){4}", topic, table, members.size(), consumerMember, held.isEmpty() ? ""
+    LOG.log(Level.INFO, "routeplan: topic {0} assigned by {1} to {2} members{3}", topic, by,
+        members.size(), held.isEmpty() ? ""
         : "; partitions " + held + " move: assigned once their owners have released them");
     return assigned;
   }

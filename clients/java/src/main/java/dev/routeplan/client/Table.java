@@ -37,7 +37,7 @@ public final class Table {
   static final String LEGACY_CHECKSUM_PREFIX = "sha256:";
   private static final Set<String> KEEP =
       Set.of("stream", "version", "kind", "checksum", "hash", "num_key_groups", "workers",
-          "consumers", "hot_keys", "partition_consumer");
+          "consumers", "hot_keys", "partition_consumer", "planning_load");
 
   public final String stream;
   public final long version;
@@ -53,10 +53,15 @@ public final class Table {
 
   /** partition_assignment: partition -> consumer. */
   public final Map<Integer, String> partitionConsumer;
+  /**
+   * partition_assignment: the load each partition was planned on (planning_load.partition_load,
+   * its index the partition), or null when the table has none.
+   */
+  final double[] partitionLoads;
 
   private Table(String stream, long version, String kind, String checksum, int seed,
       List<String> workers, double[] capacities, int[] keyGroupWorker, Map<String, int[]> hotKeys,
-      Map<Integer, String> partitionConsumer) {
+      Map<Integer, String> partitionConsumer, double[] partitionLoads) {
     this.stream = stream;
     this.version = version;
     this.kind = kind;
@@ -67,6 +72,7 @@ public final class Table {
     this.keyGroupWorker = keyGroupWorker;
     this.hotKeys = hotKeys;
     this.partitionConsumer = partitionConsumer;
+    this.partitionLoads = partitionLoads;
   }
 
   /** The number of key groups of a key_routing table. */
@@ -294,7 +300,7 @@ public final class Table {
     double[] capacities = caps.stream().mapToDouble(Double::doubleValue).toArray();
     return new Table(stream, version, KEY_ROUTING, checksum, (int) (long) seed,
         Collections.unmodifiableList(workers), capacities, groups,
-        Collections.unmodifiableMap(hot), Map.of());
+        Collections.unmodifiableMap(hot), Map.of(), null);
   }
 
   @SuppressWarnings("unchecked")
@@ -325,7 +331,27 @@ public final class Table {
     }
     return new Table(stream, version, PARTITION_ASSIGNMENT, checksum, 0,
         Collections.unmodifiableList(names), new double[0], new int[0], Map.of(),
-        Collections.unmodifiableMap(assigned));
+        Collections.unmodifiableMap(assigned), partitionLoads(f.get("planning_load")));
+  }
+
+  /** planning_load.partition_load as loads, or null when absent or not finite numbers >= 0. */
+  private static double[] partitionLoads(Object planning) {
+    Object loads = planning instanceof Map ? ((Map<?, ?>) planning).get("partition_load") : null;
+    if (!(loads instanceof List) || ((List<?>) loads).isEmpty()) {
+      return null;
+    }
+    List<?> values = (List<?>) loads;
+    double[] out = new double[values.size()];
+    for (int p = 0; p < out.length; p++) {
+      if (!(values.get(p) instanceof Number)) {
+        return null;
+      }
+      out[p] = ((Number) values.get(p)).doubleValue();
+      if (!(out[p] >= 0) || Double.isInfinite(out[p])) {
+        return null;
+      }
+    }
+    return out;
   }
 
   static byte[] readAll(InputStream in) throws IOException {

@@ -44,6 +44,12 @@ class AssignorTest {
   /** A partition_assignment document with its checksum (docs/routing-spec.md §2, §5). */
   static byte[] assignment(String stream, long version, Map<Integer, String> plan,
       String... consumers) {
+    return assignment(stream, version, plan, null, consumers);
+  }
+
+  /** The same, planned on {@code loads} (planning_load.partition_load) unless null. */
+  static byte[] assignment(String stream, long version, Map<Integer, String> plan,
+      double[] loads, String... consumers) {
     StringBuilder doc = new StringBuilder("{\"stream\":\"" + stream + "\",\"version\":" + version
         + ",\"kind\":\"partition_assignment\",\"strategy\":\"test\",\"consumers\":[");
     for (int i = 0; i < consumers.length; i++) {
@@ -57,7 +63,15 @@ class AssignorTest {
           .append("\"");
       sep = ",";
     }
-    doc.append("}}");
+    doc.append("}");
+    if (loads != null) {
+      StringBuilder list = new StringBuilder();
+      for (double x : loads) {
+        list.append(list.length() == 0 ? "" : ",").append(x);
+      }
+      doc.append(",\"planning_load\":{\"partition_load\":[").append(list).append("]}");
+    }
+    doc.append("}");
     byte[] body = doc.toString().getBytes(StandardCharsets.UTF_8);
     String checksum = Table.CHECKSUM_PREFIX + sha256(Canonical.canonical(body));
     return (doc.substring(0, doc.length() - 1) + ",\"checksum\":\"" + checksum + "\"}")
@@ -280,6 +294,28 @@ class AssignorTest {
         assign(topic, RouterTest.cluster("payments", 6), threeMembers(topic, "payments"))
             .get("m0"));
     assertNull(topic.fallbackReason, topic.fallbackReason);
+  }
+
+  @Test
+  void aGroupOfAnotherSizeGetsThePlansPartitionsSpreadByItsLoads(@TempDir Path root)
+      throws IOException {
+    // partition 6 (the topic's 7th) is not in the plan: it counts as the mean load, 26/6
+    double[] loads = {9, 1, 4, 4, 2, 6};
+    publish(root, 1, assignment(STREAM, 1, PLAN, loads, "c0", "c1", "c2"));
+    RouteplanAssignor assignor = assignor(root);
+    Map<String, Subscription> two = new LinkedHashMap<>();
+    two.put("m-b", member(assignor, STREAM, "zeta"));
+    two.put("m-a", member(assignor, STREAM, "c1"));
+    // members by group.instance.id: c1 (m-a), zeta (m-b); heaviest first: 0 -> a, 5 -> b,
+    // 6 -> b, 2 -> a, 3 -> b, 4 -> a, 1 -> b (Graham's LPT; the Python assignor's test too)
+    assertEquals(Map.of("m-a", List.of(0, 2, 4), "m-b", List.of(1, 3, 5, 6)),
+        assign(assignor, RouterTest.cluster(STREAM, 7), two));
+    assertTrue(assignor.fallbackReason.contains("the group has 2 members, the plan 3"),
+        assignor.fallbackReason);
+    assertEquals(byConsumer(PLAN).get("c0"),
+        assign(assignor, RouterTest.cluster(STREAM, 6), threeMembers(assignor, STREAM))
+            .get("m0"));
+    assertNull(assignor.fallbackReason, assignor.fallbackReason);
   }
 
   static Map<String, Subscription> threeMembers(RouteplanAssignor assignor, String topic) {
