@@ -109,8 +109,8 @@ class Workers:
 
     def routes_like(self, other: Workers, capacity_tolerance: float = 0.0) -> bool:
         """Whether ``other`` routes as these workers do: the same names in the same order, the
-        same states and racks, and each capacity within ``capacity_tolerance`` of ours relative to the
-        larger of the two (``|a - b| <= tolerance * max(a, b)``; 0: equal). Capacities learnt
+        same states and racks, and each capacity within ``capacity_tolerance`` of ours relative
+        to the larger of the two (``|a - b| <= tolerance * max(a, b)``; 0: equal). Capacities learnt
         from the logs move by a little every night; within the tolerance they are the same."""
         if len(self.items) != len(other.items):
             return False
