@@ -24,7 +24,8 @@ bins first. A new bin that does not reopen the partition's previous consumer (Eq
 costs more than a cross-rack read) opens the lowest free consumer in one of its racks, else
 f(k). Only bins the partition fits are candidates and a bin is opened only when none is, so
 racks never add a consumer nor overload one; without an in-rack candidate the choice is the plain
-algorithm's.
+algorithm's. Once packed, :func:`rack_repair` moves or swaps cross-rack partitions onto in-rack
+consumers where they fit (never one that stays on its previous consumer).
 """
 
 from __future__ import annotations
@@ -211,7 +212,67 @@ def any_fit(
         if b is None:
             b = bins.open(j, reopen_previous)
         bins.put(b, j)
-    return bins.assignment
+    return _repaired(bins)
+
+
+def _repaired(bins: _Bins) -> np.ndarray:
+    """``bins``' assignment after :func:`rack_repair` when it prefers racks."""
+    if bins.local is None:
+        return bins.assignment
+    movable = (bins.previous < 0) | (bins.previous != bins.assignment)
+    return rack_repair(bins.rates, bins.capacity, bins.assignment, bins.local, movable)
+
+
+def rack_repair(
+    rates: np.ndarray,
+    capacity: float,
+    assignment: np.ndarray,
+    local: np.ndarray,
+    movable: np.ndarray,
+) -> np.ndarray:
+    """One pass over the cross-rack partitions, largest first: each that may move (``movable``:
+    not staying on its previous consumer) goes to the fullest in-rack consumer it fits in every
+    window, else swaps with the movable partition of an in-rack consumer that gains the most
+    in-rack load with both consumers still within C. Each step raises the load read in rack;
+    no consumer is opened or put above C, and a partition above C (alone on its consumer) stays.
+    ``local``: partitions × known consumer ids (the module's racks)."""
+    windows = np.atleast_2d(np.asarray(rates, dtype=float))  # windows × partitions
+    size = windows.max(axis=0)
+    found = np.asarray(assignment, dtype=np.int64).copy()
+    ids, slot = np.unique(found, return_inverse=True)
+    load = np.stack([np.bincount(slot, weights=row, minlength=ids.size) for row in windows])
+    near = np.zeros((found.size, ids.size), dtype=bool)  # partition × open consumer: in rack
+    known = ids < local.shape[1]
+    near[:, known] = local[:, ids[known]]
+    free = np.asarray(movable, dtype=bool) & (size <= capacity)
+    for j in np.argsort(-size, kind="stable").tolist():
+        a = int(slot[j])
+        if not free[j] or near[j, a]:
+            continue
+        targets = np.flatnonzero(near[j])
+        fits = np.all(load[:, targets] + windows[:, j, None] <= capacity, axis=0)
+        if fits.any():
+            b = int(targets[fits][np.argmax(load[:, targets[fits]].max(axis=0))])
+            load[:, a] -= windows[:, j]
+            load[:, b] += windows[:, j]
+            slot[j] = b
+            continue
+        others = np.flatnonzero(free & np.isin(slot, targets))
+        if others.size == 0:
+            continue
+        there = slot[others]
+        gain = size[j] + size[others] * (near[others, a].astype(float) - near[others, there])
+        stay_a = load[:, a, None] - windows[:, j, None] + windows[:, others] <= capacity
+        stay_b = load[:, there] - windows[:, others] + windows[:, j, None] <= capacity
+        ok = np.all(stay_a, axis=0) & np.all(stay_b, axis=0) & (gain > 0)
+        if not ok.any():
+            continue
+        k = int(others[ok][np.argmax(gain[ok])])
+        b = int(slot[k])
+        load[:, a] += windows[:, k] - windows[:, j]
+        load[:, b] += windows[:, j] - windows[:, k]
+        slot[j], slot[k] = b, a
+    return ids[slot]
 
 
 def modified_any_fit(
@@ -274,7 +335,7 @@ def modified_any_fit(
         if b is None:
             b = bins.open(j)
         bins.put(b, j)
-    return bins.assignment
+    return _repaired(bins)
 
 
 def kafka_range(
