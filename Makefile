@@ -195,6 +195,7 @@ bench: $(SPARK_CLUSTER) $(DEV)
 	python bench/pipeline.py $(BENCH_ARGS)
 	python bench/closed_loop.py
 	python bench/closed_loop.py --strategy milp --time-limit 1
+	python bench/racks.py
 
 # The documentation site from docs/ (mkdocs.yml's nav), its home the README; --strict: a broken
 # link or anchor, a missing page or one left out of the nav fails the build. Offline: no fonts or

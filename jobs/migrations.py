@@ -43,6 +43,8 @@ MIGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("predicted_low", "double"),
         ("predicted_high", "double"),
         ("band", "string"),  # the realized peak excess inside, above or below the band
+        ("predicted_cross_rack_fraction", "double"),  # partitions with racks (KIP-881)
+        ("realized_cross_rack_fraction", "double"),
     ),
 }
 

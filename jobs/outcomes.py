@@ -24,6 +24,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
+
 from jobs.common import (
     RunArgs,
     Tables,
@@ -66,7 +68,8 @@ OUTCOME_COLUMNS = (
     "consumers int, lower_bound int, overloaded int, note string, run_id string, "
     "created_at timestamp, attributed_share double, realized_peak_excess double, "
     "previous_peak_excess double, predicted_peak_excess double, predicted_low double, "
-    "predicted_high double, band string"
+    "predicted_high double, band string, predicted_cross_rack_fraction double, "
+    "realized_cross_rack_fraction double"
 )
 OUTCOME_FIELDS = tuple(column.split()[0] for column in OUTCOME_COLUMNS.split(", "))
 
@@ -160,6 +163,11 @@ def stream_outcomes(
                 spark, args, stream, table, (window_rule, metric), these
             )
             peak = (day_peak_excess(table, loads.windows), before)
+        day_partitions = (
+            day_partition_load(spark, args, where)
+            if table is not None and table.kind == "partition_assignment"
+            else None
+        )
         results.append(
             outcome(
                 stream,
@@ -176,9 +184,32 @@ def stream_outcomes(
                 previous_day,
                 shares.get(version),
                 peak,
+                day_partitions,
             )
         )
     return results
+
+
+def day_partition_load(spark, args: RunArgs, where: str) -> np.ndarray | None:
+    """Each partition's bytes on the day (``silver.partition_load``; None without the table or
+    a partition): what the realized cross-rack share weighs."""
+    from pyspark.sql import functions as F
+
+    if not table_exists(args.tables, "silver.partition_load"):
+        return None
+    rows = (
+        read_delta(spark, args.tables, "silver.partition_load")
+        .where(where)
+        .groupBy("partition")
+        .agg(F.sum("bytes").alias("bytes"))
+        .collect()
+    )
+    if not rows:
+        return None
+    load = np.zeros(max(int(r["partition"]) for r in rows) + 1)
+    for r in rows:
+        load[int(r["partition"])] = float(r["bytes"] or 0.0)
+    return load
 
 
 def day_messages(spark, args: RunArgs, where: str) -> float:

@@ -17,7 +17,7 @@ from datetime import timedelta
 
 import numpy as np
 
-from jobs.common import RunArgs, read_delta, table_exists
+from jobs.common import RunArgs, log, read_delta, table_exists
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.publishing.store import RoutingStore
 from routeplan.streams.attribution import peak_window
@@ -86,10 +86,19 @@ def load_snapshot(spark, args: RunArgs, stream: str, options, kind: str):
     loads: Loads | None
     if kind == "partition_assignment":
         rates = partition_rates(spark, args, stream, options, window)
-        loads = None if rates is None else PartitionLoad(stream, rates)
+        loads = None if rates is None else partition_load(stream, rates, options.policy)
     else:
         loads = key_group_snapshot(spark, args, stream, options, window, frames)
     return loads, window, logged
+
+
+def partition_load(stream: str, rates: np.ndarray, policy: StreamPolicy) -> PartitionLoad:
+    """The ``PartitionLoad`` of ``rates`` with the replica racks the policy names
+    (``partition_racks``, KIP-881); partitions it names that the loads lack are logged."""
+    racks, note = policy.racks_for(len(rates))
+    if note:
+        log("plan", note)
+    return PartitionLoad(stream, rates, partition_racks=racks)
 
 
 def key_group_snapshot(spark, args: RunArgs, stream: str, options, window, frames) -> LoadSnapshot:

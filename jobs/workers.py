@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import date
 
 from jobs.common import Tables, log, table_exists
@@ -54,7 +55,7 @@ def _resolved(
         log("workers", f"{stream}: {note}")
     return Workers(
         tuple(
-            Worker(w.name, capacities[w.name], w.state) if w.name in capacities else w
+            replace(w, capacity=capacities[w.name]) if w.name in capacities else w
             for w in workers.items
         )
     )

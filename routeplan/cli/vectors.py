@@ -154,7 +154,22 @@ def _partition_tables() -> dict[str, dict[str, Any]]:
         key_group_worker=[],
         hot_keys=[],
     )
-    return {"pa-basic": _published(table), "pa-legacy-shape": _legacy(old)}
+    racked = PartitionAssignment(
+        "vectors",
+        "bfd",
+        Workers((Worker("c0", 1e6, rack="az1"), Worker("c1", 1e6), Worker("c2", 1e6, rack="az2"))),
+        {p: f"c{p % 3}" for p in range(12)},
+        planning_load={
+            "partition_load": [float(p + 1) for p in range(12)],
+            "partition_racks": [["az1", "az2"], ["az2"], ["az2", "az3"], [], ["az1"], ["az3"]] * 2,
+        },
+    )
+    return {
+        "pa-basic": _published(table),
+        "pa-legacy-shape": _legacy(old),
+        # consumers with an optional rack, partitions with their replicas' racks (KIP-881)
+        "pa-racks": _published(racked),
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,7 +391,7 @@ def generate(out: Path) -> list[Path]:
                     ),
                 }
             )
-    for name in ("pa-basic", "pa-legacy-shape"):
+    for name in ("pa-basic", "pa-legacy-shape", "pa-racks"):
         table = PartitionAssignment.from_document(documents[name])
         lines = [str(p) for p in (3, 0, 11, 5, 5, 1, 10, 2, 4, 6, 7, 8, 9)]
         records.append(

@@ -14,6 +14,7 @@ from types import MappingProxyType
 import numpy as np
 
 from routeplan.model.hashing import DEFAULT_SEED, key_group
+from routeplan.model.names import check_name
 
 
 def checked_windows(windows: np.ndarray | None, units: int) -> np.ndarray | None:
@@ -27,6 +28,26 @@ def checked_windows(windows: np.ndarray | None, units: int) -> np.ndarray | None
     if not np.all(np.isfinite(loads)) or np.any(loads < 0):
         raise ValueError("window loads must be finite and >= 0")
     return loads
+
+
+def checked_partition_racks(
+    racks: Iterable[Iterable[str]], partitions: int
+) -> tuple[tuple[str, ...], ...]:
+    """``racks`` as one tuple of replica racks per partition (leader first; empty: unknown);
+    ValueError unless there are ``partitions`` of them, each of valid names (two replicas may
+    share a rack: Kafka places them apart only when there are racks enough)."""
+    if isinstance(racks, str | bytes):
+        raise ValueError("partition_racks must list each partition's replica racks")
+    found = tuple((r,) if isinstance(r, str) else tuple(r) for r in racks)
+    if len(found) != partitions:
+        raise ValueError(
+            f"partition_racks must list the racks of each of the {partitions} partitions, "
+            f"got {len(found)}"
+        )
+    for p, replicas in enumerate(found):
+        for rack in replicas:
+            check_name(rack, f"partition {p}: rack")
+    return found
 
 
 def _frozen(mapping: Mapping[str, float] | None) -> Mapping[str, float]:
@@ -134,11 +155,15 @@ class PartitionLoad:
     ``partition_windows`` (optional) is windows × partitions: each partition's rate in every
     window of the day the assignment must hold; the bin packers then fill a consumer only while
     the partitions fit in each window (vector bin packing).
+    ``partition_racks`` (optional) holds, per partition, the racks of its replicas, leader
+    first (KIP-881: a consumer may fetch from the replica in its own rack); an empty tuple is a
+    partition whose racks are unknown. Rack names follow the name rule (``names``).
     """
 
     stream: str
     partition_load: np.ndarray
     partition_windows: np.ndarray | None = None
+    partition_racks: tuple[tuple[str, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         rates = np.asarray(self.partition_load, dtype=float)
@@ -148,6 +173,10 @@ class PartitionLoad:
         object.__setattr__(
             self, "partition_windows", checked_windows(self.partition_windows, rates.size)
         )
+        if self.partition_racks is not None:
+            object.__setattr__(
+                self, "partition_racks", checked_partition_racks(self.partition_racks, rates.size)
+            )
 
     @property
     def num_partitions(self) -> int:

@@ -47,6 +47,8 @@ from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.model.workers import Workers
 
 KINDS = ("key_routing", "partition_assignment")
+# what a partition_assignment table keeps of its loads (``planning_load``)
+PARTITION_PLANNING_LOAD = frozenset({"partition_load", "partition_racks"})
 
 
 @dataclass(frozen=True)
@@ -290,8 +292,8 @@ class PartitionAssignment(Table):
     partition_consumer: Mapping[int, str]
 
     def __post_init__(self) -> None:
-        if set(self.planning_load) - {"partition_load"}:  # an old document's dummy key groups
-            kept = {k: v for k, v in self.planning_load.items() if k == "partition_load"}
+        if set(self.planning_load) - PARTITION_PLANNING_LOAD:  # an old document's key groups
+            kept = {k: v for k, v in self.planning_load.items() if k in PARTITION_PLANNING_LOAD}
             object.__setattr__(self, "planning_load", kept)
         partitions = {int(p): str(c) for p, c in sorted(dict(self.partition_consumer).items())}
         object.__setattr__(self, "partition_consumer", MappingProxyType(partitions))
@@ -331,8 +333,12 @@ class PartitionAssignment(Table):
     def planning_snapshot(self) -> PartitionLoad | None:
         if not self.planning_load or "partition_load" not in self.planning_load:
             return None
+        rates = np.asarray(self.planning_load["partition_load"], dtype=float)
+        racks = self.planning_load.get("partition_racks")
         return PartitionLoad(
-            self.stream, np.asarray(self.planning_load["partition_load"], dtype=float)
+            self.stream,
+            rates,
+            partition_racks=None if racks is None or len(racks) != rates.size else racks,
         )
 
 
@@ -350,7 +356,10 @@ def table_from_document(doc: Mapping[str, Any], verify: bool = True) -> Table:
 def planning_load(loads: Loads) -> dict[str, Any]:
     """The part of the loads a table keeps so that diffs and audits can weigh its moves."""
     if isinstance(loads, PartitionLoad):
-        return {"partition_load": loads.partition_load.tolist()}
+        kept: dict[str, Any] = {"partition_load": loads.partition_load.tolist()}
+        if loads.partition_racks is not None:  # only when known: documents stay as they were
+            kept["partition_racks"] = [list(r) for r in loads.partition_racks]
+        return kept
     return {
         "key_group_load": loads.key_group_load.tolist(),
         "hot_key_load": dict(sorted(loads.hot_key_load.items())),

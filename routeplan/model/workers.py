@@ -4,23 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    pass
+from routeplan.model.names import check_name
 
 WORKER_STATES = ("active", "draining")
 
 
 @dataclass(frozen=True)
 class Worker:
-    """One worker (operator instance / consumer). ``capacity`` is relative or msgs/s."""
+    """One worker (operator instance / consumer). ``capacity`` is relative or msgs/s; ``rack``
+    the rack (or availability zone) it runs in, a name by the rule of ``names`` (None: unknown),
+    what a rack-aware partition plan matches with the racks of a partition's replicas
+    (KIP-881)."""
 
     name: str
     capacity: float = 1.0
     state: str = "active"
+    rack: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -29,6 +32,8 @@ class Worker:
             raise ValueError(f"worker {self.name}: capacity must be > 0, got {self.capacity}")
         if self.state not in WORKER_STATES:
             raise ValueError(f"worker {self.name}: state must be one of {WORKER_STATES}")
+        if self.rack is not None:
+            check_name(self.rack, f"worker {self.name}: rack")
 
 
 @dataclass(frozen=True)
@@ -52,16 +57,28 @@ class Workers:
 
     @classmethod
     def from_records(cls, records: Iterable[Mapping[str, Any]]) -> Workers:
-        """From ``{"worker", "capacity", "state"}`` records (schemas/worker.schema.json)."""
+        """From ``{"worker", "capacity", "state", "rack"?}`` records
+        (schemas/worker.schema.json); ``rack`` absent or null: unknown."""
         return cls(
             tuple(
-                Worker(str(r["worker"]), float(r.get("capacity", 1.0)), r.get("state", "active"))
+                Worker(
+                    str(r["worker"]),
+                    float(r.get("capacity", 1.0)),
+                    r.get("state", "active"),
+                    r.get("rack"),
+                )
                 for r in records
             )
         )
 
     def to_records(self) -> list[dict[str, Any]]:
-        return [{"worker": w.name, "capacity": w.capacity, "state": w.state} for w in self.items]
+        """The records ``from_records`` reads; ``rack`` only when known, so a document of
+        workers without racks (and its checksum) is what it was before racks existed."""
+        return [
+            {"worker": w.name, "capacity": w.capacity, "state": w.state}
+            | ({} if w.rack is None else {"rack": w.rack})
+            for w in self.items
+        ]
 
     def __len__(self) -> int:
         return len(self.items)
@@ -73,6 +90,11 @@ class Workers:
     @property
     def active(self) -> tuple[Worker, ...]:
         return tuple(w for w in self.items if w.state == "active")
+
+    @property
+    def racks(self) -> tuple[str | None, ...]:
+        """Each worker's rack (None: unknown), in the workers' order."""
+        return tuple(w.rack for w in self.items)
 
     @property
     def capacities(self) -> np.ndarray:
@@ -87,14 +109,15 @@ class Workers:
 
     def routes_like(self, other: Workers, capacity_tolerance: float = 0.0) -> bool:
         """Whether ``other`` routes as these workers do: the same names in the same order, the
-        same states, and each capacity within ``capacity_tolerance`` of ours relative to the
-        larger of the two (``|a - b| <= tolerance * max(a, b)``; 0: equal). Capacities learnt
+        same states and racks, and each capacity within ``capacity_tolerance`` of ours relative
+        to the larger of the two (``|a - b| <= tolerance * max(a, b)``; 0: equal). Capacities learnt
         from the logs move by a little every night; within the tolerance they are the same."""
         if len(self.items) != len(other.items):
             return False
         return all(
             a.name == b.name
             and a.state == b.state
+            and a.rack == b.rack
             and abs(a.capacity - b.capacity) <= capacity_tolerance * max(a.capacity, b.capacity)
             for a, b in zip(self.items, other.items, strict=True)
         )

@@ -18,6 +18,7 @@ __all__ = ["STRATEGIES", "StrategyInfo", "describe", "label"]
 
 _KEY_BALANCE = ("imbalance", "max_worker_load", "memory")
 _BINS = ("consumers", "lower_bound", "overloaded", "rscore", "max_consumer_load")
+_RACKS = ("cross_rack_fraction",)  # KIP-881: reported when racks are known
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,14 @@ class StrategyInfo:
     weights: tuple[str, ...] = ()
 
 
-def _fit(title: str, rule: str) -> StrategyInfo:
+def _fit(title: str, rule: str, racks: bool = True) -> StrategyInfo:
     return StrategyInfo(
         title,
         "002",
-        f"fewest consumers with no consumer above the bin capacity C ({rule})",
-        _BINS,
+        f"fewest consumers with no consumer above the bin capacity C ({rule})"
+        + ("; in-rack consumers first among those a partition fits" if racks else ""),
+        (*_BINS, *_RACKS),
+        ("rack_weight",) if racks else (),
     )
 
 
@@ -45,8 +48,10 @@ def _modified(title: str) -> StrategyInfo:
         title,
         "002",
         "fewest consumers with no consumer above C, least rebalanced load (Rscore): previous "
-        "consumers keep their partitions where they fit",
-        (*_BINS, "moves", "migrated_load_share"),
+        "consumers keep their partitions where they fit; migrating partitions go to in-rack "
+        "consumers first",
+        (*_BINS, "moves", "migrated_load_share", *_RACKS),
+        ("rack_weight",),
     )
 
 
@@ -132,11 +137,11 @@ STRATEGIES: dict[str, StrategyInfo] = {
         "distance, within the budget",
         ("load_distance", "imbalance", "moves", "migrated_load_share"),
     ),
-    "nf": _fit("Next Fit", "arrival order, one open bin"),
+    "nf": _fit("Next Fit", "arrival order, one open bin", racks=False),
     "ff": _fit("First Fit", "arrival order, the first bin that fits"),
     "bf": _fit("Best Fit", "arrival order, the fullest bin that fits"),
     "wf": _fit("Worst Fit", "arrival order, the emptiest bin that fits"),
-    "nfd": _fit("Next Fit Decreasing", "largest first, one open bin"),
+    "nfd": _fit("Next Fit Decreasing", "largest first, one open bin", racks=False),
     "ffd": _fit("First Fit Decreasing", "largest first, the first bin that fits"),
     "bfd": _fit("Best Fit Decreasing", "largest first, the fullest bin that fits"),
     "wfd": _fit("Worst Fit Decreasing", "largest first, the emptiest bin that fits"),
@@ -147,20 +152,24 @@ STRATEGIES: dict[str, StrategyInfo] = {
     "binpack_milp": StrategyInfo(
         "Bin packing MILP (exact reference)",
         "002",
-        "fewest consumers, then least Rscore, solved exactly within the time limit",
-        (*_BINS, "moves"),
+        "fewest consumers, then least Rscore less rack_weight × the load read in rack, solved "
+        "exactly within the time limit",
+        (*_BINS, "moves", *_RACKS),
+        ("rack_weight",),
     ),
     "kafka_range": StrategyInfo(
         "Kafka RangeAssignor",
         None,
-        "none: consecutive partitions per consumer, blind to load",
-        _BINS,
+        "none: consecutive partitions per consumer, blind to load; with racks, KIP-881's "
+        "in-rack partitions first",
+        (*_BINS, *_RACKS),
+        ("rack_weight",),
     ),
     "kafka_roundrobin": StrategyInfo(
         "Kafka RoundRobinAssignor",
         None,
-        "none: partition i to consumer i mod n, blind to load",
-        _BINS,
+        "none: partition i to consumer i mod n, blind to load and racks",
+        (*_BINS, *_RACKS),
     ),
 }
 

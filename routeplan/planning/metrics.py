@@ -218,12 +218,15 @@ def evaluate_partitions(
     """Moves and predicted metrics of a ``partition_assignment`` table (paper 002): consumers
     against the lower bound, Rscore (Eq. 11), consumers over the bin capacity C (``overloaded``:
     with more than one partition; ``oversized_partitions``: alone but above C) — with
-    ``loads.partition_windows``, in any window, the bound the busiest window's — and the §VI-C
-    latency of one iteration. ``table.params`` carries C (``bin_capacity``; ``capacity`` in
-    tables published before the name changed), C̄ (``consumer_capacity``), ``iteration_s`` and
+    ``loads.partition_windows``, in any window, the bound the busiest window's — the §VI-C
+    latency of one iteration, and with ``loads.partition_racks`` the cross-rack share of
+    KIP-881 (``racks.rack_metrics``: ``cross_rack_fraction``, ``cross_rack_load``,
+    ``rack_known_share``). ``table.params`` carries C (``bin_capacity``; ``capacity`` in tables
+    published before the name changed), C̄ (``consumer_capacity``), ``iteration_s`` and
     ``rebalance_s``."""
     from routeplan.planning.partitions import latency
     from routeplan.planning.partitions import scores as bm
+    from routeplan.planning.partitions.racks import rack_metrics
 
     params = dict(table.params)
     if "bin_capacity" not in params and "capacity" in params:
@@ -234,6 +237,7 @@ def evaluate_partitions(
     capacity = float(params["bin_capacity"])
     partitions = list(table.partition_consumer)
     rates = partition_rates(loads, partitions)
+    racks = loads.partition_racks  # KIP-881: the share of the known load read across racks
     names = {n: i for i, n in enumerate(dict.fromkeys(table.consumers.names))}
     before = dict(current.partition_consumer) if current is not None else {}
     for name in before.values():
@@ -278,7 +282,15 @@ def evaluate_partitions(
         "latency_p90_s": delay["p90"],
         "latency_p99_s": delay["p99"],
     }
+    metrics.update(rack_metrics(table, _covering(rates, partitions), racks))
     return found, metrics
+
+
+def _covering(rates: np.ndarray, partitions: Sequence[int]) -> np.ndarray:
+    """``rates`` of ``partitions`` as an array indexed by partition (0 where none is listed)."""
+    out = np.zeros(max(partitions, default=-1) + 1)
+    out[np.asarray(partitions, dtype=np.int64)] = rates
+    return out
 
 
 def bin_capacity(table: PartitionAssignment) -> float:

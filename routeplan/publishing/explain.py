@@ -99,6 +99,27 @@ def explain_version(
         "moved_load_share": diff["moved_load_share"] if diff is not None else None,
         "budget": _budget(diff, budget),
         "objective": _objective(table),
+        "racks": _racks(table),
+    }
+
+
+def _racks(table: Table) -> dict[str, Any] | None:
+    """The cross-rack share the version was published predicting (KIP-881), the consumers per
+    rack and whether its strategy planned by racks; None when no racks are known."""
+    predicted = dict(table.predicted)
+    if "cross_rack_fraction" not in predicted:
+        return None
+    by_rack: dict[str, int] = {}
+    for worker in table.workers_of().items:
+        key = worker.rack if worker.rack is not None else "unknown"
+        by_rack[key] = by_rack.get(key, 0) + 1
+    weight = table.params.get("rack_weight")
+    return {
+        "cross_rack_fraction": float(predicted["cross_rack_fraction"]),
+        "cross_rack_load": float(predicted.get("cross_rack_load", 0.0)),
+        "rack_known_share": float(predicted.get("rack_known_share", 0.0)),
+        "planned_by_racks": isinstance(weight, int | float) and weight > 0,
+        "consumers_by_rack": dict(sorted(by_rack.items())),
     }
 
 
@@ -299,6 +320,18 @@ def format_explanation(explained: Mapping[str, Any], limit: int = 20) -> str:
                 if predicted.get("pruned_moves")
                 else ""
             )
+        )
+    racks = e.get("racks")
+    if racks is not None:
+        planned = (
+            "planned by racks"
+            if racks["planned_by_racks"]
+            else f"{e['strategy']} did not plan by racks"
+        )
+        lines.append(
+            f"  racks: {racks['cross_rack_fraction']:.1%} of the load read across racks "
+            f"({racks['cross_rack_load']:.6g}/s; racks known for "
+            f"{racks['rack_known_share']:.0%} of the load); {planned}"
         )
     lines.append(f"  objective: {objective['description']}")
     if objective["terms"]:

@@ -58,6 +58,8 @@ def loads_document(loads: Loads) -> dict[str, Any]:
         doc = {"kind": "partition_assignment", "partition_load": loads.partition_load.tolist()}
         if loads.partition_windows is not None:
             doc["partition_windows"] = loads.partition_windows.tolist()
+        if loads.partition_racks is not None:
+            doc["partition_racks"] = [list(r) for r in loads.partition_racks]
         return doc
     doc: dict[str, Any] = {
         "kind": "key_routing",
@@ -109,6 +111,7 @@ def _loads(stream: str, doc: Mapping[str, Any]) -> Loads:
             stream,
             np.asarray(doc["partition_load"], dtype=float),
             _windows(doc.get("partition_windows")),
+            doc.get("partition_racks"),
         )
     flow = doc.get("key_group_flow")
     return LoadSnapshot(

@@ -53,6 +53,7 @@ from routeplan.planning.metrics import (
     observed_imbalance,
     observed_peak_excess,
 )
+from routeplan.planning.partitions.racks import rack_metrics
 from routeplan.planning.partitions.scores import lower_bound
 from routeplan.streams.attribution import MIN_ATTRIBUTED_SHARE
 
@@ -212,6 +213,10 @@ class Outcome:
     predicted_low: float | None = None
     predicted_high: float | None = None
     band: str | None = None
+    # partitions with racks known (KIP-881): the share of the load read across racks the version
+    # was published predicting, and on the day's measured partition loads
+    predicted_cross_rack_fraction: float | None = None
+    realized_cross_rack_fraction: float | None = None
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -232,6 +237,7 @@ def outcome(
     previous_day: Measures | None = None,
     attributed_share: float | None = None,
     peak: tuple[float | None, float | None] = (None, None),
+    partition_load: np.ndarray | None = None,
 ) -> Outcome:
     """The outcome of ``version`` (``table``; None when it is gone from the store) on day
     ``interval_start``: realized measures in the planning window and over the day, the
@@ -242,7 +248,8 @@ def outcome(
     ``MIN_ATTRIBUTED_SHARE`` keeps the day from being compared with the day before (a part of
     the traffic against the whole): no ``regressed`` or ``improved`` verdict, a note says so.
     ``peak`` is the day's peak excess realized and the predecessor's (``day_peak_excess``),
-    reported beside the headline."""
+    reported beside the headline. ``partition_load`` (partitions: the day's measured load of
+    each partition, bytes) gives the realized cross-rack share (``realized_cross_rack``)."""
     notes = list(notes)
     band = predicted_band(table) if table is not None else None
     where = None  # where the realized peak excess fell against the predicted band
@@ -302,6 +309,29 @@ def outcome(
         predicted_low=band[1] if band else None,
         predicted_high=band[2] if band else None,
         band=where,
+        predicted_cross_rack_fraction=(
+            _finite(table.predicted.get("cross_rack_fraction")) if table is not None else None
+        ),
+        realized_cross_rack_fraction=(
+            realized_cross_rack(table, partition_load)
+            if table is not None and partition_load is not None and messages > 0
+            else None
+        ),
+    )
+
+
+def realized_cross_rack(table: Table, partition_load: np.ndarray) -> float | None:
+    """The share of ``partition_load`` (each partition's measured load; partitions beyond it
+    carried none) that ``table``'s consumers read across racks (KIP-881), over the partitions
+    whose replica racks (the table's ``planning_load.partition_racks``) and consumer's rack are
+    both known; None for a key-routing table or when no such partition carried load."""
+    if not isinstance(table, PartitionAssignment):
+        return None
+    racks = table.planning_load.get("partition_racks")
+    return _finite(
+        rack_metrics(table, np.asarray(partition_load, dtype=float), racks).get(
+            "cross_rack_fraction"
+        )
     )
 
 

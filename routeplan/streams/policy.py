@@ -33,6 +33,7 @@ from typing import Any
 from routeplan import storage
 from routeplan.errors import InputError
 from routeplan.files import reading
+from routeplan.model.names import is_valid_name, name_rule
 from routeplan.model.plan import Budget
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.budget import BUDGET_FIELDS
@@ -111,6 +112,7 @@ class WorkerSpec:
     name: str
     capacity: float | None = None
     state: str = "active"
+    rack: str | None = None  # KIP-881: the worker's (consumer's) rack; None: unknown
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,24 @@ class StreamPolicy:
     candidates: tuple[str, ...] = ()
     goals: tuple[str, ...] = DEFAULT_GOALS
     workers: tuple[WorkerSpec, ...] | None = None
+    # partition_assignment: partition → the racks of its replicas, leader first (KIP-881)
+    partition_racks: Mapping[int, tuple[str, ...]] | None = None
+
+    def racks_for(self, num_partitions: int) -> tuple[tuple[tuple[str, ...], ...] | None, str]:
+        """The replica racks of partitions ``0 … num_partitions − 1`` for a ``PartitionLoad``
+        (a partition the policy leaves out: unknown, ``()``), and a note naming the listed
+        partitions the stream does not have ("" when none); None without racks."""
+        if self.partition_racks is None:
+            return None, ""
+        racks = tuple(self.partition_racks.get(p, ()) for p in range(num_partitions))
+        beyond = sorted(p for p in self.partition_racks if p >= num_partitions)
+        note = (
+            f"{self.stream}: partition_racks lists partitions the loads do not have "
+            f"({', '.join(map(str, beyond[:5]))}{' …' if len(beyond) > 5 else ''}): not used"
+            if beyond
+            else ""
+        )
+        return racks, note
 
     @property
     def is_auto(self) -> bool:
@@ -185,7 +205,7 @@ class StreamPolicy:
                     f"stream {self.stream!r}: worker {spec.name!r} has capacity auto and no "
                     "capacity was learnt for it"
                 )
-            items.append(Worker(spec.name, float(capacity), spec.state))
+            items.append(Worker(spec.name, float(capacity), spec.state, spec.rack))
         return Workers(tuple(items))
 
 
@@ -276,8 +296,11 @@ def policy_from_overrides(
     if base.workers is not None:
         doc["workers"] = [
             {"worker": w.name, "capacity": w.capacity or "auto", "state": w.state}
+            | ({} if w.rack is None else {"rack": w.rack})
             for w in base.workers
         ]
+    if base.partition_racks is not None:
+        doc["partition_racks"] = {p: list(r) for p, r in base.partition_racks.items()}
     if strategy is not None and strategy != base.strategy:
         doc["strategy"] = strategy
         doc["params"] = {}
@@ -400,6 +423,7 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
         candidates=candidates,
         goals=goals,
         workers=_workers(stream, doc.get("workers"), ctx),
+        partition_racks=_partition_racks(stream, kind, doc.get("partition_racks"), ctx),
     )
 
 
@@ -428,7 +452,48 @@ def _workers(stream: str, records: Any, ctx: _Context) -> tuple[WorkerSpec, ...]
         state = record.get("state", "active")
         if state not in ("active", "draining"):
             raise ctx.error(stream, f"workers.{i}.state", "must be active or draining")
-        specs.append(WorkerSpec(name, None if capacity == "auto" else float(capacity), state))
+        rack = record.get("rack")
+        if rack is not None and not is_valid_name(rack):
+            raise ctx.error(stream, f"workers.{i}.rack", f"invalid rack {rack!r}: {name_rule()}")
+        capacity = None if capacity == "auto" else float(capacity)
+        specs.append(WorkerSpec(name, capacity, state, rack))
     if not any(s.state == "active" for s in specs):
         raise ctx.error(stream, "workers", "at least one worker must be active")
     return tuple(specs)
+
+
+def _partition_racks(
+    stream: str, kind: str, given: Any, ctx: _Context
+) -> Mapping[int, tuple[str, ...]] | None:
+    """``partition_racks`` (a list by partition, or a mapping partition → racks) as partition →
+    replica racks; PolicyError naming the field for another kind, a partition that is not an
+    integer >= 0, an empty list or a rack that is not a valid name."""
+    if given is None:
+        return None
+    if kind != "partition_assignment":
+        raise ctx.error(
+            stream, "partition_racks", "only a partition_assignment stream has partitions"
+        )
+    if not isinstance(given, list | Mapping):
+        raise ctx.error(stream, "partition_racks", "must be a list or a mapping of partitions")
+    pairs = list(enumerate(given)) if isinstance(given, list) else list(given.items())
+    found: dict[int, tuple[str, ...]] = {}
+    for key, racks in pairs:
+        partition = key if isinstance(key, int) and not isinstance(key, bool) else None
+        if isinstance(key, str) and key.isdigit():
+            partition = int(key)
+        if partition is None or partition < 0:
+            raise ctx.error(stream, "partition_racks", f"{key!r} is not a partition (>= 0)")
+        if partition in found:
+            raise ctx.error(stream, f"partition_racks.{partition}", "partition listed twice")
+        if isinstance(racks, str) or not isinstance(racks, list) or not racks:
+            raise ctx.error(stream, f"partition_racks.{partition}", "must list the replicas' racks")
+        for rack in racks:
+            if not is_valid_name(rack):
+                raise ctx.error(
+                    stream,
+                    f"partition_racks.{partition}",
+                    f"invalid rack {rack!r}: {name_rule()}",
+                )
+        found[partition] = tuple(racks)
+    return types.MappingProxyType(found)

@@ -133,7 +133,10 @@ def forecast_loads(
     units = forecast(history.units, quantile, decay)
     if isinstance(base, PartitionLoad):
         windows = window_profile(history.units, decay, quantile)
-        return replace(base, partition_load=units, partition_windows=windows)
+        racks = base.partition_racks  # the history may know more (or fewer) partitions
+        if racks is not None:
+            racks = (*racks, *(((),) * units.size))[: units.size]
+        return replace(base, partition_load=units, partition_windows=windows, partition_racks=racks)
     windows = at_forecast_level(window_profile(history.units, decay), units)
     keys = hot_keys or tuple(history.hot_keys)
     own = (

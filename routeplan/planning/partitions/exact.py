@@ -15,6 +15,12 @@ With the rates of several windows (``rates[t, j]``: the assignment must hold eve
 a day), Eq. 4 holds in each window, ``s_j`` elsewhere is partition ``j``'s highest window and the
 bound on consumers is the busiest window's.
 
+Racks (KIP-881, ``racks``): with ``local`` (partitions × known consumer ids, the consumer in the
+partition's rack) and ``rack_weight`` w > 0 the objective also subtracts
+``w·Σ_{i,j: local} s_j·x_{i,j}`` — the load read in rack, in consumers' worth, traded against the
+Rscore at w per unit (w = 1: a byte read in rack is worth a byte not moved) — and ``M`` becomes
+``(1 + w)·Σ s_j + 1``, so racks never cost a consumer. The warm start is rack-aware too.
+
 ``M`` = Σ s_j + 1 is above any Rscore, so fewer consumers always win. The Rscore breaks ties by
 amounts down to a partition's rate over C, and Eq. 4's rows hold ``y_i``'s coefficient 1 beside
 rates many orders of magnitude below C. So the model is solved exactly (``solver.solve``'s
@@ -58,15 +64,53 @@ class MilpResult:
     solver_seconds: float
 
 
-def warm_start(rates: np.ndarray, capacity: float, previous: np.ndarray | None) -> np.ndarray:
-    """The best of :data:`WARM_STARTS`: fewest consumers, then least Rscore."""
+def warm_start(
+    rates: np.ndarray,
+    capacity: float,
+    previous: np.ndarray | None,
+    local: np.ndarray | None = None,
+    rack_weight: float = 0.0,
+) -> np.ndarray:
+    """The best of :data:`WARM_STARTS`: fewest consumers, then least cost (:func:`cost`)."""
+    racks = {"local": local, "rack_weight": rack_weight}
     candidates = [
-        heuristics.modified_any_fit(rates, capacity, previous, fit="worst"),
-        heuristics.modified_any_fit(rates, capacity, previous, fit="best", sort="max_partition"),
-        heuristics.any_fit(rates, capacity, previous, fit="best", sort_decreasing=True),
+        heuristics.modified_any_fit(rates, capacity, previous, fit="worst", **racks),
+        heuristics.modified_any_fit(
+            rates, capacity, previous, fit="best", sort="max_partition", **racks
+        ),
+        heuristics.any_fit(rates, capacity, previous, fit="best", sort_decreasing=True, **racks),
     ]
     size = heuristics.peak(rates)
-    return min(candidates, key=lambda a: (consumers(a), rscore(size, capacity, previous, a)))
+    return min(
+        candidates,
+        key=lambda a: (consumers(a), cost(size, capacity, previous, a, local, rack_weight)),
+    )
+
+
+def in_rack_load(rates: np.ndarray, assignment: np.ndarray, local: np.ndarray | None) -> float:
+    """The load of the partitions ``assignment`` gives a consumer in their rack (``local``:
+    partitions × known consumer ids; higher ids are never in rack)."""
+    if local is None or local.size == 0:
+        return 0.0
+    ids = np.asarray(assignment, dtype=np.int64)
+    known = ids < local.shape[1]
+    near = np.zeros(ids.shape, dtype=bool)
+    near[known] = local[np.flatnonzero(known), ids[known]]
+    return float(np.asarray(rates, dtype=float)[near].sum())
+
+
+def cost(
+    rates: np.ndarray,
+    capacity: float,
+    previous: np.ndarray | None,
+    assignment: np.ndarray,
+    local: np.ndarray | None = None,
+    rack_weight: float = 0.0,
+) -> float:
+    """What the model minimises after the consumers: the Rscore less ``rack_weight`` × the
+    load read in rack, in consumers' worth."""
+    near = in_rack_load(rates, assignment, local) if rack_weight > 0 else 0.0
+    return rscore(rates, capacity, previous, assignment) - rack_weight * near / capacity
 
 
 def binpack_milp(
@@ -78,9 +122,12 @@ def binpack_milp(
     max_moves: int | None = None,
     start: np.ndarray | None = None,
     solver: str = "highs",
+    local: np.ndarray | None = None,
+    rack_weight: float = 0.0,
 ) -> MilpResult:
-    """Fewest consumers, then least Rscore; ``max_moves`` caps the partitions that change
-    consumer (ValueError when no assignment meets it). ``rates``: per partition, or windows ×
+    """Fewest consumers, then least Rscore (less ``rack_weight`` × the load read in rack, with
+    ``local``: the module's racks); ``max_moves`` caps the partitions that change consumer
+    (ValueError when no assignment meets it). ``rates``: per partition, or windows ×
     partitions (every window must fit)."""
     started = time.perf_counter()
     windows = np.atleast_2d(np.asarray(rates, dtype=float))  # windows × partitions
@@ -90,10 +137,17 @@ def binpack_milp(
         return MilpResult(np.zeros(0, dtype=np.int64), "optimal", 0.0, 0.0)
     if time_limit_s <= 0:
         raise ValueError("binpack_milp needs a time limit > 0")
-    start = warm_start(windows, capacity, prev) if start is None else np.asarray(start)
+    if rack_weight > 0 and local is not None:
+        local = np.asarray(local, dtype=bool)
+        if local.ndim != 2 or local.shape[0] != rates.size:
+            raise ValueError("local must be partitions × known consumer ids")
+    else:
+        local, rack_weight = None, 0.0
+    if start is None:
+        start = warm_start(windows, capacity, prev, local, rack_weight)
     held = sorted(set(prev[prev >= 0].tolist()))
-    start = _relabel(start, held)
-    model = _BinPackModel(windows, capacity, prev, held, start, max_moves)
+    start = _relabel(np.asarray(start), held)
+    model = _BinPackModel(windows, capacity, prev, held, start, max_moves, local, rack_weight)
     solved = solve(model.prob, solver, time_limit_s, feasibility_tolerance=TOLERANCE, exact=True)
     seconds = time.perf_counter() - started
     if solved.status == "infeasible":
@@ -103,7 +157,8 @@ def binpack_milp(
     assignment = model.solution()
     if solved.status == "no_solution" or assignment is None:
         return MilpResult(start, "warm_start", None, seconds)
-    if _worse(rates, capacity, prev, assignment, start) and within(start, prev, max_moves):
+    racks = (local, rack_weight)
+    if _worse(rates, capacity, prev, assignment, start, racks) and within(start, prev, max_moves):
         return MilpResult(start, "warm_start", None, seconds)
     return MilpResult(assignment, solved.status, solved.gap, seconds)
 
@@ -114,10 +169,15 @@ def within(assignment: np.ndarray, prev: np.ndarray, max_moves: int | None) -> b
 
 
 def _worse(
-    rates: np.ndarray, capacity: float, prev: np.ndarray, found: np.ndarray, start: np.ndarray
+    rates: np.ndarray,
+    capacity: float,
+    prev: np.ndarray,
+    found: np.ndarray,
+    start: np.ndarray,
+    racks: tuple[np.ndarray | None, float] = (None, 0.0),
 ) -> bool:
-    """``found`` uses more consumers than ``start``, or as many with a higher Rscore."""
-    key = [(consumers(a), rscore(rates, capacity, prev, a)) for a in (found, start)]
+    """``found`` uses more consumers than ``start``, or as many at a higher :func:`cost`."""
+    key = [(consumers(a), cost(rates, capacity, prev, a, *racks)) for a in (found, start)]
     return key[0][0] > key[1][0] or (key[0][0] == key[1][0] and key[0][1] > key[1][1] + 1e-9)
 
 
@@ -133,12 +193,15 @@ class _BinPackModel:
         held: list[int],
         start: np.ndarray,
         max_moves: int | None,
+        local: np.ndarray | None = None,
+        rack_weight: float = 0.0,
     ) -> None:
         import pulp
 
         self.windows = rates / capacity  # s_{t,j} in every window t
         self.rates = rates.max(axis=0)
         self.capacity, self.prev, self.held = capacity, prev, held
+        self.local, self.rack_weight = local, rack_weight
         self.scale = self.rates / capacity  # s_j: the highest window
         self.big = self.rates > capacity  # alone on a consumer (see heuristics)
         self.bins = self.consumer_ids(start, max_moves)
@@ -177,13 +240,29 @@ class _BinPackModel:
 
     def objective(self) -> None:
         """Eq. 3 then Eq. 11: ``min M·Σ_i y_i + Σ_{j: q_j ≥ 0} s_j·(1 − stays_j)`` with
-        ``M = Σ_j s_j + 1`` above any Rscore; the constant ``Σ s_j`` of the Rscore is left out."""
+        ``M = Σ_j s_j + 1`` above any Rscore; the constant ``Σ s_j`` of the Rscore is left out.
+        With racks, ``− w·Σ_{i,j: local} s_j·x_{i,j}`` and ``M = (1 + w)·Σ_j s_j + 1``."""
         import pulp
 
-        weight = float(self.scale.sum()) + 1.0
-        self.prob += weight * pulp.lpSum(self.y) - pulp.lpSum(
-            self.scale[j] * s for j, s in zip(self.kept, self.stays, strict=True)
+        weight = (1.0 + self.rack_weight) * float(self.scale.sum()) + 1.0
+        self.prob += (
+            weight * pulp.lpSum(self.y)
+            - pulp.lpSum(self.scale[j] * s for j, s in zip(self.kept, self.stays, strict=True))
+            - pulp.lpSum(self.rack_weight * self.scale[j] * self.x[b][j] for b, j in self.near())
         )
+
+    def near(self) -> list[tuple[int, int]]:
+        """(slot, partition) pairs whose consumer is in the partition's rack (none without
+        racks)."""
+        if self.local is None or self.rack_weight <= 0:
+            return []
+        width = self.local.shape[1]
+        return [
+            (b, int(j))
+            for b, c in enumerate(self.bins)
+            if c < width
+            for j in np.flatnonzero(self.local[:, c])
+        ]
 
     def one_consumer_per_partition(self) -> None:
         """Eq. 5: ``Σ_i x_{i,j} = 1`` for every partition ``j``."""

@@ -25,12 +25,22 @@ Budget: ``binpack_milp`` honours ``max_moves`` (a hard constraint; the partition
 worker must give up count against it; its time limit is ``Budget.time_limit_s``). The heuristics
 honour no limit — Algorithm 1 is their way of moving little, not a cap — so a budget that sets
 one is refused for them (``contract.check_budget``).
+
+Racks (KIP-881, :mod:`routeplan.planning.partitions.racks`): consumers' racks are the workers'
+``rack`` (and the current table's consumers'), partitions' racks ``PartitionLoad.partition_racks``.
+Every packer but Next Fit, and ``binpack_milp``, takes ``rack_weight`` (default 1: an in-rack
+consumer first among those a partition fits; 0: racks are not read, the plan of before); so does
+``kafka_range`` (> 0: KIP-881's rack-aware range, Kafka's behaviour when racks are known).
+``nf``, ``nfd`` and ``kafka_roundrobin`` cannot prefer a rack and take no ``rack_weight``; every
+plan's predicted metrics report ``cross_rack_fraction`` whenever racks are known, so racks a
+strategy did not plan by are still reported, never silently dropped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import numpy as np
 
@@ -43,6 +53,22 @@ from routeplan.planning.metrics import partition_rates, partition_window_rates
 from routeplan.planning.partitions.consumers import ConsumerNames
 from routeplan.planning.partitions.packing import Packing, bin_capacity, pack
 from routeplan.planning.registry import register
+
+
+class Racks(TypedDict):
+    """What ``pack`` reads of racks: consumer ids' racks, partitions' replica racks, the weight."""
+
+    consumer_racks: Sequence[str | None]
+    partition_racks: Sequence[Sequence[str]] | None
+    rack_weight: float
+
+
+def check_rack_weight(weight: object) -> None:
+    """ValueError unless ``weight`` is a finite number >= 0."""
+    if isinstance(weight, bool) or not isinstance(weight, int | float):
+        raise ValueError(f"rack_weight must be a number >= 0, got {weight!r}")
+    if not 0 <= weight < float("inf"):
+        raise ValueError(f"rack_weight must be a finite number >= 0, got {weight!r}")
 
 
 @dataclass(frozen=True)
@@ -70,8 +96,9 @@ class BinPacking:
         previous: np.ndarray,
         workers: Workers,
         budget: Budget,
+        racks: Racks,
     ) -> Packing:
-        return pack(self.name, rates, capacity, previous)
+        return pack(self.name, rates, capacity, previous, **racks)
 
     def plan(
         self,
@@ -101,14 +128,24 @@ class BinPacking:
         kept = [None if before.get(p) in draining else before.get(p) for p in partitions]
         previous = names.encode(kept)
         forced = sum(1 for p in partitions if before.get(p) in draining)
-        packing = self._pack(rates, capacity, previous, workers, _less_moves(budget, forced))
+        rack_of = consumer_racks(workers, current)
+        racks: Racks = {
+            "consumer_racks": [rack_of.get(n) for n in names.known],
+            "partition_racks": _padded(loads.partition_racks, len(partitions)),
+            "rack_weight": float(getattr(self, "rack_weight", 0.0)),
+        }
+        packing = self._pack(rates, capacity, previous, workers, _less_moves(budget, forced), racks)
         consumers = names.decode(packing.assignment)
         table = PartitionAssignment(
             stream=loads.stream,
             strategy=self.name,
             consumers=Workers(
                 tuple(
-                    Worker(names.name(int(c)), consumer_capacity)
+                    Worker(
+                        names.name(int(c)),
+                        consumer_capacity,
+                        rack=rack_of.get(names.name(int(c))),
+                    )
                     for c in np.unique(packing.assignment)
                 )
             ),
@@ -128,6 +165,39 @@ class BinPacking:
             if packing.solver["mip_gap"] is not None:
                 extra["mip_gap"] = float(packing.solver["mip_gap"])
         return finish_plan(table, loads, current, extra)
+
+
+def consumer_racks(workers: Workers, current: Table | None) -> dict[str, str]:
+    """Each consumer's known rack by name: the current table's consumers', then the workers'
+    (the workers file or policy is the newer word)."""
+    found: dict[str, str] = {}
+    if isinstance(current, PartitionAssignment):
+        found.update({w.name: w.rack for w in current.consumers.items if w.rack is not None})
+    found.update({w.name: w.rack for w in workers.items if w.rack is not None})
+    return found
+
+
+def _padded(
+    racks: tuple[tuple[str, ...], ...] | None, partitions: int
+) -> tuple[tuple[str, ...], ...] | None:
+    """``racks`` for ``partitions`` partitions: those the loads do not cover are unknown."""
+    if racks is None:
+        return None
+    return racks[:partitions] + ((),) * (partitions - len(racks))
+
+
+@dataclass(frozen=True)
+class RackAwarePacking(BinPacking):
+    """A packer that prefers in-rack consumers: ``rack_weight`` is how much an in-rack consumer
+    counts against the fit's own preference (a bin's fill or slack over C, in [0, 1];
+    ``heuristics``), or against the Rscore for ``binpack_milp``; 0: racks are not read, the plan
+    of before. Not registered itself."""
+
+    rack_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_rack_weight(self.rack_weight)
 
 
 def _less_moves(budget: Budget, forced: int) -> Budget:
@@ -154,19 +224,19 @@ class NextFit(BinPacking):
 
 @register("ff")
 @dataclass(frozen=True)
-class FirstFit(BinPacking):
+class FirstFit(RackAwarePacking):
     """First Fit, adapted (paper 002 §VI-A): the first open bin that fits."""
 
 
 @register("bf")
 @dataclass(frozen=True)
-class BestFit(BinPacking):
+class BestFit(RackAwarePacking):
     """Best Fit, adapted (paper 002 §VI-A): the fullest open bin that fits."""
 
 
 @register("wf")
 @dataclass(frozen=True)
-class WorstFit(BinPacking):
+class WorstFit(RackAwarePacking):
     """Worst Fit, adapted (paper 002 §VI-A): the emptiest open bin that fits."""
 
 
@@ -178,19 +248,19 @@ class NextFitDecreasing(BinPacking):
 
 @register("ffd")
 @dataclass(frozen=True)
-class FirstFitDecreasing(BinPacking):
+class FirstFitDecreasing(RackAwarePacking):
     """First Fit Decreasing, adapted (paper 002 §VI-A): partitions largest first."""
 
 
 @register("bfd")
 @dataclass(frozen=True)
-class BestFitDecreasing(BinPacking):
+class BestFitDecreasing(RackAwarePacking):
     """Best Fit Decreasing, adapted (paper 002 §VI-A): partitions largest first."""
 
 
 @register("wfd")
 @dataclass(frozen=True)
-class WorstFitDecreasing(BinPacking):
+class WorstFitDecreasing(RackAwarePacking):
     """Worst Fit Decreasing, adapted (paper 002 §VI-A): partitions largest first."""
 
 
@@ -199,26 +269,26 @@ class WorstFitDecreasing(BinPacking):
 
 @register("mwf")
 @dataclass(frozen=True)
-class ModifiedWorstFit(BinPacking):
+class ModifiedWorstFit(RackAwarePacking):
     """Modified Worst Fit (paper 002 Algorithm 1): previous consumers by their summed rate."""
 
 
 @register("mbf")
 @dataclass(frozen=True)
-class ModifiedBestFit(BinPacking):
+class ModifiedBestFit(RackAwarePacking):
     """Modified Best Fit (paper 002 Algorithm 1): previous consumers by their summed rate."""
 
 
 @register("mwfp")
 @dataclass(frozen=True)
-class ModifiedWorstFitPartition(BinPacking):
+class ModifiedWorstFitPartition(RackAwarePacking):
     """Modified Worst Fit Partition (paper 002 Algorithm 1): previous consumers by their
     largest partition."""
 
 
 @register("mbfp")
 @dataclass(frozen=True)
-class ModifiedBestFitPartition(BinPacking):
+class ModifiedBestFitPartition(RackAwarePacking):
     """Modified Best Fit Partition (paper 002 Algorithm 1): previous consumers by their
     largest partition."""
 
@@ -240,15 +310,23 @@ class KafkaAssignor(BinPacking):
         ):
             raise ValueError(f"consumers must be >= 1, got {self.consumers}")
 
-    def _pack(self, rates, capacity, previous, workers, budget) -> Packing:  # noqa: ANN001
+    def _pack(self, rates, capacity, previous, workers, budget, racks) -> Packing:  # noqa: ANN001
         group = int(self.consumers or len(workers.active))
-        return pack(self.name, rates, capacity, previous, consumers=group)
+        return pack(self.name, rates, capacity, previous, consumers=group, **racks)
 
 
 @register("kafka_range")
 @dataclass(frozen=True)
 class KafkaRange(KafkaAssignor):
-    """Kafka's RangeAssignor: consecutive partitions per consumer."""
+    """Kafka's RangeAssignor: consecutive partitions per consumer; with racks known and
+    ``rack_weight`` > 0, KIP-881's rack-aware range (in-rack partitions first, counts still
+    balanced)."""
+
+    rack_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_rack_weight(self.rack_weight)
 
 
 @register("kafka_roundrobin")
@@ -262,7 +340,7 @@ class KafkaRoundRobin(KafkaAssignor):
 
 @register("binpack_milp")
 @dataclass(frozen=True)
-class BinPackingMilp(BinPacking):
+class BinPackingMilp(RackAwarePacking):
     """Exact reference: fewest consumers, then least Rscore (PuLP + HiGHS, time-limited,
     warm-started from the best heuristic); honours ``Budget.max_moves``. Records
     ``solver_status`` in ``strategy_state``, ``solver_seconds`` and ``mip_gap`` in
@@ -270,7 +348,7 @@ class BinPackingMilp(BinPacking):
 
     honours: ClassVar[frozenset[str]] = frozenset({"max_moves"})
 
-    def _pack(self, rates, capacity, previous, workers, budget) -> Packing:  # noqa: ANN001
+    def _pack(self, rates, capacity, previous, workers, budget, racks) -> Packing:  # noqa: ANN001
         return pack(
             self.name,
             rates,
@@ -278,4 +356,5 @@ class BinPackingMilp(BinPacking):
             previous,
             time_limit_s=budget.time_limit_s,
             max_moves=budget.max_moves,
+            **racks,
         )
