@@ -50,7 +50,7 @@ except ImportError as err:  # kafka-python 2.x: its assignors see no group_insta
 
 from routeplan_client.documents import DEFAULT_MAX_BYTES, parse_document
 from routeplan_client.names import check_name
-from routeplan_client.sources import Fetched, Source, open_source
+from routeplan_client.sources import Fetched, Source, open_source, with_token
 from routeplan_client.tables import PartitionAssignment, Table, table_from_document
 
 log = logging.getLogger(__name__)
@@ -442,11 +442,7 @@ def assignor(
         check_name(consumer, "consumer")
     if topic is not None and not topic.strip():
         raise ValueError("topic is empty: give the topic the table assigns, or None")
-    extra: dict[str, str] = dict(headers or {})
-    if token is not None:
-        if not token.strip():
-            raise ValueError("token is empty: give the API's bearer token, or None")
-        extra["Authorization"] = f"Bearer {token.strip()}"
+    extra = with_token(headers, token)
     where = os.fspath(location)
 
     def open_() -> Source:

@@ -30,7 +30,7 @@ from typing import Any, Optional, TypeVar
 
 from routeplan_client.documents import DEFAULT_MAX_BYTES
 from routeplan_client.hashing import key_group, key_group_mask, key_hash_fast
-from routeplan_client.sources import Source, open_source, verified
+from routeplan_client.sources import Source, open_source, verified, with_token
 from routeplan_client.tables import PartitionAssignment, RoutingTable, Table, table_from_document
 
 try:  # route_many decides a batch with numpy when it is installed, one route per key without
@@ -106,10 +106,7 @@ class _Published:
             raise ValueError("a pinned version never changes: give version or reload_interval")
         if reload_interval is not None and not reload_interval > 0:
             raise ValueError(f"reload_interval must be > 0 seconds, got {reload_interval}")
-        if token is not None:
-            if not token.strip():
-                raise ValueError("token is empty: give the API's bearer token, or None")
-            headers = {**(headers or {}), "Authorization": f"Bearer {token.strip()}"}
+        headers = with_token(headers, token)
         src = open_source(source, stream, version, timeout, storage_options, headers, max_bytes)
         try:
             fetched = src.fetch(None)

@@ -207,6 +207,17 @@ class HttpSource:
 Source = Union[StoreSource, HttpSource]
 
 
+def with_token(headers: Mapping[str, str] | None, token: str | None) -> dict[str, str]:
+    """``headers`` and, given a ``token``, ``Authorization: Bearer <token>`` (ValueError for an
+    empty one: the API is closed by default, so an empty token is a mistake, not "none")."""
+    out = dict(headers or {})
+    if token is not None:
+        if not token.strip():
+            raise ValueError("token is empty: give the API's bearer token, or None")
+        out["Authorization"] = f"Bearer {token.strip()}"
+    return out
+
+
 def open_source(
     source: str | os.PathLike[str],
     stream: str,

@@ -57,9 +57,7 @@ class Worker:
         if state not in WORKER_STATES:
             raise ValueError(f"worker {name}: state must be one of {WORKER_STATES}, got {state!r}")
         rack = record.get("rack")
-        if rack is not None and not (isinstance(rack, str) and rack):
-            raise ValueError(f"worker {name}: rack must be a non-empty string, got {rack!r}")
-        return cls(name, float(capacity), state, rack)
+        return cls(name, float(capacity), state, None if rack is None else check_name(rack, "rack"))
 
 
 def _workers(records: Any, what: str) -> tuple[Worker, ...]:
