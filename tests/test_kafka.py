@@ -1,6 +1,6 @@
 """routeplan.producers.kafka: producers route every message exactly as ``Router.route`` does.
 
-Against a real Kafka 4.x broker (KRaft, ``tests/kafka_broker.py``: one for the module) the Java
+Against a real Kafka 4.x broker (KRaft, ``tests/kafka_broker.py``: one for the run) the Java
 client's ``RoutingPartitioner``, the Go client's franz-go partitioner and Python's kafka-python
 and confluent-kafka adapters each send a skewed stream (split hot keys included) while bad tables
 are published mid-stream (wrong checksum, truncated, wrong kind); a consumer reads every record
@@ -168,10 +168,8 @@ EXPECTED = [int(w[1:]) for w in Router(WIDE).route_many(KEYS).tolist()]
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory) -> KafkaBroker:
-    kafka = KafkaBroker(tmp_path_factory.mktemp("kafka")).start()
-    yield kafka
-    kafka.stop()
+def broker(kafka_broker) -> KafkaBroker:
+    return kafka_broker  # the run's broker (tests/conftest.py)
 
 
 def bad_versions(good: dict) -> list[bytes]:
