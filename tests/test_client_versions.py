@@ -61,7 +61,10 @@ SPEC_VERSIONS: list[tuple[str, Callable[[], str]]] = [
             "clients/java/src/main/java/dev/routeplan/client/RoutingSpec.java",
         ),
     ),
-    ("go: routeplan.SpecVersion", lambda: one(r"^const SpecVersion = (\d+)$", "clients/go/version.go")),
+    (
+        "go: routeplan.SpecVersion",
+        lambda: one(r"^const SpecVersion = (\d+)$", "clients/go/version.go"),
+    ),
 ]
 
 

@@ -14,22 +14,25 @@ the partition the Python ``Router`` gives the LATEST table, and carries that ver
 from __future__ import annotations
 
 import os
+import queue
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 from kafka_broker import REPO, free_port
 
-from routeplan.model.table import RoutingTable
+from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.producers.client import Router
 from routeplan.publishing.store import RoutingStore
@@ -60,6 +63,14 @@ def table(seed: int, shift: int) -> RoutingTable:
 
 
 V1, V2 = table(seed=3, shift=0), table(seed=11, shift=5)
+# The consumers' plan: c0 and c1 read the partitions of the producers' topic, not as a built-in
+# assignor would split them.
+PLAN = PartitionAssignment(
+    "orders",
+    "test",
+    Workers.homogeneous(2, prefix="c"),
+    {p: f"c{(p + 1) // 2 % 2}" for p in range(PARTITIONS)},
+)
 
 
 def stream_keys(n: int = RECORDS, seed: int = 5) -> list[str]:
@@ -67,7 +78,10 @@ def stream_keys(n: int = RECORDS, seed: int = 5) -> list[str]:
     hot = sorted(V2.hot_keys)
     users = (rng.zipf(1.3, size=n) % 5000).tolist()
     pick = rng.random(n).tolist()
-    return [hot[int(p / 0.3 * len(hot)) % len(hot)] if p < 0.3 else f"user-{u}" for p, u in zip(pick, users, strict=True)]  # fmt: skip
+    return [
+        hot[int(p / 0.3 * len(hot)) % len(hot)] if p < 0.3 else f"user-{u}"
+        for p, u in zip(pick, users, strict=True)
+    ]
 
 
 KEYS = stream_keys()
@@ -84,6 +98,7 @@ def served(tmp_path_factory) -> str:
     store = tmp_path_factory.mktemp("routing")
     RoutingStore(store).publish(V1)
     RoutingStore(store).publish(V2)
+    RoutingStore(store).publish(PLAN)
     port = free_port()
     log = open(store / "serve.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
@@ -148,7 +163,9 @@ def java_example(tmp_path_factory) -> list[str]:
     mvn(repo, client / "pom.xml", "install", "-Dmaven.test.skip=true")
     version = (REPO / "clients" / "VERSION").read_text().strip()
     installed = repo / "dev" / "routeplan" / "routeplan-client" / version
-    assert (installed / f"routeplan-client-{version}.jar").is_file(), sorted(installed.parent.rglob("*"))
+    assert (installed / f"routeplan-client-{version}.jar").is_file(), sorted(
+        installed.parent.rglob("*")
+    )
     example = work / "example"
     shutil.copytree(REPO / "examples" / "java", example, ignore=shutil.ignore_patterns("target"))
     mvn(repo, example / "pom.xml", "package")
@@ -157,7 +174,7 @@ def java_example(tmp_path_factory) -> list[str]:
         installed / f"routeplan-client-{version}.jar"
     ).read_bytes()
     jar = example / "target" / "routed-producer.jar"
-    return ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{jar}:{lib}/*", "example.RoutedProducer"]
+    return ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{jar}:{lib}/*"]  # then the main class
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +202,9 @@ def run_example(command: list[str], env: dict[str, str]) -> subprocess.Completed
 
 def read_back(bootstrap: str, topic: str, n: int) -> dict[int, tuple[int, bytes | None, str]]:
     """Line number (the record's value) -> its partition, routing_version header and key."""
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}"})  # fmt: skip
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"check-{topic}"}
+    )
     consumer.assign(
         [
             confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
@@ -215,7 +234,8 @@ def read_back(bootstrap: str, topic: str, n: int) -> dict[int, tuple[int, bytes 
 def test_the_example_producer_routes_by_the_served_table_and_stamps_its_version(
     language, request, kafka_broker, served
 ):
-    command = request.getfixturevalue(f"{language}_example")
+    main = ["example.RoutedProducer"] if language == "java" else []
+    command = [*request.getfixturevalue(f"{language}_example"), *main]
     topic = f"{STREAM}-{language}-{uuid.uuid4().hex[:8]}"
     kafka_broker.create_topic(topic, PARTITIONS)
     env = {"KAFKA_BOOTSTRAP_SERVERS": kafka_broker.bootstrap, "KAFKA_TOPIC": topic}
@@ -261,3 +281,92 @@ def test_every_java_and_go_snippet_is_an_excerpt_of_a_program_the_tests_run(doc)
         assert contains(lines(path.read_text(encoding="utf-8")), lines(snippet)), (
             f"{doc}: this {language} block is not in {source}:\n{snippet}"
         )
+
+
+class Consumers:
+    """``example.AssignedConsumer`` processes of one group, one per name in the plan: their
+    stdout lines, as (name, line), in ``lines``; stopped at a line on their stdin."""
+
+    def __init__(self, command: list[str], env: dict[str, str], logs: Path) -> None:
+        self.lines: queue.Queue = queue.Queue()
+        self.logs = {name: logs / f"{name}.log" for name in sorted(PLAN.consumers.names)}
+        self.processes: dict[str, subprocess.Popen] = {}
+        for name, log in self.logs.items():
+            with open(log, "wb") as err:
+                self.processes[name] = subprocess.Popen(
+                    [*command, "example.AssignedConsumer"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                    env={**os.environ, **env, "CONSUMER_NAME": name},
+                    start_new_session=True,
+                )
+            threading.Thread(target=self._read, args=(name,), daemon=True).start()
+
+    def _read(self, name: str) -> None:
+        for line in self.processes[name].stdout:
+            self.lines.put((name, line.split()))
+
+    def next(self, deadline: float) -> tuple[str, list[str]]:
+        try:
+            return self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            logs = "\n".join(log.read_text(errors="replace")[-2000:] for log in self.logs.values())
+            raise AssertionError(f"the consumers said nothing more in time\n{logs}") from None
+
+    def stop(self) -> str:
+        """Stops them; their stderr (the clients' logs), together."""
+        try:
+            for process in self.processes.values():
+                if process.poll() is None:
+                    process.stdin.write("stop\n")
+                    process.stdin.close()
+            for name, process in self.processes.items():
+                assert process.wait(60) == 0, self.logs[name].read_text(errors="replace")
+        finally:
+            for process in self.processes.values():
+                if process.poll() is None:
+                    os.killpg(process.pid, 9)
+                    process.wait()
+        return "\n".join(log.read_text(errors="replace") for log in self.logs.values())
+
+
+def test_the_example_consumers_read_the_partitions_the_plan_names(
+    java_example, kafka_broker, served, tmp_path
+):
+    """Two AssignedConsumers of one group settle on PLAN's partitions, then read every record
+    RoutedProducer sends: each on a partition of its own, with v2's routing_version."""
+    topic = f"orders-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(topic, PARTITIONS)
+    env = {"KAFKA_BOOTSTRAP_SERVERS": kafka_broker.bootstrap, "KAFKA_TOPIC": topic}
+    env |= {"ROUTEPLAN_LOCATION": served, "ROUTEPLAN_API_TOKEN": TOKEN}
+    group = Consumers(java_example, {**env, "ROUTEPLAN_STREAM": "orders"}, tmp_path)
+    plan = {
+        c: [p for p, n in sorted(PLAN.partition_consumer.items()) if n == c] for c in group.logs
+    }
+    assert plan == {"c0": [0, 3, 4, 7], "c1": [1, 2, 5, 6]}
+    read: dict[str, Counter] = {name: Counter() for name in plan}
+    try:
+        assigned: dict[str, str] = {}
+        deadline = time.monotonic() + 90
+        while assigned != {c: str(ps).replace(" ", "") for c, ps in plan.items()}:
+            name, line = group.next(deadline)
+            if line[0] == "assigned":
+                assigned[name] = "".join(line[1:])
+        producer = [*java_example, "example.RoutedProducer"]
+        produced = run_example(producer, {**env, "ROUTEPLAN_STREAM": STREAM})
+        assert produced.returncode == 0, produced.stderr
+        deadline = time.monotonic() + 60
+        while sum(sum(c.values()) for c in read.values()) < RECORDS:
+            name, line = group.next(deadline)
+            if line[0] == "record":
+                read[name][(int(line[1]), line[2])] += 1
+    finally:
+        log = group.stop()
+    assert "assigned by orders v1" in log, log
+    for name, records in read.items():
+        assert {p for p, _ in records} <= set(plan[name]), (name, records)
+        assert {v for _, v in records} == {"2"}, (name, records)
+    by_partition = Counter({p: n for c in read.values() for (p, _), n in c.items()})
+    assert by_partition == Counter(partitions(V2))

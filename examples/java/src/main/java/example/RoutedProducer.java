@@ -5,6 +5,7 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -43,17 +44,18 @@ public final class RoutedProducer {
     props.put("routeplan.stream", stream); // reloaded every 30 s (routeplan.reload.interval.ms)
     props.put("routeplan.http.token", env("ROUTEPLAN_API_TOKEN", "")); // the API is closed by default
     AtomicReference<Exception> failed = new AtomicReference<>();
+    Callback check = (metadata, e) -> {
+      if (e != null) {
+        failed.compareAndSet(null, e); // the first failure, thrown after the flush
+      }
+    };
     BufferedReader lines = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     int sent = 0;
     try (KafkaProducer<String, String> producer =
         new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
       for (String key = lines.readLine(); key != null; key = lines.readLine()) {
-        ProducerRecord<String, String> record = new ProducerRecord<>(topic, key, Integer.toString(sent++));
-        producer.send(record, (metadata, e) -> { // to the partition of its worker
-          if (e != null) {
-            failed.compareAndSet(null, e);
-          }
-        });
+        // to the partition of the key's worker, with the header routing_version
+        producer.send(new ProducerRecord<>(topic, key, Integer.toString(sent++)), check);
       }
       producer.flush();
     }
