@@ -14,6 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+TABLES_DOC = "docs/routing-tables.md"
 
 
 def clients_version() -> str:
@@ -49,6 +50,15 @@ CLIENT_VERSIONS: list[tuple[str, Callable[[], str]]] = [
     (
         "go example: its require of routeplan.dev/client",
         lambda: one(r"^\s*routeplan\.dev/client v(\S+)$", "examples/go/go.mod"),
+    ),
+    *(
+        (f"docs/routing-tables.md: {what}", lambda pattern=pattern: one(pattern, TABLES_DOC))
+        for what, pattern in [
+            ("clients/VERSION", r"`clients/VERSION` \(`([^`]+)`\)"),
+            ("<dependency>", r"<artifactId>routeplan-client</artifactId>\s*<version>([^<]+)<"),
+            ("go get", r"go get routeplan\.dev/client@v(\S+)"),
+            ("go.mod's require", r"^require routeplan\.dev/client v(\S+)$"),
+        ]
     ),
 ]
 

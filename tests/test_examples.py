@@ -265,8 +265,29 @@ def lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def contains(whole: list[str], part: list[str]) -> bool:
-    return any(whole[i : i + len(part)] == part for i in range(len(whole) - len(part) + 1))
+def contains(whole: list[str], snippet: list[str]) -> bool:
+    """Whether the snippet's lines are ``whole``'s, in order: each run of them between two
+    ``// …`` lines (what the snippet leaves out) together."""
+    parts: list[list[str]] = [[]]
+    for line in snippet:
+        if line == "// …":
+            parts.append([])
+        else:
+            parts[-1].append(line)
+    start = 0
+    for part in parts:
+        at = next(
+            (
+                i
+                for i in range(start, len(whole) - len(part) + 1)
+                if whole[i : i + len(part)] == part
+            ),
+            None,
+        )
+        if at is None:
+            return False
+        start = at + len(part)
+    return True
 
 
 @pytest.mark.parametrize("doc", DOCS)

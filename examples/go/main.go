@@ -62,18 +62,19 @@ func run() error {
 	defer client.Close()
 	var mu sync.Mutex
 	var failed error
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			failed = err // the last failure, returned after the flush
+			mu.Unlock()
+		}
+	}
 	lines := bufio.NewScanner(os.Stdin)
 	sent := 0
 	for ; lines.Scan(); sent++ {
 		record := &kgo.Record{Topic: topic, Key: []byte(lines.Text()), Value: []byte(strconv.Itoa(sent)),
 			Headers: []kgo.RecordHeader{kgoroute.VersionHeader(router)}} // routing_version
-		client.Produce(ctx, record, func(_ *kgo.Record, err error) { // to the partition of its worker
-			if err != nil {
-				mu.Lock()
-				failed = err
-				mu.Unlock()
-			}
-		})
+		client.Produce(ctx, record, done) // to the partition of the key's worker
 	}
 	if err := lines.Err(); err != nil {
 		return err

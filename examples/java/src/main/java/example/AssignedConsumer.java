@@ -1,5 +1,7 @@
 package example;
 
+import static example.RoutedProducer.env;
+
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -40,8 +42,8 @@ public final class AssignedConsumer {
     if (name == null || name.isEmpty()) {
       throw new IllegalArgumentException("CONSUMER_NAME: this consumer's name in the plan");
     }
-    String stream = RoutedProducer.env("ROUTEPLAN_STREAM", "orders");
-    String topic = RoutedProducer.env("KAFKA_TOPIC", stream);
+    String stream = env("ROUTEPLAN_STREAM", "orders");
+    String topic = env("KAFKA_TOPIC", stream);
     AtomicBoolean running = new AtomicBoolean(true);
     Thread stdin = new Thread(() -> {
       try {
@@ -57,16 +59,16 @@ public final class AssignedConsumer {
     stdin.start();
     PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
     Properties props = new Properties();
-    props.put("bootstrap.servers", RoutedProducer.env("KAFKA_BOOTSTRAP_SERVERS", "kafka:9092"));
-    props.put("group.id", RoutedProducer.env("KAFKA_GROUP", stream + "-readers"));
+    props.put("bootstrap.servers", env("KAFKA_BOOTSTRAP_SERVERS", "kafka:9092"));
+    props.put("group.id", env("KAFKA_GROUP", stream + "-readers"));
     props.put("group.protocol", "classic");        // the default of kafka-clients 4.x; see KIP-848 below
     props.put("partition.assignment.strategy", "dev.routeplan.client.RouteplanAssignor");
     props.put("group.instance.id", name);          // per consumer: its name in the plan
-    props.put("routeplan.table.location", RoutedProducer.env("ROUTEPLAN_LOCATION", "http://localhost:8080/routeplan"));
+    props.put("routeplan.table.location", env("ROUTEPLAN_LOCATION", "http://localhost:8080/routeplan"));
     props.put("routeplan.stream", stream);
     props.put("routeplan.topic", topic);           // optional: the topic the table assigns (default: the stream)
-    props.put("routeplan.http.token", RoutedProducer.env("ROUTEPLAN_API_TOKEN", "")); // the API's bearer token
-    props.put("routeplan.reload.interval.ms", RoutedProducer.env("ROUTEPLAN_RELOAD_MS", "30000")); // how often RouteplanRebalancer reads LATEST
+    props.put("routeplan.http.token", env("ROUTEPLAN_API_TOKEN", "")); // the API's bearer token
+    props.put("routeplan.reload.interval.ms", env("ROUTEPLAN_RELOAD_MS", "30000")); // how often RouteplanRebalancer reads LATEST
     props.put("auto.offset.reset", "earliest");
     RouteplanRebalancer rebalancer = new RouteplanRebalancer(props); // before subscribe
     try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
