@@ -239,7 +239,7 @@ def test_the_example_producer_routes_by_the_served_table_and_stamps_its_version(
     topic = f"{STREAM}-{language}-{uuid.uuid4().hex[:8]}"
     kafka_broker.create_topic(topic, PARTITIONS)
     env = {"KAFKA_BOOTSTRAP_SERVERS": kafka_broker.bootstrap, "KAFKA_TOPIC": topic}
-    env |= {"ROUTEPLAN_LOCATION": served, "ROUTEPLAN_STREAM": STREAM}
+    env |= {"ROUTING_LOCATION": served, "ROUTING_STREAM": STREAM}
     denied = run_example(command, {**env, "ROUTEPLAN_API_TOKEN": "not-the-token"})
     assert denied.returncode != 0 and "401" in denied.stderr, denied.stderr
     done = run_example(command, {**env, "ROUTEPLAN_API_TOKEN": TOKEN})
@@ -361,8 +361,8 @@ def test_the_example_consumers_read_the_partitions_the_plan_names(
     topic = f"orders-{uuid.uuid4().hex[:8]}"
     kafka_broker.create_topic(topic, PARTITIONS)
     env = {"KAFKA_BOOTSTRAP_SERVERS": kafka_broker.bootstrap, "KAFKA_TOPIC": topic}
-    env |= {"ROUTEPLAN_LOCATION": served, "ROUTEPLAN_API_TOKEN": TOKEN}
-    group = Consumers(java_example, {**env, "ROUTEPLAN_STREAM": "orders"}, tmp_path)
+    env |= {"ROUTING_LOCATION": served, "ROUTEPLAN_API_TOKEN": TOKEN}
+    group = Consumers(java_example, {**env, "ROUTING_STREAM": "orders"}, tmp_path)
     plan = {
         c: [p for p, n in sorted(PLAN.partition_consumer.items()) if n == c] for c in group.logs
     }
@@ -376,7 +376,7 @@ def test_the_example_consumers_read_the_partitions_the_plan_names(
             if line[0] == "assigned":
                 assigned[name] = "".join(line[1:])
         producer = [*java_example, "example.RoutedProducer"]
-        produced = run_example(producer, {**env, "ROUTEPLAN_STREAM": STREAM})
+        produced = run_example(producer, {**env, "ROUTING_STREAM": STREAM})
         assert produced.returncode == 0, produced.stderr
         deadline = time.monotonic() + 60
         while sum(sum(c.values()) for c in read.values()) < RECORDS:

@@ -6,8 +6,8 @@
 //	KAFKA_BOOTSTRAP_SERVERS=kafka:9092 ROUTEPLAN_API_TOKEN=... go run . < keys.txt
 //
 // Environment: KAFKA_BOOTSTRAP_SERVERS (default kafka:9092), KAFKA_TOPIC (default: the stream),
-// ROUTEPLAN_LOCATION (the HTTP API, a routing store directory or a table file; default
-// http://localhost:8080/routeplan), ROUTEPLAN_STREAM (default clicks), ROUTEPLAN_API_TOKEN (the
+// ROUTING_LOCATION (the HTTP API, a routing store directory or a table file; default
+// http://localhost:8080/routeplan), ROUTING_STREAM (default clicks), ROUTEPLAN_API_TOKEN (the
 // API's bearer token; the API is closed by default).
 //
 // It is a module of its own, as an application is: go.mod requires routeplan.dev/client and
@@ -45,9 +45,9 @@ func main() {
 
 func run() error {
 	ctx := context.Background()
-	stream := env("ROUTEPLAN_STREAM", "clicks")
+	stream := env("ROUTING_STREAM", "clicks")
 	topic := env("KAFKA_TOPIC", stream)
-	router, err := routeplan.Open(env("ROUTEPLAN_LOCATION", "http://localhost:8080/routeplan"), stream,
+	router, err := routeplan.Open(env("ROUTING_LOCATION", "http://localhost:8080/routeplan"), stream,
 		routeplan.Options{ReloadInterval: 30 * time.Second, Kafka: true,
 			Token: os.Getenv("ROUTEPLAN_API_TOKEN")}) // the API is closed by default
 	if err != nil {

@@ -31,7 +31,7 @@ import dev.routeplan.client.RouteplanRebalancer;
  *
  * <p>Environment: CONSUMER_NAME (its name in the plan, required), KAFKA_BOOTSTRAP_SERVERS
  * (default kafka:9092), KAFKA_GROUP (default: the stream, "-readers"), KAFKA_TOPIC (default: the
- * stream), ROUTEPLAN_LOCATION (default http://localhost:8080/routeplan), ROUTEPLAN_STREAM
+ * stream), ROUTING_LOCATION (default http://localhost:8080/routeplan), ROUTING_STREAM
  * (default orders), ROUTEPLAN_API_TOKEN (the API's bearer token).
  */
 public final class AssignedConsumer {
@@ -42,7 +42,7 @@ public final class AssignedConsumer {
     if (name == null || name.isEmpty()) {
       throw new IllegalArgumentException("CONSUMER_NAME: this consumer's name in the plan");
     }
-    String stream = env("ROUTEPLAN_STREAM", "orders");
+    String stream = env("ROUTING_STREAM", "orders");
     String topic = env("KAFKA_TOPIC", stream);
     AtomicBoolean running = new AtomicBoolean(true);
     Thread stdin = new Thread(() -> {
@@ -64,11 +64,11 @@ public final class AssignedConsumer {
     props.put("group.protocol", "classic");        // the default of kafka-clients 4.x; see KIP-848 below
     props.put("partition.assignment.strategy", "dev.routeplan.client.RouteplanAssignor");
     props.put("group.instance.id", name);          // per consumer: its name in the plan
-    props.put("routeplan.table.location", env("ROUTEPLAN_LOCATION", "http://localhost:8080/routeplan"));
+    props.put("routeplan.table.location", env("ROUTING_LOCATION", "http://localhost:8080/routeplan"));
     props.put("routeplan.stream", stream);
     props.put("routeplan.topic", topic);           // optional: the topic the table assigns (default: the stream)
     props.put("routeplan.http.token", env("ROUTEPLAN_API_TOKEN", "")); // the API's bearer token
-    props.put("routeplan.reload.interval.ms", env("ROUTEPLAN_RELOAD_MS", "30000")); // how often RouteplanRebalancer reads LATEST
+    props.put("routeplan.reload.interval.ms", env("ROUTING_RELOAD_MS", "30000")); // how often RouteplanRebalancer reads LATEST
     props.put("auto.offset.reset", "earliest");
     RouteplanRebalancer rebalancer = new RouteplanRebalancer(props); // before subscribe
     try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {

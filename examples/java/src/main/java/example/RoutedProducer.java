@@ -21,8 +21,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * </pre>
  *
  * <p>Environment: KAFKA_BOOTSTRAP_SERVERS (default kafka:9092), KAFKA_TOPIC (default: the
- * stream), ROUTEPLAN_LOCATION (the HTTP API, a routing store directory or a table file; default
- * http://localhost:8080/routeplan), ROUTEPLAN_STREAM (default clicks), ROUTEPLAN_API_TOKEN (the
+ * stream), ROUTING_LOCATION (the HTTP API, a routing store directory or a table file; default
+ * http://localhost:8080/routeplan), ROUTING_STREAM (default clicks), ROUTEPLAN_API_TOKEN (the
  * API's bearer token; the API is closed by default).
  */
 public final class RoutedProducer {
@@ -34,13 +34,13 @@ public final class RoutedProducer {
   }
 
   public static void main(String[] args) throws Exception {
-    String stream = env("ROUTEPLAN_STREAM", "clicks");
+    String stream = env("ROUTING_STREAM", "clicks");
     String topic = env("KAFKA_TOPIC", stream);
     Properties props = new Properties();
     props.put("bootstrap.servers", env("KAFKA_BOOTSTRAP_SERVERS", "kafka:9092"));
     props.put("partitioner.class", "dev.routeplan.client.RoutingPartitioner");
     props.put("interceptor.classes", "dev.routeplan.client.RoutingVersionInterceptor"); // routing_version
-    props.put("routeplan.table.location", env("ROUTEPLAN_LOCATION", "http://localhost:8080/routeplan"));
+    props.put("routeplan.table.location", env("ROUTING_LOCATION", "http://localhost:8080/routeplan"));
     props.put("routeplan.stream", stream); // reloaded every 30 s (routeplan.reload.interval.ms)
     props.put("routeplan.http.token", env("ROUTEPLAN_API_TOKEN", "")); // the API is closed by default
     AtomicReference<Exception> failed = new AtomicReference<>();
