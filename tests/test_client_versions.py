@@ -39,7 +39,8 @@ def pom_dependency(path: str, artifact: str) -> str:
     raise AssertionError(f"{path} does not depend on {artifact}")
 
 
-# (what, reader): each must read the version clients/VERSION holds.
+# (what, reader): each must read the version clients/VERSION holds. A client joins with one
+# row here (the Python client: its routeplan_client.__version__) and one in SPEC_VERSIONS.
 CLIENT_VERSIONS: list[tuple[str, Callable[[], str]]] = [
     ("java: clients/java/pom.xml", pom_version),
     ("go: routeplan.Version", lambda: one(r'^const Version = "([^"]*)"', "clients/go/version.go")),
