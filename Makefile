@@ -40,7 +40,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 #   SPARK_CLUSTER the jars and code a Spark standalone cluster with its home in MinIO needs
 #   AIRFLOW_DB    Airflow's metadata database on the cluster: Debian's PostgreSQL
 #   BROWSER       tests/test_browser.py: Debian's Chromium
-#   CLIENTS       the Java and Go clients and the Kafka broker tests/test_kafka.py starts
+#   CLIENTS       the Java, Go and Python clients and the Kafka broker tests/test_kafka.py starts
 #   DEV           the dev extra: the tests' and docs' tools, the benchmarks' peers
 LOCAL         := $(VENV)/.installed $(JARS)/.delta $(AIRFLOW_HOME)/.migrated
 SPARK_CLUSTER := $(VENV)/.installed $(JARS)/.delta $(JARS)/.s3a $(TOOLS)/minio \
@@ -60,11 +60,11 @@ setup: $(LOCAL) $(SPARK_CLUSTER) $(AIRFLOW_DB) $(BROWSER) $(CLIENTS) $(DEV)
 #               (MkDocs' Markdown extensions need Python >= 3.11.5; the runtime, 3.11.0 and up)
 RUNTIME := pipeline,client,api
 UV_PIP  := $(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -c constraints.txt
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml constraints.txt
 	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (install OpenJDK 17)"; exit 1; }
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -c constraints.txt uv
-	$(UV_PIP) -e '.[$(RUNTIME)]'
+	$(UV_PIP) -e clients/python -e '.[$(RUNTIME)]'
 	$(VENV)/bin/uv pip check --quiet --python $(VENV)/bin/python
 	touch $@
 
@@ -147,10 +147,20 @@ $(KAFKA)/.resolved: jars/kafka/pom.xml
 	ls $(KAFKA)/libs/kafka_2.13-*.jar
 	touch $@
 
-clients: $(GO_CLIENT)/bin/route $(JAVA_CLIENT)/target/routeplan-client.jar $(KAFKA)/.resolved
+# The Python client's wheel (routeplan-client: mmh3 and httpx only) for services that install it
+# alone; tests/test_client_package.py installs it into fresh virtualenvs.
+PY_CLIENT := clients/python
+$(PY_CLIENT)/dist/.built: $(VENV)/.installed $(PY_CLIENT)/pyproject.toml \
+                          $(shell find $(PY_CLIENT)/routeplan_client -name '*.py' 2>/dev/null)
+	rm -rf $(PY_CLIENT)/dist
+	$(VENV)/bin/uv build --quiet --wheel --out-dir $(PY_CLIENT)/dist $(PY_CLIENT)
+	touch $@
+
+clients: $(GO_CLIENT)/bin/route $(JAVA_CLIENT)/target/routeplan-client.jar $(KAFKA)/.resolved \
+         $(PY_CLIENT)/dist/.built
 
 # routeplan as a zip for Spark executors (spark-submit --py-files): the key-group UDF runs there.
-$(DIST)/routeplan.zip: scripts/build_zip.py $(shell find routeplan jobs -name '*.py' 2>/dev/null)
+$(DIST)/routeplan.zip: scripts/build_zip.py $(shell find routeplan jobs clients/python/routeplan_client -name '*.py' 2>/dev/null)
 	python3 scripts/build_zip.py $@
 
 # PostgreSQL's server (Debian's package) for Airflow's metadata database on the cluster.

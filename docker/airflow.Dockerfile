@@ -24,11 +24,12 @@ RUN mvn --batch-mode --quiet -Ps3a -f /build/pom.xml dependency:copy-dependencie
 FROM python:${PYTHON_VERSION}-slim AS dist
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY clients/python clients/python
 COPY routeplan routeplan
 COPY jobs jobs
 COPY scripts/build_zip.py scripts/build_zip.py
 RUN python scripts/build_zip.py /dist/routeplan.zip \
-    && pip wheel --no-deps --no-cache-dir --wheel-dir /dist .
+    && pip wheel --no-deps --no-cache-dir --wheel-dir /dist . ./clients/python
 
 # ---- the image
 FROM apache/airflow:${AIRFLOW_VERSION}-python${PYTHON_VERSION}
@@ -60,4 +61,5 @@ USER airflow
 # Airflow named with its version so pip never moves it; the rest at the tested pins.
 RUN pip install --no-cache-dir -c /opt/routeplan/constraints.txt \
     "apache-airflow==${AIRFLOW_VERSION}" \
+    "$(ls /opt/routeplan/dist/routeplan_client-*.whl)" \
     "$(ls /opt/routeplan/dist/routeplan-*.whl)[pipeline,client]"

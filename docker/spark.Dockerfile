@@ -25,11 +25,12 @@ RUN mvn --batch-mode --quiet -Ps3a -f /build/pom.xml dependency:copy-dependencie
 FROM python:${PYTHON_VERSION}-slim AS dist
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY clients/python clients/python
 COPY routeplan routeplan
 COPY jobs jobs
 COPY scripts/build_zip.py scripts/build_zip.py
 RUN python scripts/build_zip.py /dist/routeplan.zip \
-    && pip wheel --no-deps --no-cache-dir --wheel-dir /dist .
+    && pip wheel --no-deps --no-cache-dir --wheel-dir /dist . ./clients/python
 
 # ---- the image
 FROM ${SPARK_IMAGE}
@@ -47,7 +48,7 @@ COPY schemas /opt/routeplan/schemas
 # workers; pyspark itself comes from $SPARK_HOME/python.
 RUN "python${PYTHON_VERSION}" -m venv /opt/routeplan/venv \
     && /opt/routeplan/venv/bin/pip install --no-cache-dir -c /opt/routeplan/constraints.txt \
-       /opt/routeplan/dist/routeplan-*.whl
+       /opt/routeplan/dist/routeplan_client-*.whl /opt/routeplan/dist/routeplan-*.whl
 ENV PATH=/opt/routeplan/venv/bin:$PATH \
     ROUTEPLAN_JARS=/opt/routeplan/jars \
     ROUTEPLAN_PY_FILES=/opt/routeplan/dist/routeplan.zip \

@@ -9,7 +9,8 @@ The domain library; it knows nothing of Spark or Airflow (jobs adapt data to it)
     worker = Router.from_store("var/routing", "clicks").route("user-42")
 
 Everything named in ``__all__`` is public and stable; the subpackages behind it (``model``,
-``planning``, ``simulation``, ``publishing``, ``producers``, ``cli``) may move.
+``planning``, ``simulation``, ``publishing``, ``cli``) may move. ``Router`` and ``Assignment``
+are the client package's (``routeplan_client``, which producers install alone).
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ _PUBLIC = {
     "strategy_names": "routeplan.planning.registry",
     "RoutingStore": "routeplan.publishing.store",
     "diff_tables": "routeplan.publishing.diff",
-    "Router": "routeplan.producers.client",
-    "Assignment": "routeplan.producers.client",
+    "Router": "routeplan_client",
+    "Assignment": "routeplan_client",
 }
 __all__ = [
     "Assignment",
@@ -63,6 +64,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from routeplan_client import Assignment, Router
+
     from routeplan.model.hashing import key_group
     from routeplan.model.loads import LoadSnapshot, PartitionLoad
     from routeplan.model.plan import Budget, Move, Plan
@@ -70,7 +73,6 @@ if TYPE_CHECKING:
     from routeplan.model.workers import Worker, Workers
     from routeplan.planning.contract import Strategy
     from routeplan.planning.registry import get_strategy, strategy_names
-    from routeplan.producers.client import Assignment, Router
     from routeplan.publishing.diff import diff_tables
     from routeplan.publishing.store import RoutingStore
 

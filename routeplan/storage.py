@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from routeplan_client.sources import s3_options  # the AWS variables, read as the client does
+
 __all__ = [
     "exists",
     "filesystem",
@@ -94,20 +96,6 @@ def spark_uri(location: str | os.PathLike[str]) -> str:
     if not found:
         return str(Path(text).resolve())
     return text
-
-
-def s3_options() -> dict[str, Any]:
-    """s3fs's options from the standard AWS variables: the endpoint of an S3-compatible server
-    (``AWS_ENDPOINT_URL``, path-style addressing as such servers expect) and its region."""
-    options: dict[str, Any] = {}
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    if endpoint:
-        options["endpoint_url"] = endpoint
-        options["config_kwargs"] = {"s3": {"addressing_style": "path"}}
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    if region:
-        options["client_kwargs"] = {"region_name": region}
-    return options
 
 
 def filesystem(location: str | os.PathLike[str]) -> tuple[Any, str]:

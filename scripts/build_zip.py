@@ -1,5 +1,6 @@
 """Build the zip that spark-submit ships to the executors (``--py-files``): routeplan's packages
-``routeplan/`` and ``jobs/``, their Python sources only (no caches, no data files).
+``routeplan/`` and ``jobs/`` and the client's ``routeplan_client/`` (the hash the key-group UDF
+runs), their Python sources only (no caches, no data files).
 
     python scripts/build_zip.py dist/routeplan.zip     # make setup, and both images in docker/
 """
@@ -10,17 +11,21 @@ import sys
 import zipfile
 from pathlib import Path
 
-PACKAGES = ("routeplan", "jobs")
+PACKAGES = ("routeplan", "jobs", "clients/python/routeplan_client")
 
 
 def build(target: Path, root: Path) -> int:
-    """Write ``target`` from the packages under ``root``; the number of files in it."""
-    files = sorted(p for package in PACKAGES for p in (root / package).rglob("*.py"))
+    """Write ``target`` from the packages under ``root`` (each at the zip's top level, as
+    Python imports it); the number of files in it."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in files:
-            archive.write(path, path.relative_to(root).as_posix())
-    return len(files)
+        for package in PACKAGES:
+            folder = root / package
+            for path in sorted(folder.rglob("*.py")):
+                archive.write(path, path.relative_to(folder.parent).as_posix())
+                count += 1
+    return count
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Shared fixtures: a Zipf load snapshot, one Spark + Delta session for the whole run (the jobs'
 ``spark_session``, so tests run with the jobs' settings), one Spark Connect server for the tests
-whose tasks run as its clients, one Kafka broker, generators of hostile stream names."""
+whose tasks run as its clients, generators of hostile stream names."""
 
 from __future__ import annotations
 
@@ -63,6 +63,17 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def broker(tmp_path_factory):
+    """One real Kafka 4 broker (KRaft) for the run: tests/kafka_broker.py starts it from the
+    Maven artefacts ``make clients`` fetched, on first use; each test makes its own topics."""
+    from kafka_broker import KafkaBroker
+
+    kafka = KafkaBroker(tmp_path_factory.mktemp("kafka")).start()
+    yield kafka
+    kafka.stop()
+
+
+@pytest.fixture(scope="session")
 def spark_connect(tmp_path_factory) -> dict[str, str]:
     """One Spark Connect server for the whole run (``scripts/spark_connect.py``), started on
     first use: the environment that makes Airflow's Spark tasks its clients."""
@@ -74,17 +85,6 @@ def spark_connect(tmp_path_factory) -> dict[str, str]:
     log = tmp_path_factory.mktemp("spark-connect") / "server.log"
     with connect.server(log) as port:
         yield connect.airflow_env(port)
-
-
-@pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory):
-    """One Kafka 4 broker (KRaft, ``tests/kafka_broker.py``) for the whole run, started on first
-    use: the producer tests and the examples' tests send to topics of their own on it."""
-    from kafka_broker import KafkaBroker
-
-    broker = KafkaBroker(tmp_path_factory.mktemp("kafka")).start()
-    yield broker
-    broker.stop()
 
 
 def stream_names():

@@ -298,9 +298,8 @@ def test_both_kinds_and_an_old_partition_document_round_trip(api, root):
     """A key_routing table, a partition_assignment and a partition document of the shape
     published before the kinds had their own: each served as stored, verified, and read by the
     producer's Router or the consumer's Assignment over HTTP."""
+    from routeplan_client import Assignment, Router
     from test_binpack import OLD_PARTITION_DOCUMENT, write_old_partition_document
-
-    from routeplan.producers.client import Assignment, Router
 
     store = RoutingStore(root)
     keys = store.publish(key_table("both_keys"))
@@ -385,9 +384,9 @@ def test_if_none_match_uses_weak_comparison(header, matches):
 
 
 def test_router_follows_the_api_with_etags(api, root, caplog):
-    """routeplan.producers.client.Router against this server: an unchanged table costs a 304, a new
+    """routeplan_client.Router against this server: an unchanged table costs a 304, a new
     version is swapped in, a corrupt one is refused and the last good table keeps routing."""
-    from routeplan.producers.client import Router
+    from routeplan_client import Router
 
     store = RoutingStore(root)
     store.publish(key_table("followed"))
@@ -405,7 +404,7 @@ def test_router_follows_the_api_with_etags(api, root, caplog):
         doc["key_group_worker"][0] = "w2" if doc["key_group_worker"][0] != "w2" else "w1"
         path.write_text(json.dumps(doc))  # a v3 whose checksum no longer matches
         (root / "followed" / "LATEST").write_text("v3.json\n")
-        with caplog.at_level("WARNING", logger="routeplan.producers.client"):
+        with caplog.at_level("WARNING", logger="routeplan_client.router"):
             assert router.reload() is False
         assert router.version == 2
         assert "keeps serving v2" in caplog.text and "HTTP 500" in caplog.text

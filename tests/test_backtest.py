@@ -6,7 +6,7 @@ The reference computation routes every landing event of the day in pandas: its k
 its workers by the table's weights. ``routeplan.simulation.replay`` is no second reference: it
 replays *online schemes* (kg, pkg, cg… deciding message by message from the loads they saw), not
 a published table, so it cannot route a day through LATEST or a candidate; and producers
-(``routeplan.producers.client.Router``) send a split key's message to the least-loaded of its
+(``routeplan_client.Router``) send a split key's message to the least-loaded of its
 workers, of which the weights are the intended shares — the backtest, like the plan's predicted
 imbalance (``routeplan.planning.metrics.hot_key_split``), uses the weights.
 """

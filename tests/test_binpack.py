@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 from hypothesis import strategies as st
+from routeplan_client import Assignment
 
 from routeplan.cli.main import main
 from routeplan.contracts.schemas import validate_document
@@ -22,7 +23,6 @@ from routeplan.planning.partitions.packing import (
     MODIFIED,
 )
 from routeplan.planning.registry import get_strategy
-from routeplan.producers.client import Assignment
 from routeplan.publishing.store import RoutingStore
 
 HEURISTICS = ADAPTED + MODIFIED

@@ -1,9 +1,10 @@
-"""routeplan.producers.client: routing (route = route_many, PKG local load) and loading (directory,
-file://, fsspec, HTTP: routeplan.producers.sources) with hot reload that never gives up the last
+"""routeplan_client: routing (route = route_many, PKG local load) and loading (directory,
+file://, fsspec, HTTP: routeplan_client.sources) with hot reload that never gives up the last
 good table."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -16,18 +17,19 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import numpy as np
 import pytest
+import routeplan_client.router as router_module
+import routeplan_client.sources as sources_module
 from conftest import stream_names
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from routeplan_client import Assignment, Router
+from routeplan_client import table_from_document as client_table
 
-import routeplan.producers.sources as sources_module
 from routeplan.model.hashing import key_group
 from routeplan.model.names import InvalidNameError, is_valid_name
 from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
-from routeplan.producers.client import Assignment, Router
 from routeplan.publishing.store import RoutingStore
 
 WORKERS = Workers((Worker("a", 1.0), Worker("b", 2.0), Worker("c", 1.0)))
@@ -53,7 +55,7 @@ def test_plain_keys_go_to_their_key_group_worker():
     keys = [f"user-{i}" for i in range(3_000)]
     expected = [table.key_group_worker[key_group(k, 64)] for k in keys]
     assert [Router(table).route(k) for k in keys] == expected
-    assert Router(table).route_many(keys).tolist() == expected
+    assert Router(table).route_many(keys) == expected
     assert Router(table).candidates("user-7") == [expected[7]]
 
 
@@ -122,17 +124,33 @@ def tables_and_keys(draw) -> tuple[RoutingTable, list[str], int]:
 @settings(max_examples=150, deadline=None)
 @given(tables_and_keys())
 def test_route_many_decides_exactly_as_route_and_as_the_rule(case):
+    """Both ways ``route_many`` decides — numpy's batch, and one ``route`` per key (what a
+    client without numpy does) — give ``route``'s decisions and leave its local loads."""
     table, keys, cut = case
-    one, many, halves = Router(table), Router(table), Router(table)
+    one = Router(table)
     routed = [one.route(k) for k in keys]
     assert (routed, one.local_loads()) == reference_route(table, keys)
-    batch = many.route_many(keys)
-    assert isinstance(batch, np.ndarray) and batch.shape == (len(keys),)
-    assert batch.tolist() == routed
-    assert many.local_loads() == one.local_loads()
-    # a batch starts from the loads the router has: two halves are one batch
-    assert halves.route_many(keys[:cut]).tolist() + halves.route_many(keys[cut:]).tolist() == routed
-    assert halves.local_loads() == one.local_loads()
+    for smallest_batch in (0, len(keys) + 1):  # vectorised for every batch / for none
+        with batches_vectorised_from(smallest_batch):
+            many, halves = Router(table), Router(table)
+            batch = many.route_many(keys)
+            assert isinstance(batch, list) and batch == routed
+            assert many.local_loads() == one.local_loads()
+            # a batch starts from the loads the router has: two halves are one batch
+            assert halves.route_many(keys[:cut]) + halves.route_many(keys[cut:]) == routed
+            assert halves.local_loads() == one.local_loads()
+
+
+@contextlib.contextmanager
+def batches_vectorised_from(size: int):
+    """``route_many`` decides batches of at least ``size`` keys with numpy, smaller ones key by
+    key (the router's own threshold, restored after)."""
+    kept = router_module._VECTOR_MIN
+    router_module._VECTOR_MIN = size
+    try:
+        yield
+    finally:
+        router_module._VECTOR_MIN = kept
 
 
 @pytest.mark.parametrize("seed", [0, 7])
@@ -156,10 +174,10 @@ def test_route_many_takes_any_iterable_and_mixes_with_route():
     table = split_table(hot=(("a", 1.0), ("b", 1.0)))
     keys = ["hot", *keys_of_group(0, 3, 5), "hot", "hot", *keys_of_group(1, 3, 2), "hot"]
     mixed = Router(table)
-    got = [mixed.route(keys[0])] + mixed.route_many(iter(keys[1:6])).tolist()
+    got = [mixed.route(keys[0])] + mixed.route_many(iter(keys[1:6]))
     got += [mixed.route(k) for k in keys[6:]]
     assert got == reference_route(table, keys)[0]
-    assert Router(table).route_many([]).tolist() == []
+    assert Router(table).route_many([]) == []
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,7 +192,7 @@ def key_table(stream: str = "s", owner: str = "a") -> RoutingTable:
 
 @pytest.fixture
 def logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    caplog.set_level(logging.INFO, logger="routeplan.producers.client")
+    caplog.set_level(logging.INFO, logger="routeplan_client.router")
     return caplog
 
 
@@ -205,7 +223,7 @@ def test_reload_to_a_new_version_restarts_the_local_loads_and_the_same_version_k
     assert [router.route(moved) for _ in range(3)] + [router.route("hot")] == ["a"] * 3 + ["c"]
     assert router.reload() is False  # LATEST has not moved
     assert router.local_loads() == {"a": 3, "b": 0, "c": 1}
-    router._install(store.load("s", 1))  # the same version read again: nothing restarts
+    router._install(client_table(store.read_document("s", 1)))  # read again: nothing restarts
     assert router.local_loads() == {"a": 3, "b": 0, "c": 1}
     store.publish(key_table(owner="c"))
     assert router.reload() is True
@@ -222,7 +240,7 @@ def test_reload_to_a_new_version_restarts_the_local_loads_and_the_same_version_k
 def test_a_table_without_split_keys_keeps_no_local_loads():
     router = Router(RoutingTable("s", "test", Workers((Worker("a"), Worker("b"))), ("a", "b")))
     assert [router.route(k) for k in keys_of_group(1, 2, 3)] == ["b"] * 3
-    assert router.route_many(keys_of_group(0, 2, 2)).tolist() == ["a", "a"]
+    assert router.route_many(keys_of_group(0, 2, 2)) == ["a", "a"]
     assert router.local_loads() == {}
 
 
@@ -265,12 +283,16 @@ def test_a_corrupt_version_is_rejected_once_and_the_last_good_one_serves(
     write_version(tmp_path, "v2.json", corrupt_documents()[corruption])
     reads = []
     real_read = sources_module.StoreSource._read
-    router._source._read = lambda version: (
-        reads.append(version) or real_read(router._source, version)
-    )
+
+    def read(name: str, limit: int) -> bytes:
+        if name != "LATEST":
+            reads.append(name)
+        return real_read(router._source, name, limit)
+
+    router._source._read = read
     assert [router.reload() for _ in range(3)] == [False, False, False]
     assert router.version == 1 and router.route(keys_of_group(0, 3, 1)[0]) == "a"
-    assert reads == [2]  # the bad version is read once, not at every poll
+    assert reads == ["v2.json"]  # the bad version is read once, not at every poll
     (warning,) = warnings_of(logs)
     assert re.search(rf"stream s: rejected v2\.json, keeps serving v1: .*{reason}", warning, re.S)
     store.publish(key_table(owner="c"))  # v3, LATEST -> v3
@@ -342,7 +364,7 @@ def test_assignment_loads_and_reloads_the_same_way(tmp_path):
         store.publish(assignment("c"))
         assert consumers.reload() is True
         assert consumers.consumer(2) == "c" and consumers.partitions("a") == []
-    with pytest.raises(ValueError, match="read it with routeplan.producers.client.Assignment"):
+    with pytest.raises(ValueError, match="read it with routeplan_client.Assignment"):
         Router.open(tmp_path, "s")
 
 
@@ -447,9 +469,9 @@ def test_http_unchanged_costs_a_304_and_no_parse(tmp_path, logs, monkeypatch):
     store = RoutingStore(tmp_path)
     store.publish(key_table())
     parsed = []
-    validate = sources_module.validate_document
+    parse = sources_module.table_from_document
     monkeypatch.setattr(
-        sources_module, "validate_document", lambda *a, **k: parsed.append(1) or validate(*a, **k)
+        sources_module, "table_from_document", lambda *a, **k: parsed.append(1) or parse(*a, **k)
     )
     with serving(tmp_path) as (url, answered, server):
         router = Router.open(url + "/", "s", timeout=2)

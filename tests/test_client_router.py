@@ -1,4 +1,4 @@
-"""``routeplan.producers.client``: the ``Router`` on published tables."""
+"""``routeplan_client``: the ``Router`` on published tables."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 from conftest import zipf_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from routeplan_client import Router
 
 from routeplan.model.hashing import key_group
 from routeplan.model.plan import Budget
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.registry import get_strategy
-from routeplan.producers.client import Router
 from routeplan.publishing.store import RoutingStore
 
 SNAPSHOT = zipf_snapshot(keys=5_000, messages=200_000, num_key_groups=256)

@@ -15,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 TABLES_DOC = "docs/routing-tables.md"
+PY_INIT = "clients/python/routeplan_client/__init__.py"
 
 
 def clients_version() -> str:
@@ -40,8 +41,9 @@ def pom_dependency(path: str, artifact: str) -> str:
 
 
 # (what, reader): each must read the version clients/VERSION holds. A client joins with one
-# row here (the Python client: its routeplan_client.__version__) and one in SPEC_VERSIONS.
+# row here and one in SPEC_VERSIONS.
 CLIENT_VERSIONS: list[tuple[str, Callable[[], str]]] = [
+    ("python: routeplan_client.__version__", lambda: one(r'^__version__ = "([^"]*)"', PY_INIT)),
     ("java: clients/java/pom.xml", pom_version),
     ("go: routeplan.Version", lambda: one(r'^const Version = "([^"]*)"', "clients/go/version.go")),
     (
@@ -65,6 +67,10 @@ CLIENT_VERSIONS: list[tuple[str, Callable[[], str]]] = [
 
 # (what, reader): each must read the version docs/routing-spec.md states.
 SPEC_VERSIONS: list[tuple[str, Callable[[], str]]] = [
+    (
+        "python: routeplan_client.ROUTING_SPEC_VERSION",
+        lambda: one(r'^ROUTING_SPEC_VERSION = "(\d+)"', PY_INIT),
+    ),
     (
         "java: RoutingSpec.VERSION",
         lambda: one(

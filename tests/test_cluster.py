@@ -125,7 +125,7 @@ def test_nightly_on_the_cluster(cluster):
     assert not Path(REPO, "s3a:").exists() and not Path(REPO, "s3:").exists()
 
     # producers read LATEST from the object store, directly and through the HTTP API
-    from routeplan.producers.client import Router
+    from routeplan_client import Router
 
     routing = f"{topology.library_home()}/routing"
     api = cluster.airflow()  # routeplan's routes inside Airflow need a logged-in user

@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kafka_broker import REPO, free_port
+from routeplan_client import Router
 
 from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
-from routeplan.producers.client import Router
 from routeplan.publishing.store import RoutingStore
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -89,7 +89,7 @@ KEYS = stream_keys()
 
 def partitions(routing: RoutingTable) -> list[int]:
     """What a fresh Router says for KEYS in order, as partitions (``wN`` -> N)."""
-    return [int(w[1:]) for w in Router(routing).route_many(KEYS).tolist()]
+    return [int(w[1:]) for w in Router(routing).route_many(KEYS)]
 
 
 @pytest.fixture(scope="module")
@@ -232,20 +232,20 @@ def read_back(bootstrap: str, topic: str, n: int) -> dict[int, tuple[int, bytes 
 
 @pytest.mark.parametrize("language", ["java", "go"])
 def test_the_example_producer_routes_by_the_served_table_and_stamps_its_version(
-    language, request, kafka_broker, served
+    language, request, broker, served
 ):
     main = ["example.RoutedProducer"] if language == "java" else []
     command = [*request.getfixturevalue(f"{language}_example"), *main]
     topic = f"{STREAM}-{language}-{uuid.uuid4().hex[:8]}"
-    kafka_broker.create_topic(topic, PARTITIONS)
-    env = {"KAFKA_BOOTSTRAP_SERVERS": kafka_broker.bootstrap, "KAFKA_TOPIC": topic}
+    broker.create_topic(topic, PARTITIONS)
+    env = {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap, "KAFKA_TOPIC": topic}
     env |= {"ROUTING_LOCATION": served, "ROUTING_STREAM": STREAM}
     denied = run_example(command, {**env, "ROUTEPLAN_API_TOKEN": "not-the-token"})
     assert denied.returncode != 0 and "401" in denied.stderr, denied.stderr
     done = run_example(command, {**env, "ROUTEPLAN_API_TOKEN": TOKEN})
     assert done.returncode == 0, done.stderr
     assert f"sent {RECORDS} records to {topic}" in done.stderr
-    found = read_back(kafka_broker.bootstrap, topic, RECORDS)
+    found = read_back(broker.bootstrap, topic, RECORDS)
     assert len(found) == RECORDS, f"read back {len(found)} of {RECORDS} records"
     assert [found[i][2] for i in range(RECORDS)] == KEYS
     expected, by_v1 = partitions(V2), partitions(V1)
@@ -267,10 +267,10 @@ def lines(text: str) -> list[str]:
 
 def contains(whole: list[str], snippet: list[str]) -> bool:
     """Whether the snippet's lines are ``whole``'s, in order: each run of them between two
-    ``// …`` lines (what the snippet leaves out) together."""
+    ``...`` lines (what the snippet leaves out) together."""
     parts: list[list[str]] = [[]]
     for line in snippet:
-        if line == "// …":
+        if line == "...":
             parts.append([])
         else:
             parts[-1].append(line)
@@ -354,13 +354,13 @@ class Consumers:
 
 
 def test_the_example_consumers_read_the_partitions_the_plan_names(
-    java_example, kafka_broker, served, tmp_path
+    java_example, broker, served, tmp_path
 ):
     """Two AssignedConsumers of one group settle on PLAN's partitions, then read every record
     RoutedProducer sends: each on a partition of its own, with v2's routing_version."""
     topic = f"orders-{uuid.uuid4().hex[:8]}"
-    kafka_broker.create_topic(topic, PARTITIONS)
-    env = {"KAFKA_BOOTSTRAP_SERVERS": kafka_broker.bootstrap, "KAFKA_TOPIC": topic}
+    broker.create_topic(topic, PARTITIONS)
+    env = {"KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap, "KAFKA_TOPIC": topic}
     env |= {"ROUTING_LOCATION": served, "ROUTEPLAN_API_TOKEN": TOKEN}
     group = Consumers(java_example, {**env, "ROUTING_STREAM": "orders"}, tmp_path)
     plan = {

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from routeplan_client import Router
 
 from routeplan.cli.main import main
 from routeplan.files import read_workers_file
@@ -22,7 +23,6 @@ from routeplan.model.plan import Budget
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.planning.registry import get_strategy
-from routeplan.producers.client import Router
 from routeplan.publishing.store import RoutingStore
 from routeplan.simulation.scenarios import REROUTE_SEED, SLOWDOWN
 

@@ -1,12 +1,11 @@
-"""routeplan.contracts.jcs: RFC 8785 canonical JSON (the routing table's checksum)."""
+"""routeplan_client.jcs: RFC 8785 canonical JSON (the routing table's checksum)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-
-from routeplan.contracts.jcs import canonical_json, number_text
+from routeplan_client.jcs import canonical_json, number_text
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""routeplan.producers.kafka: producers route every message exactly as ``Router.route`` does.
+"""routeplan_client.kafka: producers route every message exactly as ``Router.route`` does.
 
 Against a real Kafka 4.x broker (KRaft, ``tests/kafka_broker.py``: one for the run) the Java
 client's ``RoutingPartitioner``, the Go client's franz-go partitioner and Python's kafka-python
@@ -6,7 +6,8 @@ and confluent-kafka adapters each send a skewed stream (split hot keys included)
 are published mid-stream (wrong checksum, truncated, wrong kind); a consumer reads every record
 back, and its partition is what the Python ``Router`` says for that message. Java consumers of a
 group assigned by ``RouteplanAssignor`` read the partitions a ``partition_assignment`` table names
-for them, follow a new version, and fall back when the group is not the plan's size."""
+for them, follow a new version, and fall back when the group is not the plan's size; so do
+kafka-python consumers of a group assigned by ``routeplan_client.assignor``."""
 
 from __future__ import annotations
 
@@ -23,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kafka_broker import REPO, KafkaBroker
+from routeplan_client import Router
+from routeplan_client.kafka import KafkaPythonPartitioner, RoutedProducer, worker_partitions
 
 from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
-from routeplan.producers.client import Router
-from routeplan.producers.kafka import KafkaPythonPartitioner, RoutedProducer, worker_partitions
 from routeplan.publishing.store import RoutingStore
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -164,12 +165,7 @@ def stream_keys(n: int = RECORDS, seed: int = 7) -> list[str]:
 
 
 KEYS = stream_keys()
-EXPECTED = [int(w[1:]) for w in Router(WIDE).route_many(KEYS).tolist()]
-
-
-@pytest.fixture(scope="module")
-def broker(kafka_broker) -> KafkaBroker:
-    return kafka_broker  # the run's broker (tests/conftest.py)
+EXPECTED = [int(w[1:]) for w in Router(WIDE).route_many(KEYS)]
 
 
 def bad_versions(good: dict) -> list[bytes]:
@@ -308,7 +304,7 @@ def test_confluent_kafka_sends_every_record_where_the_router_says_bad_tables_mid
             if err:
                 errors.append(err)
 
-        with caplog.at_level(logging.WARNING, logger="routeplan.producers.client"):
+        with caplog.at_level(logging.WARNING, logger="routeplan_client.router"):
             for phase in range(PHASES):
                 start, end = RECORDS * phase // PHASES, RECORDS * (phase + 1) // PHASES
                 for i in range(start, end):  # str and UTF-8 bytes keys alike
@@ -488,3 +484,100 @@ def test_java_assignor_falls_back_when_the_group_is_not_the_plans_size(broker, t
     assert sorted(len(ps) for ps in got.values()) == [3, 3], got  # cooperative-sticky balances
     assert "the group has 2 members, the plan 3 consumers that read partitions" in log, log
     assert "assigned by cooperative-sticky" in log, log
+
+
+# --------------------------------------------------------------------------------------------
+# routeplan_client.assignor: a consumer group of kafka-python consumers assigned by the table
+
+
+class PythonConsumers:
+    """kafka-python consumers of one group, a thread each, each with its own ``assignor(...)``
+    class (``consumer=`` its name) and a ``Rebalancer`` in its poll loop; each keeps its
+    generation and partitions after every poll."""
+
+    def __init__(self, broker: KafkaBroker, topic: str, store: Path, names: list[str]) -> None:
+        kafka = pytest.importorskip("kafka")
+        from routeplan_client.kafka import Rebalancer, assignor
+
+        group = f"group-{uuid.uuid4().hex[:8]}"
+        self.stopping = threading.Event()
+        self.reported: dict[str, tuple[int, list[int]]] = {}
+        self.errors: list[BaseException] = []
+        self.classes = {name: assignor(store, STREAM, topic=topic, consumer=name) for name in names}
+
+        def run(name: str) -> None:
+            made = self.classes[name]
+            rebalancer = Rebalancer(made, reload_interval=0.2)  # before subscribe
+            consumer = kafka.KafkaConsumer(
+                bootstrap_servers=broker.bootstrap,
+                group_id=group,
+                partition_assignment_strategy=[made],
+                enable_auto_commit=False,
+                heartbeat_interval_ms=300,  # sees a rebalance soon
+            )
+            try:
+                consumer.subscribe([topic])
+                while not self.stopping.is_set():
+                    consumer.poll(timeout_ms=100)
+                    rebalancer.maybe_rebalance(consumer)
+                    generation = consumer.group_metadata().generation_id
+                    mine = sorted(tp.partition for tp in consumer.assignment())
+                    self.reported[name] = (generation, mine)
+            except BaseException as err:  # the test reports it
+                self.errors.append(err)
+            finally:
+                consumer.close(timeout_ms=5000)
+
+        self.threads = [threading.Thread(target=run, args=(n,), daemon=True) for n in names]
+        for thread in self.threads:
+            thread.start()
+
+    def settle(self, want: dict[str, list[int]] | None = None, timeout: float = 30) -> dict:
+        """Each consumer's partitions once all report one generation and every partition is
+        assigned exactly once (and, given ``want``, as it says)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.errors:
+            now = dict(self.reported)
+            if len(now) == len(self.threads) and len({g for g, _ in now.values()}) == 1:
+                got = {name: ps for name, (_, ps) in sorted(now.items())}
+                every = sorted(p for ps in got.values() for p in ps)
+                if every == list(range(GROUP_PARTITIONS)) and want in (None, got):
+                    return got
+            time.sleep(0.05)
+        raise AssertionError(f"the group did not settle: {self.reported}, errors {self.errors}")
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(15)
+        assert not self.errors, self.errors
+
+
+def test_kafka_python_assignor_gives_each_consumer_the_partitions_the_plan_names(
+    broker, tmp_path, caplog
+):
+    caplog.set_level(logging.INFO, logger="routeplan_client.assignor")
+    topic, store = new_topic(broker, GROUP_PARTITIONS), tmp_path / "routing"
+    RoutingStore(store).publish(consumer_plan(1))
+    group = PythonConsumers(broker, topic, store, ["c0", "c1", "c2"])
+    try:
+        group.settle(by_consumer(consumer_plan(1)))
+        RoutingStore(store).publish(consumer_plan(2))  # a rebalancer asks, the leader follows
+        group.settle(by_consumer(consumer_plan(2)))
+    finally:
+        group.stop()
+    assert "assigned by clicks v1 (partition_assignment) to 3 members" in caplog.text
+    assert "the group rebalances: routeplan clicks v2 (was v1)" in caplog.text
+
+
+def test_kafka_python_assignor_falls_back_when_the_group_is_not_the_plans_size(broker, tmp_path):
+    topic, store = new_topic(broker, GROUP_PARTITIONS), tmp_path / "routing"
+    RoutingStore(store).publish(consumer_plan(1))
+    group = PythonConsumers(broker, topic, store, ["c0", "c1"])
+    try:
+        got = group.settle()
+    finally:
+        group.stop()
+    assert sorted(got.values()) == [[0, 1, 2], [3, 4, 5]], got  # Range's
+    why = "clicks v1 (partition_assignment): the group has 2 members, the plan 3 consumers"
+    assert any(why in (c.fallback_reason or "") for c in group.classes.values()), why

@@ -23,7 +23,7 @@ ROOT = "routeplan"
 LAYERS: list[tuple[str, ...]] = [
     ("cli",),
     ("api",),
-    ("producers", "plots"),
+    ("plots",),
     ("streams",),
     ("publishing", "simulation"),
     ("planning",),
@@ -129,7 +129,7 @@ def test_the_check_finds_every_kind_of_upward_import(tmp_path):
     """Module level, in a function, relative, ``import x``, a name of the public API; imports
     of the own package and of lower layers pass."""
     package_dir = tmp_path / "routeplan"
-    for name in ("model", "cli", "planning", "publishing", "simulation", "producers"):
+    for name in ("model", "cli", "planning", "publishing", "simulation"):
         (package_dir / name).mkdir(parents=True)
         (package_dir / name / "__init__.py").write_text("")
     for name in ("__init__", "files", "storage", "errors", "settings"):
@@ -138,7 +138,7 @@ def test_the_check_finds_every_kind_of_upward_import(tmp_path):
         "import routeplan.cli.main\n"
         "from routeplan.planning import registry\n"
         "from ..publishing.store import RoutingStore\n"
-        "from routeplan import Router, storage, __version__\n"
+        "from routeplan import RoutingStore, storage, __version__\n"
         "from . import table\n"
         "from routeplan.errors import UsageError\n"
         "def f():\n"
@@ -151,7 +151,7 @@ def test_the_check_finds_every_kind_of_upward_import(tmp_path):
         (2, "routeplan.planning"),
         (3, "routeplan.publishing.store"),
         (4, "routeplan"),
-        (4, "routeplan.producers.client"),
+        (4, "routeplan.publishing.store"),
         (4, "routeplan.storage"),
         (5, "routeplan.model"),
         (6, "routeplan.errors"),
@@ -165,7 +165,7 @@ def test_the_check_finds_every_kind_of_upward_import(tmp_path):
             (1, "routeplan.cli.main"),
             (2, "routeplan.planning"),
             (3, "routeplan.publishing.store"),
-            (4, "routeplan.producers.client"),
+            (4, "routeplan.publishing.store"),
             (8, "routeplan.simulation.online"),
             (9, "routeplan.files"),
         ]

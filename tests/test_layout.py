@@ -24,7 +24,6 @@ EXEMPT = {
     "routeplan/model/loads.py": "values exercised by every planning test (tests/test_metrics.py)",
     "routeplan/model/names.py": "the name rule, checked where names enter: test_store, test_client",
     "routeplan/model/workers.py": "values exercised by every planning test",
-    "routeplan/producers/sources.py": "the table sources of the Router: tests/test_client.py",
     "routeplan/publishing/store_doctor.py": "doctor's report and orphan rule: tests/test_doctor.py",
     "routeplan/publishing/store_files.py": "the store's file layer: tests/test_store.py",
     "routeplan/streams/inputs.py": "inputs of a stream's plan: tests/test_streams_service.py",

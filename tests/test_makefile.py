@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # what a line of the dry run installs, by a pattern of its command
 INSTALLS = {
-    "virtualenv": r"uv pip install .*-c constraints\.txt -e '\.\[(?!dev\])",
+    "virtualenv": r"uv pip install .*-c constraints\.txt -e clients/python -e '\.\[(?!dev\])",
     "dev_tools": r"uv pip install .*-c constraints\.txt -e '\.\[dev\]'",
     "delta_jars": r"mvn (?!.*-P)\S.*-f jars/pom\.xml dependency:copy-dependencies",
     "s3a_jars": r"mvn .*-Ps3a -f jars/pom\.xml dependency:copy-dependencies",

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from routeplan_client import Assignment, Router
 
 from routeplan.contracts.schemas import validate_document
 from routeplan.model.loads import PartitionLoad
@@ -31,7 +32,6 @@ from routeplan.planning.partitions.packing import (
     pack,
 )
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
-from routeplan.producers.client import Assignment, Router
 from routeplan.publishing.store import RoutingStore
 
 HEURISTICS = ADAPTED + MODIFIED

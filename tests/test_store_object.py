@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from routeplan_client import Router
 
 from routeplan import storage
 from routeplan.cli.main import main
 from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
-from routeplan.producers.client import Router
 from routeplan.publishing.store import (
     BrokenLatestError,
     HeldError,
@@ -355,7 +355,7 @@ def test_router_serves_and_follows_latest_from_s3(s3_root):
         assert router.reload() is False
         store.publish(table("s", 1))
         assert router.reload() is True and router.version == 2
-        assert router.table == store.load("s")
+        assert router.table.document == store.read_document("s")
         write(s3_root, "s", "v3.json", text="{}")
         write(s3_root, "s", "LATEST", text="v3.json\n")
         assert router.reload() is False and router.version == 2  # a bad version never serves

@@ -5,7 +5,7 @@ the files are generated in a temporary folder, then uploaded through fsspec.
 
 ``--follow`` closes the loop plan → publish → producers → logs: each stream with a LATEST in the
 routing store is routed as its producers would route it, through the producer client
-(``routeplan.producers.client``): a ``Router`` over LATEST's key_routing table (one producer per
+(``routeplan_client``): a ``Router`` over LATEST's key_routing table (one producer per
 stream, its messages in time order, so split keys spread by the router's own local loads) or
 the consumer an ``Assignment`` gives each partition. The generator below the client only gets a
 ``FollowedTable`` (a route callable and the version).
@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+from routeplan_client import Assignment, Router
 
 from routeplan import settings, storage
 from routeplan.cli import progress
@@ -27,7 +28,6 @@ from routeplan.errors import UsageError
 from routeplan.files import json_text
 from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.parsing import iso_date, name_list, stream_name
-from routeplan.producers.client import Assignment, Router
 from routeplan.publishing.store import RoutingStore
 from routeplan.simulation import scenarios
 from routeplan.simulation.generate import (
@@ -226,7 +226,7 @@ def _route_keys(router: Router):
     loads) as one ``route`` per message."""
 
     def route(keys: np.ndarray, partitions: np.ndarray) -> np.ndarray:
-        return router.route_many(keys.tolist())
+        return np.asarray(router.route_many(keys.tolist()), dtype=object)
 
     return route
 

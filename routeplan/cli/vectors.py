@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from routeplan_client.jcs import canonical_json
 
-from routeplan.contracts.jcs import canonical_json
 from routeplan.model.table import (
     LEGACY_CHECKSUM_PREFIX,
     PartitionAssignment,

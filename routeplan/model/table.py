@@ -7,11 +7,11 @@ with its own routing:
   Murmur3: ``key_group(key)`` picks ``key_group_worker[group]`` unless the key has a
   ``hot_keys`` entry (a split key), in which case each message goes to the listed worker the
   producer has loaded least relative to its capacity (paper 003 §3.2, see
-  ``routeplan.producers.client.Router``); the weights are the planner's intended shares and
+  ``routeplan_client.Router``); the weights are the planner's intended shares and
   break ties.
 * ``PartitionAssignment`` (``kind = "partition_assignment"``): which consumer of the group
   (``consumers``) reads each partition (``partition_consumer``), as Kafka's assignors answer
-  (paper 002; ``routeplan.producers.client.Assignment``).
+  (paper 002; ``routeplan_client.Assignment``).
 
 What both share is ``Table``: the stream, the strategy and its parameters and state, the
 predicted metrics and planning loads, the version fields set when it is published, the
@@ -28,15 +28,20 @@ stored.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, ClassVar, Self
 
 import numpy as np
+from routeplan_client.jcs import canonical_json
+from routeplan_client.tables import (
+    CHECKSUM_PREFIX,
+    LEGACY_CHECKSUM_PREFIX,
+    checksum,
+    verify_checksum,
+)
 
-from routeplan.contracts.jcs import canonical_json
 from routeplan.model.hashing import DEFAULT_SEED, HASH_FUNCTION, MAX_NUM_KEY_GROUPS
 from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
 from routeplan.model.workers import Workers
@@ -352,41 +357,15 @@ def planning_load(loads: Loads) -> dict[str, Any]:
     }
 
 
-CHECKSUM_PREFIX = "jcs-sha256:"  # what every document is published with
-LEGACY_CHECKSUM_PREFIX = "sha256:"  # documents published before: Python's own JSON spelling
-
-
-def checksum(doc: Mapping[str, Any], prefix: str = CHECKSUM_PREFIX) -> str:
-    """The checksum of the document without its ``checksum`` field.
-
-    ``jcs-sha256:<hex>`` (``CHECKSUM_PREFIX``): SHA-256 of the RFC 8785 canonical JSON
-    (``routeplan.contracts.jcs``), which any language reproduces (docs/routing-spec.md).
-    ``sha256:<hex>`` (``LEGACY_CHECKSUM_PREFIX``, documents published before): SHA-256 of
-    ``json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, whose number
-    spelling is Python's; still verified for the documents that carry it, never written.
-    """
-    body = {k: v for k, v in doc.items() if k != "checksum"}
-    if prefix == CHECKSUM_PREFIX:
-        return CHECKSUM_PREFIX + hashlib.sha256(canonical_json(body)).hexdigest()
-    if prefix == LEGACY_CHECKSUM_PREFIX:
-        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return LEGACY_CHECKSUM_PREFIX + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-    raise ValueError(f"unknown checksum scheme {prefix!r}")
-
-
-def verify_checksum(doc: Mapping[str, Any]) -> None:
-    """ValueError unless ``doc["checksum"]`` is its checksum, by the scheme its prefix names
-    (``jcs-sha256:``, or ``sha256:`` for a document published before)."""
-    stated = doc.get("checksum")
-    prefix = LEGACY_CHECKSUM_PREFIX if str(stated).startswith("sha256:") else CHECKSUM_PREFIX
-    try:
-        expected = checksum(doc, prefix)
-    except (ValueError, TypeError, OverflowError) as err:
-        raise ValueError(
-            f"routing table {doc.get('stream')} v{doc.get('version')}: cannot canonicalise: {err}"
-        ) from None
-    if stated != expected:
-        raise ValueError(
-            f"routing table {doc.get('stream')} v{doc.get('version')}: checksum mismatch "
-            f"({stated} != {expected})"
-        )
+__all__ = [
+    "CHECKSUM_PREFIX",
+    "KINDS",
+    "LEGACY_CHECKSUM_PREFIX",
+    "PartitionAssignment",
+    "RoutingTable",
+    "Table",
+    "checksum",
+    "planning_load",
+    "table_from_document",
+    "verify_checksum",
+]

@@ -64,6 +64,8 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
+from routeplan_client.sources import parse_latest
+
 from routeplan import storage
 from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document
 from routeplan.contracts.schemas import validate_document
@@ -539,16 +541,6 @@ def _never_named(
     outside = [v for v in sorted(links) if v not in history]
     orphans = tuple(v for v in outside if v > broken)
     return orphans, tuple(v for v in outside if v < broken), broken or None
-
-
-def parse_latest(text: str, where: str = "LATEST") -> int:
-    """The version a ``LATEST`` file names (``v3.json`` → 3); ValueError if it names none."""
-    match = _VERSION_FILE.match(text.strip())
-    if not match:
-        shown = text.strip()
-        shown = repr(shown) if len(shown) <= 40 else repr(shown[:37]) + "…"
-        raise ValueError(f"{where}: does not name a version file: {shown}")
-    return int(match.group(1))
 
 
 class StaleLatestError(RuntimeError):

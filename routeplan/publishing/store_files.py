@@ -39,13 +39,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from routeplan_client.sources import LATEST, LATEST_MAX_BYTES  # the layout readers follow
+
 from routeplan import settings, storage
 from routeplan.contracts.documents import read_limited
 
 TEMP_PREFIX = ".tmp-"
-LATEST = "LATEST"
 HOLD = "HOLD"  # a stream's hold: publish nothing new until it is cleared (``RoutingStore.hold``)
-LATEST_MAX_BYTES = 256  # "v<N>.json\n" needs < 30; more is garbage, never read whole
 LOOP_MAX_BYTES = 4 * 2**20  # a stream's loop state after one night (``loop-<night>.json``)
 _LOOP_NAME = re.compile(r"loop-(\d{4}-\d{2}-\d{2})\.json")
 

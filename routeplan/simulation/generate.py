@@ -19,7 +19,7 @@ is kept anywhere.
 ``key_group_worker`` of ``kg``). ``generate(config, follow={stream: FollowedTable(...)})`` routes
 a stream as producers following a published table do instead: ``FollowedTable.route`` gets each
 file's keys and partitions in time order and answers the workers (the caller — the CLI — builds
-it from ``routeplan.producers.client``; this module stays below the producers and the store), and
+it from ``routeplan_client``; this module stays below the producers and the store), and
 every event carries the table's ``routing_version``. ``config.scenarios`` add the day's events
 (``routeplan.simulation.scenarios``).
 """

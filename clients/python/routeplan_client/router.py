@@ -1,19 +1,20 @@
 """What producers and consumers use: nothing but a published routing table.
 
-    router = Router.open("var/routing", "clicks", reload_interval=30)  # follows LATEST
-    router.route("user-42")                    # -> "w7"
-    router.route_many(keys)                    # -> array(["w7", "w2", ...]): the same decisions
+    router = Router.open("https://routeplan.example", "clicks", token=TOKEN, reload_interval=30)
+    router.route("user-42")                    # -> "w7" (follows LATEST every 30 s)
+    router.version                             # -> 12: stamp it on the record (routing_version)
+    router.route_many(keys)                    # -> ["w7", "w2", ...]: the same decisions
     router.close()                             # or: with Router.open(...) as router: ...
 
-    assignment = Assignment.open("https://routeplan.example", "clicks", token=TOKEN)  # partitions
+    assignment = Assignment.open("var/routing", "orders")   # partitions
     assignment.partitions("c3")                # -> [4, 9]: what c3 reads
 
-A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``v<N>.json``, as
-``RoutingStore`` writes it), the routing-table HTTP API at an ``http(s)://`` base URL, or any
-other fsspec URL (``s3://bucket/routing`` or ``s3a://…``, ``gs://…``, ``memory://…``) with the
-store's layout (``routeplan.producers.sources`` reads them; this module follows them).
-A stream name that breaks the name rule (``routeplan.model.names``) is refused before any read, and
-a document is read within ``routeplan.contracts.documents``' bounds (``max_bytes``, nesting depth).
+A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``v<N>.json``),
+the routing-table HTTP API at an ``http(s)://`` base URL, or any other fsspec URL
+(``s3://bucket/routing`` or ``s3a://…``, ``gs://…``, ``memory://…``) with the store's layout
+(``routeplan_client.sources`` reads them; this module follows them). A stream name that breaks
+the name rule (``routeplan_client.names``) is refused before any read, and a document is read
+within ``routeplan_client.documents``' bounds (``max_bytes``, nesting depth).
 """
 
 from __future__ import annotations
@@ -23,26 +24,26 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Self
+from typing import Any, Optional, TypeVar
 
-import numpy as np
+from routeplan_client.documents import DEFAULT_MAX_BYTES
+from routeplan_client.hashing import key_group, key_group_mask, key_hash_fast
+from routeplan_client.sources import Source, open_source, verified
+from routeplan_client.tables import PartitionAssignment, RoutingTable, Table, table_from_document
 
-from routeplan.contracts.documents import DEFAULT_MAX_BYTES
-from routeplan.model.hashing import (
-    key_group,
-    key_group_mask,
-    key_groups_of,
-    key_hash_array,
-    key_hash_fast,
-)
-from routeplan.model.table import PartitionAssignment, RoutingTable, Table
-from routeplan.producers.sources import Source, open_source, verified
+try:  # route_many decides a batch with numpy when it is installed, one route per key without
+    from routeplan_client import _vectorised
+except ImportError:  # pragma: no cover - numpy absent
+    _vectorised = None  # type: ignore[assignment]
+
+_VECTOR_MIN = 64  # below this many keys a batch is cheaper one route at a time
 
 log = logging.getLogger(__name__)
 
-OnChange = Callable[[int | None, int | None], object]
+OnChange = Callable[[Optional[int], Optional[int]], object]  # noqa: UP007 (a runtime alias: 3.9)
+P = TypeVar("P", bound="_Published")
 
 
 # --------------------------------------------------------------------------------------------
@@ -56,8 +57,11 @@ class _Published:
 
     _snapshot: Any  # set by _install; has a .table
 
-    def __init__(self, table: Table) -> None:
-        self._install(table)
+    def __init__(self, table: Any) -> None:
+        """Serve ``table``: a table read by ``routeplan_client`` (``table_from_document``), or
+        any object with a ``to_document()`` giving a routing-table document (routeplan's planned
+        tables), read through ``table_from_document`` with its checksum verified."""
+        self._install(as_table(table))
         self._source: Source | None = None
         self._max_bytes = DEFAULT_MAX_BYTES
         self._tag: str | None = None
@@ -74,7 +78,7 @@ class _Published:
 
     @classmethod
     def open(
-        cls,
+        cls: type[P],
         source: str | os.PathLike[str],
         stream: str,
         version: int | None = None,
@@ -86,7 +90,7 @@ class _Published:
         headers: Mapping[str, str] | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         token: str | None = None,
-    ) -> Self:
+    ) -> P:
         """Load LATEST (or a pinned ``version``) of ``stream`` from ``source``, schema and checksum
         verified; with ``reload_interval`` (seconds) keep following LATEST in a daemon thread.
 
@@ -123,13 +127,13 @@ class _Published:
 
     @classmethod
     def from_store(
-        cls,
+        cls: type[P],
         root: str | os.PathLike[str],
         stream: str,
         version: int | None = None,
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
-    ) -> Self:
+    ) -> P:
         """Load LATEST (or a pinned ``version``) of ``stream``, schema and checksum verified."""
         return cls.open(root, stream, version, max_bytes=max_bytes)
 
@@ -146,7 +150,7 @@ class _Published:
 
         Never raises for the source's sake: a corrupt new version (JSON, too large or too deep,
         schema, checksum, wrong kind) or an unreachable or failing source is logged as a WARNING
-        on ``routeplan.producers.client`` (once per bad version, once per outage) and the current
+        on ``routeplan_client.router`` (once per bad version, once per outage) and the current
         table keeps serving.
         """
         if self._source is None or self._source.version is not None:
@@ -233,11 +237,25 @@ class _Published:
             self._source.close()
             self._source = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> P:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def as_table(table: Any) -> Table:
+    """``table`` itself when ``routeplan_client`` read it, else the table its ``to_document()``
+    holds (checksum verified); ``TypeError`` for anything else."""
+    if isinstance(table, (RoutingTable, PartitionAssignment)):
+        return table
+    to_document = getattr(table, "to_document", None)
+    if to_document is None:
+        raise TypeError(
+            f"not a routing table: {type(table).__name__} (read one with Router.open, or "
+            "routeplan_client.table_from_document)"
+        )
+    return table_from_document(to_document())
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,11 +273,9 @@ class _Routes:
     counts: list[float] | None  # slot -> messages routed under this version; None: no split key
     split: Mapping[str, int]  # split key -> its index in candidates
     candidates: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]  # (slots, capacities)
-    candidate_slots: np.ndarray  # the slots as a matrix, short rows padded with their first slot
-    group_slot: np.ndarray  # key group -> worker slot
-    split_group: np.ndarray  # key group -> holds a split key
-    split_hashes: np.ndarray  # the split keys' unsigned 32-bit hashes (uint32), sorted
-    names: np.ndarray  # worker slot -> name (dtype object)
+    group_slot: tuple[int, ...]  # key group -> worker slot
+    split_group: tuple[bool, ...]  # key group -> holds a split key
+    arrays: dict[str, Any] = field(default_factory=dict)  # route_many's numpy forms, built once
 
 
 class Router(_Published):
@@ -282,7 +298,7 @@ class Router(_Published):
     holds the lock for its batch.
     """
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Any) -> None:
         self._lock = threading.Lock()  # local loads of split-key decisions
         super().__init__(table)
 
@@ -290,30 +306,25 @@ class Router(_Published):
         if not isinstance(table, RoutingTable):
             raise ValueError(
                 f"{table.stream} v{table.version} is a {table.kind} table: "
-                "read it with routeplan.producers.client.Assignment"
+                "read it with routeplan_client.Assignment"
             )
         current = getattr(self, "_snapshot", None)
-        if current is not None and table.version is not None and table == current.table:
+        if current is not None and table.same_version(current.table):
             return  # the version in force read again: its local loads keep counting
-        names, slot = table.workers.names, table.workers.index()
+        names = table.worker_names
+        slot = {name: i for i, name in enumerate(names)}
         seed, n = table.hash_seed, table.num_key_groups
-        dtype = np.int16 if len(slot) < 2**15 - 1 else np.int32  # int16 argsorts by radix
-        capacity = {w.name: w.capacity for w in table.workers.items}
+        capacity = {w.name: w.capacity for w in table.workers}
         candidates = []
         for targets in table.hot_keys.values():
             by_weight = sorted(targets, key=lambda t: -t[1])  # stable: table order on ties
             candidates.append(
                 (tuple(slot[w] for w, _ in by_weight), tuple(capacity[w] for w, _ in by_weight))
             )
-        width = max((len(c[0]) for c in candidates), default=1)
-        candidate_slots = np.array(
-            [c[0] + c[0][:1] * (width - len(c[0])) for c in candidates], dtype=dtype
-        ).reshape(len(candidates), width)
         split = {key: i for i, key in enumerate(table.hot_keys)}
-        split_hashes = np.unique(key_hash_array(split, seed))
-        split_group = np.zeros(n, dtype=bool)
-        split_group[key_groups_of(split_hashes, n)] = True
-        group_slot = [slot[w] for w in table.key_group_worker]
+        holding = {key_group(key, n, seed) for key in split}
+        split_group = tuple(g in holding for g in range(n))
+        group_slot = tuple(slot[w] for w in table.key_group_worker)
         counts = [0.0] * len(names) if split else None
         by_key = {key: candidates[i] for key, i in split.items()}
         route = _compile_route(by_key, group_slot, split_group, seed, n, counts, list(names))
@@ -323,11 +334,8 @@ class Router(_Published):
             counts=counts,
             split=split,
             candidates=tuple(candidates),
-            candidate_slots=candidate_slots,
-            group_slot=np.array(group_slot, dtype=dtype),
+            group_slot=group_slot,
             split_group=split_group,
-            split_hashes=split_hashes,
-            names=np.array(names, dtype=object),
         )
         self._snapshot = routes
         # the instance's own ``route`` shadows the method: one dict read and a call with no
@@ -346,85 +354,18 @@ class Router(_Published):
         function compiled for its table, ``_compile_route``, set on the instance.)"""
         return self._snapshot.route(key)
 
-    def route_many(self, keys: Iterable[str]) -> np.ndarray:
-        """The workers for the next messages of ``keys``, in order: ``route`` vectorised.
-
-        Keys are hashed in one pass; only keys whose hash is a split key's are looked up. The
-        split ones are decided in order by ``route``'s rule, the local load of a candidate at
-        each being the counts before the batch, plus the batch's plain messages before it
-        (searchsorted in the plain positions sorted by worker), plus the batch's earlier split
-        decisions.
-        """
+    def route_many(self, keys: Iterable[str]) -> list[str]:
+        """The workers for the next messages of ``keys``, in order: exactly
+        ``[route(k) for k in keys]``, leaving the same local loads, under the lock for the batch.
+        With numpy installed the batch is decided vectorised (``routeplan_client._vectorised``:
+        hashed in one pass, only keys whose hash is a split key's looked up); without it, one
+        ``route`` per key."""
         routes = self._snapshot
-        keys = keys if isinstance(keys, list | tuple) else list(keys)
-        table = routes.table
-        hashes = key_hash_array(keys, table.hash_seed)
-        groups = key_groups_of(hashes, table.num_key_groups)
-        slots = routes.group_slot[groups]
-        counts = routes.counts
-        if counts is None:  # no split key: no decision, no local load
-            return routes.names[slots]
-        # a key may be split if its group holds one, and its hash is one's
-        maybe = np.flatnonzero(routes.split_group[groups])
-        near = np.searchsorted(routes.split_hashes, hashes[maybe]) % len(routes.split_hashes)
-        maybe = maybe[routes.split_hashes[near] == hashes[maybe]]
-        get = routes.split.get
-        found = np.array([get(keys[i], -1) for i in maybe.tolist()], dtype=np.int64)
-        positions, ids = maybe[found >= 0], found[found >= 0]
+        keys = keys if isinstance(keys, (list, tuple)) else list(keys)
+        if _vectorised is not None and len(keys) >= _VECTOR_MIN:
+            return _vectorised.route_many(routes, keys, self._lock)
         with self._lock:
-            if len(positions):
-                slots[positions] = self._decide_split(routes, slots, positions, ids)
-            sent = np.bincount(slots, minlength=len(counts))
-            for slot in np.flatnonzero(sent).tolist():
-                counts[slot] += float(sent[slot])
-        return routes.names[slots]
-
-    def _decide_split(
-        self, routes: _Routes, slots: np.ndarray, positions: np.ndarray, ids: np.ndarray
-    ) -> list[int]:
-        """Slots of the split messages at ``positions`` (ascending; ``ids`` index candidates)."""
-        counts = routes.counts
-        assert counts is not None  # a table with split keys counts
-        n, last = len(slots), len(routes.names)
-        marked = slots.copy()
-        marked[positions] = last  # sorts after every worker: not a plain message
-        order = np.argsort(marked, kind="stable")
-        ranked = marked[order].astype(np.int64) * n + order  # plain (slot, position), ascending
-        start = np.concatenate(([0], np.cumsum(np.bincount(marked, minlength=last + 1))))
-        cand = routes.candidate_slots[ids]  # (split messages, width)
-        query = (cand.astype(np.int64) * n + positions[:, None]).ravel()
-        by_slot = np.argsort(cand.ravel(), kind="stable")  # sorted queries search faster
-        plain_before = np.empty_like(query)
-        plain_before[by_slot] = np.searchsorted(ranked, query[by_slot])
-        plain_before = plain_before.reshape(cand.shape) - start[cand]
-        loads = (np.asarray(counts, dtype=np.int64)[cand] + plain_before).ravel().tolist()
-        decided = [0] * len(counts)  # split messages of this batch so far, per slot
-        out = []
-        if cand.shape[1] == 2:  # d = 2 (PKG's choice): _split_to's rule, unrolled
-            pairs = [(c[0][0], c[0][-1], c[1][0], c[1][-1]) for c in routes.candidates]
-            for i, first_load, second_load in zip(
-                ids.tolist(), loads[0::2], loads[1::2], strict=True
-            ):
-                first, second, first_capacity, second_capacity = pairs[i]
-                slot = (
-                    second
-                    if (second_load + decided[second]) / second_capacity
-                    < (first_load + decided[first]) / first_capacity
-                    else first
-                )
-                decided[slot] += 1
-                out.append(slot)
-            return out
-        current = [0] * len(counts)  # the local load of each candidate, refreshed
-        for i, k in zip(ids.tolist(), range(0, len(loads), cand.shape[1]), strict=True):
-            cand_slots, capacities = routes.candidates[i]
-            for slot in cand_slots:  # flat rows, not lists: no allocation per message
-                current[slot] = loads[k] + decided[slot]
-                k += 1
-            slot = _split_to(cand_slots, capacities, current)
-            decided[slot] += 1
-            out.append(slot)
-        return out
+            return [routes.route(k) for k in keys]
 
     def local_loads(self) -> dict[str, int]:
         """Messages this router has sent to each worker under the version in force, as the
@@ -434,15 +375,14 @@ class Router(_Published):
             return {}
         with self._lock:
             return {
-                name: int(count)
-                for name, count in zip(routes.table.workers.names, routes.counts, strict=True)
+                name: int(count) for name, count in zip(routes.table.worker_names, routes.counts)
             }
 
 
 def _compile_route(
     hot: dict[str, tuple[tuple[int, ...], tuple[float, ...]]],
-    group_slot: list[int],
-    split_group: np.ndarray,
+    group_slot: tuple[int, ...],
+    split_group: tuple[bool, ...],
     seed: int,
     n: int,
     counts: list[float] | None,
@@ -476,8 +416,7 @@ def _compile_route(
 
         return route
 
-    holds = split_group.tolist()
-    flagged = tuple(-1 - s if split else s for s, split in zip(group_slot, holds, strict=True))
+    flagged = tuple(-1 - s if split else s for s, split in zip(group_slot, split_group))
     if mask is not None and seed == 0:
 
         def route(key: str, h=key_hash_fast, mask=mask, slot=flagged, get=hot.get,

@@ -1,12 +1,12 @@
 """Where a ``Router`` or ``Assignment`` reads a stream's published versions from.
 
-A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``v<N>.json``, as
-``RoutingStore`` writes it), the routing-table HTTP API at an ``http(s)://`` base URL, or any
-other fsspec URL (``s3://bucket/routing`` or ``s3a://…``, ``gs://…``, ``memory://…``) with the
-store's layout; directories and fsspec URLs are read through ``RoutingStore``. A source delivers
-a version's bytes unverified (``Fetched``); ``verified`` turns them into the table, within
-``routeplan.contracts.documents``' bounds (``max_bytes``, nesting depth), schema and checksum
-checked. Following a source (polling, swapping, logging) is ``routeplan.producers.client``'s.
+A source is a directory or ``file://`` URL (``<root>/<stream>/LATEST`` naming ``v<N>.json``, the
+layout routeplan's store writes), the routing-table HTTP API at an ``http(s)://`` base URL, or
+any other fsspec URL (``s3://bucket/routing`` or ``s3a://…``, ``gs://…``, ``memory://…``; the
+``fsspec`` extra and the scheme's own package) with the store's layout. A source delivers a
+version's bytes unverified (``Fetched``); ``verified`` turns them into the table, within
+``routeplan_client.documents``' bounds (``max_bytes``, nesting depth), checked and checksummed.
+Following a source (polling, swapping, logging) is ``routeplan_client.router``'s.
 """
 
 from __future__ import annotations
@@ -14,18 +14,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 from urllib.parse import quote, urlsplit
 from urllib.request import url2pathname
 
-from routeplan import storage
-from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document
-from routeplan.contracts.schemas import validate_document
-from routeplan.model.names import check_name
-from routeplan.model.table import Table, table_from_document
-from routeplan.publishing.store import RoutingStore
+from routeplan_client.documents import DEFAULT_MAX_BYTES, parse_document
+from routeplan_client.names import check_name
+from routeplan_client.tables import Table, table_from_document
+
+LATEST = "LATEST"
+LATEST_MAX_BYTES = 256  # "v<N>.json\n" needs < 30; more is garbage, never read whole
+_VERSION_FILE = re.compile(r"^v(\d+)\.json$")
+_LIBRARY_SCHEMES = {"s3a": "s3", "s3n": "s3"}  # Hadoop's spellings of the same S3 objects
 
 
 @dataclass(frozen=True)
@@ -38,10 +41,35 @@ class Fetched:
     version: int | None  # the version the source says it is, when it knows
 
 
+def parse_latest(text: str, where: str = LATEST) -> int:
+    """The version a ``LATEST`` file names (``v3.json`` → 3); ValueError if it names none."""
+    match = _VERSION_FILE.match(text.strip())
+    if not match:
+        shown = text.strip()
+        shown = repr(shown) if len(shown) <= 40 else repr(shown[:37]) + "…"
+        raise ValueError(f"{where}: does not name a version file: {shown}")
+    return int(match.group(1))
+
+
+def s3_options() -> dict[str, Any]:
+    """s3fs's options from the standard AWS variables: the endpoint of an S3-compatible server
+    (``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``, path-style addressing as such servers
+    expect) and its region (``AWS_REGION`` or ``AWS_DEFAULT_REGION``)."""
+    options: dict[str, Any] = {}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        options["endpoint_url"] = endpoint
+        options["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        options["client_kwargs"] = {"region_name": region}
+    return options
+
+
 class StoreSource:
-    """A routing store (``<root>/<stream>/LATEST`` naming ``v<N>.json``) read through
-    ``RoutingStore``: a local directory or any fsspec URL. Only reads a version when LATEST moved
-    (at most ``max_bytes + 1`` bytes of it: enough to tell it is too large)."""
+    """A routing store (``<root>/<stream>/LATEST`` naming ``v<N>.json``): a local directory, or
+    any fsspec URL. Only reads a version when LATEST moved (at most ``max_bytes + 1`` bytes of
+    it: enough to tell it is too large)."""
 
     def __init__(
         self,
@@ -54,10 +82,23 @@ class StoreSource:
         self.stream = stream
         self.version = version
         self.max_bytes = max_bytes
+        self.root = root
+        scheme = urlsplit(root).scheme if "://" in root else ""
+        if not scheme:
+            self._fs, self._base = None, root
+            return
         try:
-            self._store = RoutingStore(root, max_bytes, storage_options)
+            import fsspec
+        except ImportError as err:
+            raise ImportError(
+                f"reading {scheme}:// routing tables needs fsspec and its {scheme} package: "
+                "pip install 'routeplan-client[fsspec]' (and s3fs, gcsfs, …)"
+            ) from err
+        uri = _LIBRARY_SCHEMES.get(scheme, scheme) + root[len(scheme) :]
+        options = {**(s3_options() if uri.startswith("s3://") else {}), **(storage_options or {})}
+        try:
+            self._fs, self._base = fsspec.core.url_to_fs(uri, **options)
         except ImportError as err:  # e.g. "Install s3fs to access S3"
-            scheme = urlsplit(root).scheme
             raise ImportError(
                 f"reading {scheme}:// routing tables needs its fsspec package: {err}"
             ) from err
@@ -68,24 +109,38 @@ class StoreSource:
         tag = f"v{version}.json"
         if tag == known:
             return None
-        return Fetched(tag, self._where(tag), self._read(version), version)
+        return Fetched(tag, self._where(tag), self._read(tag, self.max_bytes), version)
 
     def close(self) -> None:
         pass
 
     def _latest(self) -> int:
-        version = self._store.latest_version(self.stream)  # ValueError: LATEST names no version
-        if version is None:
+        try:
+            text = self._read(LATEST, LATEST_MAX_BYTES).decode("utf-8", "replace")
+        except FileNotFoundError:
             raise FileNotFoundError(
-                f"no routing table published for stream {self.stream!r} in {self._store.root}"
-            )
-        return version
+                f"no routing table published for stream {self.stream!r} in {self.root}"
+            ) from None
+        return parse_latest(text, where=self._where(LATEST))  # ValueError: names no version
 
-    def _read(self, version: int) -> bytes:
-        return self._store.read_bytes(self.stream, version)
+    def _path(self, name: str) -> str:
+        if self._fs is None:
+            return os.path.join(self._base, self.stream, name)
+        return "/".join((self._base.rstrip("/"), self.stream, name))
+
+    def _read(self, name: str, limit: int) -> bytes:
+        path = self._path(name)
+        if self._fs is None:
+            with open(path, "rb") as handle:
+                return handle.read(limit + 1)
+        try:
+            with self._fs.open(path, "rb") as handle:
+                return handle.read(limit + 1)
+        except FileNotFoundError:
+            raise FileNotFoundError(self._where(name)) from None
 
     def _where(self, name: str) -> str:
-        return storage.join(self._store.root, self.stream, name)
+        return f"{self.root.rstrip('/')}/{self.stream}/{name}" if self._fs else self._path(name)
 
 
 class HttpSource:
@@ -102,12 +157,8 @@ class HttpSource:
         max_bytes: int,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        try:
-            import httpx
-        except ImportError as err:
-            raise ImportError(
-                f"reading routing tables from {base} needs httpx: pip install httpx"
-            ) from err
+        import httpx
+
         self.stream = stream
         self.version = version
         self.max_bytes = max_bytes
@@ -153,7 +204,7 @@ class HttpSource:
         self._client.close()
 
 
-Source = StoreSource | HttpSource
+Source = Union[StoreSource, HttpSource]
 
 
 def open_source(
@@ -183,10 +234,9 @@ def open_source(
 
 
 def verified(fetched: Fetched, stream: str, max_bytes: int) -> Table:
-    """The table in ``fetched``: bounded JSON, schema, checksum, and that it is what was asked
+    """The table in ``fetched``: bounded JSON, checked, checksum verified, and what was asked
     for."""
     doc = parse_document(fetched.body, fetched.where, max_bytes)
-    validate_document("routing_table", doc, where=fetched.where)
     table = table_from_document(doc)
     if table.stream != stream or fetched.version not in (None, table.version):
         raise ValueError(

@@ -86,7 +86,7 @@ def _write(value: Any, out: list[str]) -> None:
         out.append("true")
     elif value is False:
         out.append("false")
-    elif isinstance(value, int | float):
+    elif isinstance(value, (int, float)):
         out.append(number_text(value))
     elif isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
@@ -99,7 +99,7 @@ def _write(value: Any, out: list[str]) -> None:
             out.append(":")
             _write(value[name], out)
         out.append("}")
-    elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+    elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
         if value and all(type(v) is str for v in value):  # the fast path: key_group_worker
             out.append(_dump_strings(list(value)))
             return

@@ -1,12 +1,14 @@
 """Kafka producers that route by a routing table, in one line.
 
-    from routeplan.producers.client import Router
-    from routeplan.producers.kafka import KafkaPythonPartitioner, RoutedProducer
+    from routeplan_client import Router
+    from routeplan_client.kafka import KafkaPythonPartitioner, RoutedProducer, version_header
 
-    router = Router.open("https://routeplan.example", "clicks", reload_interval=30)
+    token = os.environ["ROUTEPLAN_API_TOKEN"]
+    router = Router.open("https://routeplan.example", "clicks", token=token, reload_interval=30)
 
     # kafka-python
     producer = KafkaProducer(bootstrap_servers=..., partitioner=KafkaPythonPartitioner(router))
+    producer.send("clicks", key=b"user-42", value=b"...", headers=[version_header(router)])
 
     # confluent-kafka (librdkafka takes no Python partitioner: the wrapper sets partition=)
     producer = RoutedProducer(confluent_kafka.Producer(conf), router)
@@ -16,6 +18,12 @@ Each message goes to the partition of ``router.route(key)``: by default the inte
 worker's name (``w7`` → 7, ``3`` → 3), or an explicit ``worker_partition`` mapping. Keys are the
 table's keys: ``str``, or bytes decoded as UTF-8. A message without a key is an error here, not
 a silent fall-back to Kafka's own partitioner: a routed topic has no place for it.
+``version_header(router)`` is the ``routing_version`` header to stamp on each record: the next
+night's outcomes attribute each message to the version that routed it.
+
+Consumers: ``assignor(location, stream, ...)`` returns the class kafka-python's
+``partition_assignment_strategy`` takes, so a consumer group reads its partitions as the
+stream's ``partition_assignment`` table says (``routeplan_client.assignor``).
 """
 
 from __future__ import annotations
@@ -24,8 +32,29 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from routeplan.model.table import RoutingTable
-from routeplan.producers.client import Router
+from routeplan_client.router import Router
+from routeplan_client.tables import RoutingTable
+
+__all__ = [
+    "ROUTING_VERSION_HEADER",
+    "KafkaPythonPartitioner",
+    "RoutedProducer",
+    "version_header",
+    "worker_partitions",
+]
+
+ROUTING_VERSION_HEADER = "routing_version"
+
+
+def __getattr__(name: str) -> Any:
+    """``assignor`` and ``Rebalancer`` come from ``routeplan_client.assignor`` when first asked
+    for: it needs kafka-python 3.x, the partitioners here do not (2.x works too)."""
+    if name in ("assignor", "Rebalancer", "RouteplanAssignor"):
+        from routeplan_client import assignor as module
+
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _TRAILING_INT = re.compile(r"(\d+)$")
 
@@ -68,12 +97,23 @@ def _key_text(key: object) -> str:
             "routeplan routes keyed messages: this message has no key "
             "(send it through a producer without the routeplan partitioner)"
         )
-    if isinstance(key, bytes | bytearray | memoryview):
+    if isinstance(key, (bytes, bytearray, memoryview)):
         try:
             return bytes(key).decode("utf-8")
         except UnicodeDecodeError as err:
             raise ValueError(f"message key {bytes(key)[:40]!r} is not UTF-8: {err}") from err
     raise TypeError(f"message key must be str or bytes, got {type(key).__name__}")
+
+
+def version_header(version: Router | int | None) -> tuple[str, bytes]:
+    """The ``routing_version`` header of a record (``(name, value)``, as kafka-python's
+    ``headers=[...]`` and confluent-kafka's take it): the decimal version of the table that
+    routed it, as UTF-8 — ``router.version`` when given a router. ValueError for a table that
+    was never published (no version to attribute the record to)."""
+    number = version.version if isinstance(version, Router) else version
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise ValueError(f"routing_version must be a published version (>= 1), got {number!r}")
+    return ROUTING_VERSION_HEADER, str(number).encode("ascii")
 
 
 class _Partitions:
@@ -89,7 +129,7 @@ class _Partitions:
     def _map(self) -> dict[str, int]:
         table = self.router.table
         if self._cached is None or self._cached[0] is not table:
-            self._cached = (table, worker_partitions(table.workers.names, self._explicit))
+            self._cached = (table, worker_partitions(table.worker_names, self._explicit))
         return self._cached[1]
 
     def missing(self, partitions: Collection[int]) -> list[int]:
@@ -100,7 +140,7 @@ class _Partitions:
         """The partition of the message in ``topic`` (whose partitions are ``partitions``),
         counted by the router only once placed: a key that is not text, or a topic with fewer
         partitions than the table needs, is refused before the message is routed (every
-        record, not only those of the workers beyond it: docs/routing-spec.md §4)."""
+        record, not only those of the workers beyond it: the routing spec §4)."""
         text = _key_text(key)
         missing = self.missing(partitions)
         if missing:
@@ -133,7 +173,7 @@ class KafkaPythonPartitioner:
     kafka-python 3.x calls ``partition(topic, key, serialized_key, value, serialized_value,
     cluster)`` on a ``kafka.partitioner.Partitioner`` (this class registers as one); 2.x calls
     the partitioner itself with ``(serialized_key, all_partitions, available_partitions)``. A
-    ``str`` key is routed by its text, bytes as UTF-8 (docs/routing-spec.md §3). A topic with
+    ``str`` key is routed by its text, bytes as UTF-8 (the routing spec §3). A topic with
     fewer partitions than the table needs refuses every record, before it is counted.
     """
 
@@ -214,7 +254,7 @@ class RoutedProducer:
             raise TypeError("RoutedProducer.produce_batch chooses the partitions: pass none")
         keys = [_key_text(m.get("key")) for m in messages]
         by_partition: dict[int, list[dict[str, Any]]] = {}
-        for message, key in zip(messages, keys, strict=True):
+        for message, key in zip(messages, keys):
             by_partition.setdefault(self._partition(topic, key), []).append(message)
         return sum(
             self.producer.produce_batch(topic, batch, partition=partition, **kwargs)
