@@ -114,20 +114,27 @@ $(TOOLS)/minio:
 	$@ --version | head -1
 
 # The Go client (clients/go): its module's dependencies from the Go module proxy, the route tool
-# and the broker test's producer, built once here (tests/test_kafka.py runs them).
+# and the broker test's producer, built once here (tests/test_kafka.py runs them); and the
+# modules examples/go (an application using the client through a replace) needs, which
+# tests/test_examples.py builds.
 GO_CLIENT := clients/go
-GO_SOURCES := $(shell find $(GO_CLIENT) -name '*.go' 2>/dev/null) $(GO_CLIENT)/go.mod $(GO_CLIENT)/go.sum
+GO_SOURCES := $(shell find $(GO_CLIENT) -name '*.go' 2>/dev/null) $(GO_CLIENT)/go.mod $(GO_CLIENT)/go.sum \
+              examples/go/go.mod examples/go/go.sum
 $(GO_CLIENT)/bin/route: $(GO_SOURCES)
 	@command -v go >/dev/null || { echo "Go is required to build the Go client"; exit 1; }
 	cd $(GO_CLIENT) && go mod download && go build -o bin/ ./cmd/...
+	cd examples/go && go mod download
 
 # The Java client (clients/java): its jar (the route tool's main) and target/lib (jackson-core,
-# kafka-clients and their dependencies), built once here; one small test runs so that Surefire's
+# kafka-clients and their dependencies), built once here and installed in the local Maven
+# repository (~/.m2) as dev.routeplan:routeplan-client:<clients/VERSION>, the coordinates
+# examples/java depends on (mvn install: the install plugin is fetched too, so that
+# tests/test_examples.py can install it again offline); one small test runs so that Surefire's
 # JUnit provider is fetched too and `make test` can run Maven offline.
 JAVA_CLIENT := clients/java
 $(JAVA_CLIENT)/target/routeplan-client.jar: $(JAVA_CLIENT)/pom.xml $(shell find $(JAVA_CLIENT)/src -name '*.java' 2>/dev/null)
 	@command -v mvn >/dev/null || { echo "Maven (mvn) is required to build the Java client"; exit 1; }
-	mvn --batch-mode --quiet -f $(JAVA_CLIENT)/pom.xml package \
+	mvn --batch-mode --quiet -f $(JAVA_CLIENT)/pom.xml install \
 	    -Dtest='VectorsTest#canonicalFormsAreRfc8785' -Dsurefire.failIfNoSpecifiedTests=false
 
 # A Kafka 4.x broker (KRaft) for tests/test_kafka.py, from its Maven artefacts into .kafka/libs.

@@ -1,6 +1,6 @@
 """routeplan_client.kafka: producers route every message exactly as ``Router.route`` does.
 
-Against a real Kafka 4.x broker (KRaft, ``tests/kafka_broker.py``: one for the module) the Java
+Against a real Kafka 4.x broker (KRaft, ``tests/kafka_broker.py``: one for the run) the Java
 client's ``RoutingPartitioner``, the Go client's franz-go partitioner and Python's kafka-python
 and confluent-kafka adapters each send a skewed stream (split hot keys included) while bad tables
 are published mid-stream (wrong checksum, truncated, wrong kind); a consumer reads every record

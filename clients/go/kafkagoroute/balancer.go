@@ -60,3 +60,14 @@ func (b *balancer) logOnce(msg kafka.Message, err error) {
 		slog.Error("routeplan: message not routed", "topic", msg.Topic, "error", err)
 	}
 }
+
+// VersionHeader is the routing_version header (routeplan.RoutingVersionHeader) for a message
+// written now: the version of the table router serves, the one Balancer routes the message by
+// (unless a new version is installed between the two; the header then names the one before).
+//
+//	w.WriteMessages(ctx, kafka.Message{Key: key, Value: value,
+//		Headers: []kafka.Header{kafkagoroute.VersionHeader(router)}})
+func VersionHeader(router *routeplan.Router) kafka.Header {
+	return kafka.Header{Key: routeplan.RoutingVersionHeader,
+		Value: routeplan.RoutingVersionValue(router.Version())}
+}

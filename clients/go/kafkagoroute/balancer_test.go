@@ -42,3 +42,14 @@ func TestBalanceIsTheWorkersPartitionAndABadMessageIsRefusedWithItsReason(t *tes
 			reference.LocalLoads())
 	}
 }
+
+func TestVersionHeaderIsTheRoutersVersionInDecimal(t *testing.T) {
+	table, err := routeplan.ReadTableFile("../../../schemas/vectors/tables/kr-legacy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	router, _ := routeplan.NewRouter(table, routeplan.Options{})
+	if h := VersionHeader(router); h.Key != "routing_version" || string(h.Value) != "2" {
+		t.Fatalf("%q=%q, want routing_version=2", h.Key, h.Value)
+	}
+}

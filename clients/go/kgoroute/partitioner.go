@@ -74,3 +74,14 @@ func (t *topicPartitioner) Partition(r *kgo.Record, n int) int {
 	}
 	return int(partition)
 }
+
+// VersionHeader is the routing_version header (routeplan.RoutingVersionHeader) for a record
+// built now: the version of the table router serves, the one Partitioner routes the record by
+// (unless a new version is installed between the two; the header then names the one before).
+//
+//	client.Produce(ctx, &kgo.Record{Topic: "clicks", Key: key, Value: value,
+//		Headers: []kgo.RecordHeader{kgoroute.VersionHeader(router)}}, done)
+func VersionHeader(router *routeplan.Router) kgo.RecordHeader {
+	return kgo.RecordHeader{Key: routeplan.RoutingVersionHeader,
+		Value: routeplan.RoutingVersionValue(router.Version())}
+}

@@ -39,11 +39,14 @@ final class Configs {
     return value == null ? DEFAULT_RELOAD_MS : Long.parseLong(value.strip());
   }
 
-  /** The source's options: the bearer token ({@code routeplan.http.token}) when given. */
+  /**
+   * The source's options: the bearer token ({@code routeplan.http.token}) when given and not
+   * blank (an application may pass an unset environment variable as "").
+   */
   static Router.Options options(Map<?, ?> configs) {
     Router.Options opts = Router.options();
     String token = string(configs, RoutingPartitioner.TOKEN);
-    if (token != null) {
+    if (token != null && !token.isBlank()) {
       opts.token(token);
     }
     return opts;

@@ -378,6 +378,11 @@ public final class Router implements AutoCloseable {
    * that are not UTF-8).
    */
   int partition(String topic, int partitions, Object key) {
+    return place(topic, partitions, key).partition();
+  }
+
+  /** {@link #partition(String, int, Object)} and the version of the table it routed by. */
+  Placed place(String topic, int partitions, Object key) {
     Snapshot s = snap;
     if (s.noPartition != null) {
       throw new InvalidTableException(s.noPartition);
@@ -389,9 +394,9 @@ public final class Router implements AutoCloseable {
           + " partitions; table " + t.stream + " v" + t.version + ")");
     }
     if (key instanceof String) {
-      return s.partition[slot(s, (String) key)];
+      return new Placed(s.partition[slot(s, (String) key)], s.table.version);
     } else if (key instanceof byte[]) {
-      return s.partition[slot(s, (byte[]) key)];
+      return new Placed(s.partition[slot(s, (byte[]) key)], s.table.version);
     }
     throw new IllegalArgumentException("a record to topic '" + topic + "' has a key of type "
         + key.getClass().getName() + ": routeplan routes a key by its text, a String (or a "
@@ -410,6 +415,9 @@ public final class Router implements AutoCloseable {
 
   /** A message's worker and partition. */
   public record Routed(String worker, int partition) {}
+
+  /** A record's partition and the version of the table that placed it. */
+  record Placed(int partition, long version) {}
 
   /** The fewest partitions a topic needs for the table now serving (its largest + 1). */
   public int partitionsNeeded() {

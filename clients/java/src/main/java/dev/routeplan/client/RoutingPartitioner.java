@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.kafka.clients.producer.Partitioner;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.KafkaException;
 
@@ -19,6 +20,9 @@ import org.apache.kafka.common.KafkaException;
  * routeplan.reload.interval.ms=30000                   (default: 30000; 0: never reload)
  * routeplan.http.token=...                             (optional: a bearer token)
  * routeplan.worker.partitions=a=0,b=1                  (optional: workers not named wN)
+ * interceptor.classes=dev.routeplan.client.RoutingVersionInterceptor
+ *                               (optional: stamps routing_version, the version each record is
+ *                                routed by, on the record)
  * </pre>
  *
  * <p>A record is routed by its key's text: a String key (any key serializer), or a byte[] key
@@ -46,7 +50,10 @@ public class RoutingPartitioner implements Partitioner {
   /** The instance a producer configured last (ProduceKeys reloads its table by hand). */
   static volatile RoutingPartitioner lastConfigured;
 
+  private static final System.Logger LOG = System.getLogger(RoutingPartitioner.class.getName());
+
   private Router router;
+  private volatile boolean unstampedLogged;
 
   @Override
   public void configure(Map<String, ?> configs) {
@@ -94,11 +101,40 @@ public class RoutingPartitioner implements Partitioner {
       throw new RoutingException("routeplan: a record to topic '" + topic
           + "' has no key (a routed topic has no place for one; the empty key is a key)");
     }
+    ProducerRecord<?, ?> sending = RoutingVersionInterceptor.take();
     Integer count = cluster.partitionCountForTopic(topic);
+    Router.Placed placed;
     try {
-      return router.partition(topic, count == null ? 0 : count, key);
+      placed = router.place(topic, count == null ? 0 : count, key);
     } catch (IllegalArgumentException e) {
       throw new RoutingException("routeplan: " + e.getMessage());
+    }
+    if (sending != null) {
+      stamp(sending, topic, key, value, placed.version());
+    }
+    return placed.partition();
+  }
+
+  /**
+   * Stamps {@code routing_version} on the record {@link RoutingVersionInterceptor} handed over,
+   * when it is the one being routed (the same key and value objects, the same topic).
+   */
+  private void stamp(ProducerRecord<?, ?> sending, String topic, Object key, Object value,
+      long version) {
+    if (sending.key() != key || sending.value() != value || !sending.topic().equals(topic)) {
+      if (!unstampedLogged) {
+        unstampedLogged = true;
+        LOG.log(System.Logger.Level.WARNING, "routeplan: a record to topic ''{0}'' is not the "
+            + "one RoutingVersionInterceptor saw (an interceptor after it replaced it?): "
+            + "routing_version not stamped; list RoutingVersionInterceptor last", topic);
+      }
+      return;
+    }
+    try {
+      RoutingVersionInterceptor.stamp(sending.headers(), version);
+    } catch (IllegalStateException e) {
+      throw new RoutingException("routeplan: cannot stamp routing_version on a record to topic '"
+          + topic + "': its headers are read-only (a ProducerRecord sent twice?)");
     }
   }
 
