@@ -57,7 +57,6 @@ from pathlib import Path
 
 import mmh3
 import numpy as np
-from routeplan_client import Router
 from streams import zipf
 
 from routeplan.model.hashing import key_groups
@@ -65,6 +64,7 @@ from routeplan.model.loads import LoadSnapshot
 from routeplan.model.plan import Budget
 from routeplan.model.workers import Workers
 from routeplan.planning.registry import get_strategy
+from routeplan_client import Router
 
 ROUTE_RATIO_TARGET = 2.0  # route() / bare mmh3.hash (issue 32)
 ROUTE_MANY_TARGET = 5e6  # keys/s

@@ -64,8 +64,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from routeplan_client import Assignment, Router
-
     from routeplan.model.hashing import key_group
     from routeplan.model.loads import LoadSnapshot, PartitionLoad
     from routeplan.model.plan import Budget, Move, Plan
@@ -75,6 +73,7 @@ if TYPE_CHECKING:
     from routeplan.planning.registry import get_strategy, strategy_names
     from routeplan.publishing.diff import diff_tables
     from routeplan.publishing.store import RoutingStore
+    from routeplan_client import Assignment, Router
 
 
 def __getattr__(name: str) -> Any:

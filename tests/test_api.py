@@ -298,8 +298,9 @@ def test_both_kinds_and_an_old_partition_document_round_trip(api, root):
     """A key_routing table, a partition_assignment and a partition document of the shape
     published before the kinds had their own: each served as stored, verified, and read by the
     producer's Router or the consumer's Assignment over HTTP."""
-    from routeplan_client import Assignment, Router
     from test_binpack import OLD_PARTITION_DOCUMENT, write_old_partition_document
+
+    from routeplan_client import Assignment, Router
 
     store = RoutingStore(root)
     keys = store.publish(key_table("both_keys"))

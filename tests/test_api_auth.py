@@ -10,13 +10,13 @@ import pytest
 from api_server import running
 from fastapi import Depends
 from prometheus_client.parser import text_string_to_metric_families
-from routeplan_client import Assignment, Router
 from test_api_views import client_for, sample_home
 
 from routeplan import settings
 from routeplan.api.auth import require_token, serve_dependencies
 from routeplan.cli.main import main
 from routeplan.errors import UsageError
+from routeplan_client import Assignment, Router
 
 TOKEN = "test-token-0123"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}

@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 from hypothesis import strategies as st
-from routeplan_client import Assignment
 
 from routeplan.cli.main import main
 from routeplan.contracts.schemas import validate_document
@@ -24,6 +23,7 @@ from routeplan.planning.partitions.packing import (
 )
 from routeplan.planning.registry import get_strategy
 from routeplan.publishing.store import RoutingStore
+from routeplan_client import Assignment
 
 HEURISTICS = ADAPTED + MODIFIED
 C = 100.0

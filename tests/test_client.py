@@ -18,19 +18,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import routeplan_client.router as router_module
-import routeplan_client.sources as sources_module
 from conftest import stream_names
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from routeplan_client import Assignment, Router
-from routeplan_client import table_from_document as client_table
 
+import routeplan_client.router as router_module
+import routeplan_client.sources as sources_module
 from routeplan.model.hashing import key_group
 from routeplan.model.names import InvalidNameError, is_valid_name
 from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.publishing.store import RoutingStore
+from routeplan_client import Assignment, Router
+from routeplan_client import table_from_document as client_table
 
 WORKERS = Workers((Worker("a", 1.0), Worker("b", 2.0), Worker("c", 1.0)))
 

@@ -25,12 +25,12 @@ from kafka.coordinator.assignors.abstract import RebalanceProtocol  # noqa: E402
 from kafka.coordinator.assignors.range import RangePartitionAssignor  # noqa: E402
 from kafka.protocol.consumer.group import JoinGroupResponse  # noqa: E402
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription  # noqa: E402
-from routeplan_client.assignor import Rebalancer, assignor  # noqa: E402
 
 from routeplan.model.names import InvalidNameError  # noqa: E402
 from routeplan.model.table import PartitionAssignment, RoutingTable  # noqa: E402
 from routeplan.model.workers import Workers  # noqa: E402
 from routeplan.publishing.store import RoutingStore  # noqa: E402
+from routeplan_client.assignor import Rebalancer, assignor  # noqa: E402
 
 STREAM = "orders"
 LOGGER = "routeplan_client.assignor"

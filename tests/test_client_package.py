@@ -15,10 +15,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
-import routeplan_client
-from routeplan_client import names as client_names
 
+import routeplan_client
 from routeplan.contracts.schemas import load_schema
+from routeplan_client import names as client_names
 
 REPO = Path(__file__).resolve().parents[1]
 CLIENT = REPO / "clients" / "python"

@@ -10,7 +10,6 @@ import pytest
 from conftest import zipf_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from routeplan_client import Router
 
 from routeplan.model.hashing import key_group
 from routeplan.model.plan import Budget
@@ -18,6 +17,7 @@ from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.registry import get_strategy
 from routeplan.publishing.store import RoutingStore
+from routeplan_client import Router
 
 SNAPSHOT = zipf_snapshot(keys=5_000, messages=200_000, num_key_groups=256)
 WORKERS = Workers.homogeneous(8)

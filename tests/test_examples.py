@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kafka_broker import REPO, free_port
-from routeplan_client import Router
 
 from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.publishing.store import RoutingStore
+from routeplan_client import Router
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -255,9 +255,10 @@ def test_the_example_producer_routes_by_the_served_table_and_stamps_its_version(
     assert {found[i][1] for i in range(RECORDS)} == {b"2"}  # LATEST's version, decimal UTF-8
 
 
-# The documentation's Java and Go blocks, each after a marker naming the file it is cut from.
+# The documentation's Java and Go blocks, each after a marker naming the file it is cut from; a
+# Python block so marked is an excerpt too (the others show the library, not an example).
 DOCS = ["README.md", "docs/routing-tables.md"]
-EXCERPT = re.compile(r"<!-- excerpt: (\S+) -->\s*\n```(java|go)\n(.*?)\n```", re.DOTALL)
+EXCERPT = re.compile(r"<!-- excerpt: (\S+) -->\s*\n```(java|go|python)\n(.*?)\n```", re.DOTALL)
 BLOCK = re.compile(r"^```(java|go)$", re.MULTILINE)
 
 
@@ -291,14 +292,15 @@ def contains(whole: list[str], snippet: list[str]) -> bool:
 
 
 @pytest.mark.parametrize("doc", DOCS)
-def test_every_java_and_go_snippet_is_an_excerpt_of_a_program_the_tests_run(doc):
+def test_every_example_snippet_is_an_excerpt_of_a_program_the_tests_run(doc):
     text = (REPO / doc).read_text(encoding="utf-8")
     excerpts = EXCERPT.findall(text)
-    assert len(excerpts) == len(BLOCK.findall(text)), f"{doc}: a java/go block without a marker"
-    assert excerpts, doc
+    marked = [language for _, language, _ in excerpts if language != "python"]
+    assert len(marked) == len(BLOCK.findall(text)), f"{doc}: a java/go block without a marker"
+    assert {"java", "go", "python"} <= {language for _, language, _ in excerpts}, doc
     for source, language, snippet in excerpts:
         path = REPO / source
-        assert path.suffix == {"java": ".java", "go": ".go"}[language], source
+        assert path.suffix == {"java": ".java", "go": ".go", "python": ".py"}[language], source
         assert contains(lines(path.read_text(encoding="utf-8")), lines(snippet)), (
             f"{doc}: this {language} block is not in {source}:\n{snippet}"
         )

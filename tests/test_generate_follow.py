@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from routeplan_client import Router
 
 from routeplan.cli.main import main
 from routeplan.files import read_workers_file
@@ -25,6 +24,7 @@ from routeplan.model.workers import Worker, Workers
 from routeplan.planning.registry import get_strategy
 from routeplan.publishing.store import RoutingStore
 from routeplan.simulation.scenarios import REROUTE_SEED, SLOWDOWN
+from routeplan_client import Router
 
 DAY = date(2026, 3, 1)
 NEXT = DAY + timedelta(days=1)

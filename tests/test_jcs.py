@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from routeplan_client.jcs import canonical_json, number_text
 
 

@@ -6,7 +6,6 @@ from datetime import date, datetime
 from pathlib import Path
 
 import pytest
-from routeplan_client import Router
 
 from jobs import ingest, plan, publish, rollback, validate, windows
 from routeplan.contracts.schemas import validate_document
@@ -17,6 +16,7 @@ from routeplan.simulation.generate import GeneratorConfig, generate
 from routeplan.streams.inputs import inputs_from_document
 from routeplan.streams.policy import load_policies
 from routeplan.streams.service import plan_stream
+from routeplan_client import Router
 
 pytestmark = pytest.mark.spark
 DAY = "2026-11-20"
@@ -488,9 +488,8 @@ def test_a_partition_strategy_plans_validates_and_publishes(spark, home):
     """After the rollback test: mwf beside the kafka_range baseline, from silver.partition_load;
     validated by the partition suites, published over the key-routing LATEST, read by
     consumers."""
-    from routeplan_client import Assignment
-
     from routeplan.model.table import PartitionAssignment, table_from_document
+    from routeplan_client import Assignment
 
     rates = table(spark, home, "silver.partition_load").agg({"bytes_per_s": "max"}).first()[0]
     capacity = 3 * rates

@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kafka_broker import REPO, KafkaBroker
-from routeplan_client import Router
-from routeplan_client.kafka import KafkaPythonPartitioner, RoutedProducer, worker_partitions
 
 from routeplan.model.table import PartitionAssignment, RoutingTable
 from routeplan.model.workers import Worker, Workers
 from routeplan.publishing.store import RoutingStore
+from routeplan_client import Router
+from routeplan_client.kafka import KafkaPythonPartitioner, RoutedProducer, worker_partitions
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 

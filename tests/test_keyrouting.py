@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from routeplan_client import Router
 
 from routeplan.model.hashing import hash_choices, key_group
 from routeplan.model.loads import LoadSnapshot
@@ -17,6 +16,7 @@ from routeplan.planning.keyrouting.ring import HashRing, group_positions
 from routeplan.planning.metrics import worker_load
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
 from routeplan.simulation.online import ONLINE_SCHEMES
+from routeplan_client import Router
 
 KEY_ROUTING = ("kg", "sg", "potc", "pkg", "dchoices", "porc", "chbl", "cg", "ring")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from routeplan_client import Router
 
 from routeplan.model.hashing import hash_choices
 from routeplan.model.loads import LoadSnapshot
@@ -12,6 +11,7 @@ from routeplan.model.plan import Budget
 from routeplan.model.workers import Workers
 from routeplan.planning.keyrouting.partial_key_grouping import head_choices
 from routeplan.planning.registry import get_strategy
+from routeplan_client import Router
 
 
 def test_dchoices_gives_head_keys_more_choices_than_pkg():

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from routeplan_client import Assignment, Router
 
 from routeplan.contracts.schemas import validate_document
 from routeplan.model.loads import PartitionLoad
@@ -33,6 +32,7 @@ from routeplan.planning.partitions.packing import (
 )
 from routeplan.planning.registry import get_strategy, strategy_names, strategy_parameters
 from routeplan.publishing.store import RoutingStore
+from routeplan_client import Assignment, Router
 
 HEURISTICS = ADAPTED + MODIFIED
 C = 100.0

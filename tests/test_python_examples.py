@@ -1,8 +1,8 @@
-"""The Python client's examples (``clients/python/examples``) run as a user runs them, against the
+"""The Python client's examples (``examples/python``) run as a user runs them, against the
 real Kafka broker: ``produce.py`` sends each record to the partition the table names, stamped with
 ``routing_version``; three ``consume.py`` members of one group read the partitions the plan names
-for each. The README's and the docs' Python snippets marked ``<!-- excerpt: <file> -->`` are
-excerpts of these files, line for line, so they cannot drift from code that runs."""
+for each. (tests/test_examples.py keeps the docs' snippets marked ``<!-- excerpt: <file> -->``
+excerpts of these files and of the Java and Go examples.)"""
 
 from __future__ import annotations
 
@@ -22,46 +22,19 @@ import pytest
 confluent_kafka = pytest.importorskip("confluent_kafka")
 pytest.importorskip("kafka")
 
-from routeplan_client import Router  # noqa: E402
 from test_kafka import GROUP_PARTITIONS, KEYS, PARTITIONS, WIDE, by_consumer, consumer_plan  # noqa: E402
 
 from routeplan.publishing.store import RoutingStore  # noqa: E402
+from routeplan_client import Router  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / "clients" / "python" / "examples"
-EXCERPT = re.compile(r"<!-- excerpt: (\S+) -->\s*```(\w+)\n(.*?)```", re.S)
+EXAMPLES = REPO / "examples" / "python"
 
 
 def example_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "ROUTEPLAN_API_TOKEN"}
     env["PYTHONUNBUFFERED"] = "1"
     return env
-
-
-def excerpts() -> list[tuple[str, str, str]]:
-    """``(page, file, snippet)`` for every marked snippet of the README and docs/."""
-    found = []
-    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
-        for file, _, snippet in EXCERPT.findall(page.read_text(encoding="utf-8")):
-            found.append((page.relative_to(REPO).as_posix(), file, snippet))
-    return found
-
-
-@pytest.mark.parametrize(("page", "file", "snippet"), excerpts(), ids=lambda v: str(v)[:40])
-def test_a_marked_snippet_is_an_excerpt_of_its_example(page, file, snippet):
-    """Each line of the snippet is a line of the file, in the file's order (``...`` skips)."""
-    source = [line.strip() for line in (REPO / file).read_text(encoding="utf-8").splitlines()]
-    at = 0
-    for line in (s.strip() for s in snippet.splitlines()):
-        if not line or line == "...":
-            continue
-        assert line in source[at:], f"{page}: {line!r} is not in {file} (after line {at})"
-        at = source.index(line, at) + 1
-
-
-def test_the_readme_shows_the_python_examples():
-    files = {file for page, file, _ in excerpts() if page == "README.md"}
-    assert {"clients/python/examples/produce.py"} <= files
 
 
 def read_records(broker, topic: str, n: int) -> list[tuple[str, int, list]]:

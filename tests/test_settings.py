@@ -185,14 +185,16 @@ def test_every_routeplan_variable_the_repository_names_is_a_setting(clean_env, c
 
 
 def test_only_the_settings_module_reads_routeplan_variables():
-    """routeplan reads its variables through ``Settings``; the clients (``clients/``), installed
-    without routeplan, read the API token from the environment in their examples."""
+    """routeplan reads its variables through ``Settings``; the clients (``clients/``) and their
+    examples (``examples/``), which run without routeplan, read the API token from the
+    environment."""
     readers = [
         f"{path.relative_to(REPO)}:{number}"
         for path in repository_files()
         if path.suffix == ".py"
         and path != REPO / "routeplan" / "settings.py"
         and not path.is_relative_to(REPO / "clients")
+        and not path.is_relative_to(REPO / "examples")
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if DIRECT_READ.search(line)
     ]

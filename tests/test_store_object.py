@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from routeplan_client import Router
 
 from routeplan import storage
 from routeplan.cli.main import main
@@ -29,6 +28,7 @@ from routeplan.publishing.store import (
     RoutingStore,
     StaleLatestError,
 )
+from routeplan_client import Router
 
 WORKERS = Workers.homogeneous(4)
 

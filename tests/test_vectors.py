@@ -12,15 +12,15 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from routeplan_client import Router
-from routeplan_client.jcs import canonical_json
-from routeplan_client.kafka import KafkaPythonPartitioner
 
 from routeplan.cli.main import main
 from routeplan.cli.route import load_table_file, route_lines
 from routeplan.cli.vectors import generate
 from routeplan.errors import InputError
 from routeplan.model.table import RoutingTable, Table
+from routeplan_client import Router
+from routeplan_client.jcs import canonical_json
+from routeplan_client.kafka import KafkaPythonPartitioner
 
 VECTORS = Path(__file__).resolve().parents[1] / "schemas" / "vectors"
 CASES = json.loads((VECTORS / "cases.json").read_text(encoding="utf-8"))["cases"]

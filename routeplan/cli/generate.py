@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from routeplan_client import Assignment, Router
 
 from routeplan import settings, storage
 from routeplan.cli import progress
@@ -39,6 +38,7 @@ from routeplan.simulation.generate import (
     default_day,
     generate,
 )
+from routeplan_client import Assignment, Router
 
 DESCRIPTION = f"""\
 Write a day of synthetic stream logs (Zipf-distributed keys whose popularity drifts hour by hour)

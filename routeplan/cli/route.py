@@ -12,12 +12,11 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from routeplan_client import Router
-from routeplan_client.kafka import worker_partitions
-
 from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document
 from routeplan.errors import InputError
 from routeplan.model.table import PartitionAssignment, RoutingTable, Table, table_from_document
+from routeplan_client import Router
+from routeplan_client.kafka import worker_partitions
 
 DESCRIPTION = """\
 Read keys from stdin, one per line, and print where each message goes by the table in FILE

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from routeplan_client.jcs import canonical_json
 
 from routeplan.model.table import (
     LEGACY_CHECKSUM_PREFIX,
@@ -36,6 +35,7 @@ from routeplan.model.table import (
     checksum,
 )
 from routeplan.model.workers import Worker, Workers
+from routeplan_client.jcs import canonical_json
 
 CREATED_AT = "2026-01-01T00:00:00+00:00"
 

@@ -34,6 +34,10 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Self
 
 import numpy as np
+
+from routeplan.model.hashing import DEFAULT_SEED, HASH_FUNCTION, MAX_NUM_KEY_GROUPS
+from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
+from routeplan.model.workers import Workers
 from routeplan_client.jcs import canonical_json
 from routeplan_client.tables import (
     CHECKSUM_PREFIX,
@@ -41,10 +45,6 @@ from routeplan_client.tables import (
     checksum,
     verify_checksum,
 )
-
-from routeplan.model.hashing import DEFAULT_SEED, HASH_FUNCTION, MAX_NUM_KEY_GROUPS
-from routeplan.model.loads import Loads, LoadSnapshot, PartitionLoad
-from routeplan.model.workers import Workers
 
 KINDS = ("key_routing", "partition_assignment")
 # what a partition_assignment table keeps of its loads (``planning_load``)

@@ -64,8 +64,6 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
-from routeplan_client.sources import parse_latest
-
 from routeplan import storage
 from routeplan.contracts.documents import DEFAULT_MAX_BYTES, parse_document
 from routeplan.contracts.schemas import validate_document
@@ -90,6 +88,7 @@ from routeplan.publishing.store_files import (
     loop_name,
     loop_night,
 )
+from routeplan_client.sources import parse_latest
 
 _VERSION_FILE = re.compile(r"^v(\d+)\.json$")
 # on object storage: how often a publish tries when LATEST moved first. A retry starts at once:

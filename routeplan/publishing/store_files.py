@@ -39,10 +39,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from routeplan_client.sources import LATEST, LATEST_MAX_BYTES  # the layout readers follow
-
 from routeplan import settings, storage
 from routeplan.contracts.documents import read_limited
+from routeplan_client.sources import LATEST, LATEST_MAX_BYTES  # the layout readers follow
 
 TEMP_PREFIX = ".tmp-"
 HOLD = "HOLD"  # a stream's hold: publish nothing new until it is cleared (``RoutingStore.hold``)
