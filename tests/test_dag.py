@@ -117,6 +117,42 @@ def test_strategy_parameters_are_optional_each_in_its_strategys_section(dag):
         assert json.loads(strategy_params({**defaults, "strategy": strategy})) == {}
 
 
+def test_every_strategy_parameter_is_in_the_form_or_set_by_policy_only(dag):
+    """A registered strategy's parameter is offered in the Trigger form (in its strategy's
+    section) or named, with why, as one the policy file alone sets: none is forgotten."""
+    from routeplan_form import POLICY_ONLY_PARAMS, STRATEGY_PARAMS
+
+    from routeplan.planning.registry import strategy_names, strategy_parameters
+
+    accepted = {p for name in strategy_names() for p in strategy_parameters(name)}
+    assert accepted - set(STRATEGY_PARAMS) - set(POLICY_ONLY_PARAMS) == set()
+    assert set(STRATEGY_PARAMS) | set(POLICY_ONLY_PARAMS) <= accepted  # no stale name
+    assert not set(STRATEGY_PARAMS) & set(POLICY_ONLY_PARAMS)
+    assert set(STRATEGY_PARAMS) <= set(dag.params)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "conf", "sent"),
+    [
+        ("pkg", {"d": 3, "fill": 0.9}, {"d": 3}),  # fill is dchoices'
+        ("dchoices", {"fill": 0.9}, {"fill": 0.9}),
+        ("ring", {"method": "doubling", "tau": 0.1, "max_rounds": 2}, None),
+        ("flux", {"variant": "rounds"}, None),
+        ("mwf", {"rack_weight": 0.0, "d": 4}, {"rack_weight": 0.0}),
+    ],
+)
+def test_each_strategys_form_parameters_reach_it(dag, strategy, conf, sent):
+    import json
+
+    from routeplan.planning.registry import get_strategy
+
+    strategy_params = dag.user_defined_macros["strategy_params"]
+    defaults = {name: dag.params[name] for name in dag.params}
+    got = json.loads(strategy_params({**defaults, **conf, "strategy": strategy}))
+    assert got == (conf if sent is None else sent)
+    get_strategy(strategy, **got)  # the strategy takes them
+
+
 def test_rollback_dag_needs_stream_version_and_reason(bag):
     from airflow.sdk.definitions.param import ParamValidationError
 
@@ -449,6 +485,9 @@ def test_form_values_reach_the_jobs(dag, monkeypatch):
         "migration_cost_unit": "distinct_keys",
         "keep_versions": 3,
         "strategy": "flux",  # honours all three budget limits
+        "capacity_alpha": 0.25,
+        "capacity_min_messages": 50,
+        "capacity_busiest_windows": 6,
     }
     args = rendered_args(dag, conf)
     ingest = parsed_args("ingest", args["ingest"], monkeypatch)
@@ -465,9 +504,10 @@ def test_form_values_reach_the_jobs(dag, monkeypatch):
     budget = run_overrides(plan).budget
     assert (budget.max_moves, budget.max_migrated_load_share) == (0, 0.2)
     assert (budget.max_migration_cost, budget.migration_cost_unit) == (1500.5, "distinct_keys")
-    assert parsed_args("windows", args["windows"], monkeypatch).workers_path == (
-        "/data/workers.json"
-    )
+    windows = parsed_args("windows", args["windows"], monkeypatch)
+    assert windows.workers_path == "/data/workers.json"
+    assert (windows.capacity_alpha, windows.capacity_min_messages) == (0.25, 50)
+    assert windows.capacity_busiest_windows == 6
     assert parsed_args("publish", args["publish"], monkeypatch).keep_versions == 3
 
 
