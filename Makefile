@@ -62,13 +62,16 @@ RUNTIME := pipeline,client,api
 UV_PIP  := $(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -c constraints.txt
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml constraints.txt
 	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (install OpenJDK 17)"; exit 1; }
-	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@command -v $(PYTHON) >/dev/null || { echo "make: no $(PYTHON) on the PATH: install Python 3.11, or run make PYTHON=/path/to/python3.11 …"; exit 1; }
+	@if test -x $(VENV)/bin/python; then $(VENV)/bin/python scripts/python_check.py; \
+	 else $(PYTHON) scripts/python_check.py && $(PYTHON) -m venv $(VENV); fi
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -c constraints.txt uv
 	$(UV_PIP) -e clients/python -e '.[$(RUNTIME)]'
 	$(VENV)/bin/uv pip check --quiet --python $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.installed
+	@$(VENV)/bin/python scripts/python_check.py 3.11.5
 	$(UV_PIP) -e '.[dev]'
 	$(VENV)/bin/uv pip check --quiet --python $(VENV)/bin/python
 	touch $@

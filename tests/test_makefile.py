@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,24 @@ def test_the_demos_jars_leave_s3a_to_its_profile():
     assert "<artifactId>hadoop-aws</artifactId>" not in pom[:profiles]
     s3a = re.search(r"<profile>.*?<id>s3a</id>(.*?)</profile>", pom, re.S)
     assert s3a and "<artifactId>hadoop-aws</artifactId>" in s3a.group(1)
+
+
+def test_make_names_its_python_and_refuses_one_routeplan_cannot_run_on():
+    """scripts/python_check.py, which make runs before building the virtualenv: Python 3.11 (at
+    least 3.11.5 for the dev tools) passes and is named; any other is refused with the fix."""
+    from scripts.python_check import verdict
+
+    ok, said = verdict((3, 11, 7), "/usr/bin/python3")
+    assert ok and said == "make: using Python 3.11.7 (/usr/bin/python3)"
+    for version, minimum in [
+        ((3, 12, 1), (3, 11, 0)),
+        ((3, 9, 18), (3, 11, 0)),
+        ((3, 11, 2), (3, 11, 5)),
+    ]:
+        ok, said = verdict(version, "/opt/python", minimum)
+        assert not ok, version
+        assert "routeplan needs Python 3.11" in said and "make PYTHON=python3.11 demo" in said
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "python_check.py")], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.startswith("make: using Python 3.11."), done
