@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, CronDataIntervalTimetable
 from routeplan_alerts import deadline_alerts
-from routeplan_form import honoured_by, nightly_params, strategy_params
+from routeplan_form import honoured_by, imbalance_allowance, nightly_params, strategy_params
 from routeplan_tasks import (
     ATTEMPT_RUN_ID,
     HOME,
@@ -169,6 +169,7 @@ with DAG(
     user_defined_macros={
         "interval_day": interval_day,
         "strategy_params": strategy_params,
+        "imbalance_allowance": imbalance_allowance,
         "stream_list": stream_list,
         "optional": optional,
     },
@@ -224,7 +225,7 @@ with DAG(
             "{{ params.migration_cost_unit }}",
             *workers,
         ],
-        "validate": ["--imbalance-tolerance", "{{ params.imbalance_tolerance }}"],
+        "validate": ["--imbalance-allowance", "{{ imbalance_allowance(params) }}"],
         "publish": [
             "--keep-versions={{ optional(params.keep_versions) }}",
             "--policies={{ optional(params.policies_path) }}",

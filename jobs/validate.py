@@ -3,7 +3,7 @@
 Runs ``jobs.expectations`` (routeplan.key_group_load, routeplan.plan_assignment,
 routeplan.plan_metrics) on the interval's ``silver.key_group_load`` and each stream's selected
 plan in ``gold.plans``: no nulls, loads ≥ 0, every key group assigned exactly once to an active
-worker, predicted imbalance not worse than what the logs show (plus ``--imbalance-tolerance``) —
+worker, predicted imbalance not worse than what the logs show (plus ``--imbalance-allowance``) —
 for a plan on the forecast, than what runs without it on the same loads (LATEST, else the
 baseline: ``gold.plans.gate``'s ``reference_imbalance``).
 A partition-assignment plan (paper 002) runs routeplan.partition_assignment (every partition
@@ -242,7 +242,9 @@ def data_docs_url(home: str, page: str = "index.html") -> str:
 def main(argv: list[str] | None = None) -> dict:
     parser = run_parser(__doc__.splitlines()[0])
     parser.add_argument(
-        "--imbalance-tolerance",
+        "--imbalance-allowance",
+        "--imbalance-tolerance",  # its old name, read for one more release
+        dest="imbalance_allowance",
         type=float,
         default=0.10,
         help="how much above the logged imbalance a plan may be predicted (default 0.10: once "
@@ -254,7 +256,7 @@ def main(argv: list[str] | None = None) -> dict:
     spark = spark_session("validate")
     with gx_output(args.home) as output:
         context = open_context(output)
-        outcomes = validate(spark, args, ns.imbalance_tolerance, context)
+        outcomes = validate(spark, args, ns.imbalance_allowance, context)
         build_data_docs(context, [o for _, o in outcomes])
     failed = [(stream, o) for stream, o in outcomes if not o.success]
     # a backtest failure refuses that stream's candidate (LATEST stays, publish says why); any

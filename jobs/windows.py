@@ -4,7 +4,7 @@ Tumbling windows of ``--window-minutes``. For each stream and window:
 
 * ``silver.key_group_load`` — messages, bytes, cost_ms, distinct_keys per key group
   (``routeplan.model.hashing.key_group``: the planner's unit);
-* ``silver.key_load`` — the heavy hitters: the top ``--heavy-hitters`` keys with their share;
+* ``silver.key_load`` — the top keys: the ``--top-keys`` most loaded keys with their share;
 * ``silver.worker_load`` — what each worker recorded in the logs processed, with distinct keys;
 * ``silver.version_load`` — the same per routing version, for events that name the version of the
   routing table their producer routed them by (``routing_version``): what each published version
@@ -89,7 +89,7 @@ def windows(
     spark,
     args: RunArgs,
     window_minutes: int,
-    heavy_hitters: int,
+    top_keys: int,
     num_key_groups: int,
     hash_seed: int,
     workers_path: str | None,
@@ -158,7 +158,7 @@ def windows(
     ranked = Window.partitionBy(*dims).orderBy(F.desc("messages"), "key")
     key_load = (
         per_key.withColumn("rank", F.row_number().over(ranked))
-        .where(F.col("rank") <= heavy_hitters)
+        .where(F.col("rank") <= top_keys)
         .join(totals.select(*dims, F.col("messages").alias("window_messages")), dims)
         .withColumn("share", F.col("messages") / F.col("window_messages"))
         .select(*dims, "key", *LOADS, "rank", "share", "key_group")
@@ -387,7 +387,14 @@ def _window_summary(
 def main(argv: list[str] | None = None) -> dict:
     parser = run_parser(__doc__.splitlines()[0])
     parser.add_argument("--window-minutes", type=int, default=60)
-    parser.add_argument("--heavy-hitters", type=int, default=100, help="top keys kept per window")
+    parser.add_argument(
+        "--top-keys",
+        "--heavy-hitters",  # its old name, read for one more release
+        dest="top_keys",
+        type=int,
+        default=100,
+        help="the most loaded keys kept per window (silver.key_load)",
+    )
     parser.add_argument("--num-key-groups", type=int, default=DEFAULT_NUM_KEY_GROUPS)
     parser.add_argument("--hash-seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--workers-path", help="workers file (default <home>/config/workers.json)")
@@ -423,7 +430,7 @@ def main(argv: list[str] | None = None) -> dict:
         spark,
         args,
         ns.window_minutes,
-        ns.heavy_hitters,
+        ns.top_keys,
         ns.num_key_groups,
         ns.hash_seed,
         workers_path,

@@ -160,12 +160,13 @@ FORM = {
         "capacity_busiest_windows": "Busiest windows (without cost_ms)",
     },
     "Validate and publish": {
-        "imbalance_tolerance": "Imbalance tolerance",
+        "imbalance_allowance": "Imbalance allowance",
         "keep_versions": "Versions kept",
     },
     "Deprecated": {
         "max_migrations": "max_migrations (use Most moves)",
         "migration_cost": "migration_cost (use Migration cost unit)",
+        "imbalance_tolerance": "imbalance_tolerance (use Imbalance allowance)",
     },
 }
 
@@ -216,6 +217,13 @@ def strategy_params(params: dict) -> str:
     chosen = {k: params.get(k) for k in STRATEGY_PARAMS if k in accepted}
     deprecated = {k: params.get(k) for k in DEPRECATED_BUDGET_PARAMS}
     return json.dumps({k: v for k, v in {**chosen, **deprecated}.items() if v is not None})
+
+
+def imbalance_allowance(params: dict) -> str:
+    """``--imbalance-allowance``: the deprecated ``imbalance_tolerance`` Param when set (its old
+    name, read for one more release), else ``imbalance_allowance``."""
+    old = params.get("imbalance_tolerance")
+    return str(params["imbalance_allowance"] if old is None else old)
 
 
 def nightly_params() -> dict[str, Param]:
@@ -431,7 +439,7 @@ def nightly_params() -> dict[str, Param]:
                 minimum=0,
                 maximum=10,
             ),
-            "imbalance_tolerance": Param(
+            "imbalance_allowance": Param(
                 0.10,
                 type="number",
                 minimum=0,
@@ -439,6 +447,14 @@ def nightly_params() -> dict[str, Param]:
                 description="Allowed predicted imbalance above the logged one (once producers "
                 "follow a published table, the logs are near balance: a new plan within this of "
                 "them passes, and the backtest and the next day's outcome judge it)",
+            ),
+            "imbalance_tolerance": Param(
+                None,
+                type=["null", "number"],
+                minimum=0,
+                maximum=100,
+                description="Deprecated: use imbalance_allowance (this one still sets it for one "
+                "release; a policy's imbalance_tolerance is auto's, another thing); empty: unset",
             ),
             "keep_versions": Param(
                 None,

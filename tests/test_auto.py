@@ -43,21 +43,21 @@ def pick(*names: str) -> dict[str, Plan]:
     return {n: plans[n] for n in names}
 
 
-def test_migrations_decide_when_every_candidate_is_balanced_enough():
+def test_moves_decide_when_every_candidate_is_balanced_enough():
     plans = pick("sg", "pkg", "cg", "flux")
     tolerance = 0.2
     assert all(p.predicted["imbalance"] <= tolerance for p in plans.values())
-    choice = choose(plans, goals=["imbalance", "migrations"], imbalance_tolerance=tolerance)
+    choice = choose(plans, goals=["imbalance", "moves"], imbalance_tolerance=tolerance)
     fewest = min(plans, key=lambda n: plans[n].predicted["moves"])
     assert choice.winner == fewest == "flux"
-    assert choice.decided_by == "migrations"
+    assert choice.decided_by == "moves"
     assert choice.reason.startswith("flux: imbalance 0.152 within tolerance 0.20 like sg, pkg")
     assert "fewest moves (2 vs sg 121" in choice.reason
 
 
 def test_with_no_tolerance_the_best_balanced_wins():
     plans = pick("sg", "pkg", "cg", "flux")
-    choice = choose(plans, goals=["imbalance", "migrations"], imbalance_tolerance=0.0)
+    choice = choose(plans, goals=["imbalance", "moves"], imbalance_tolerance=0.0)
     best = min(plans, key=lambda n: plans[n].predicted["imbalance"])
     assert choice.winner == best != "flux"
     assert choice.decided_by == "imbalance"
@@ -67,7 +67,7 @@ def test_with_no_tolerance_the_best_balanced_wins():
 def test_a_candidate_outside_the_tolerance_loses_whatever_it_saves():
     plans = pick("kg", "flux", "cg")  # kg moves less than cg but is 0.44 imbalanced
     assert plans["kg"].predicted["imbalance"] > 0.3
-    choice = choose(plans, goals=["imbalance", "migrations"], imbalance_tolerance=0.2)
+    choice = choose(plans, goals=["imbalance", "moves"], imbalance_tolerance=0.2)
     assert choice.winner == "flux"
     assert "(not kg 0.436)" in choice.reason
     assert [v.strategy for v in choice.ranking] == ["flux", "cg", "kg"]
@@ -145,7 +145,7 @@ def test_a_plan_that_leaves_load_on_a_draining_worker_never_wins():
     # kg planned as if w3 were still active: load stays on it
     ignoring = get_strategy("kg").plan(snapshot(), current(), FOUR, Budget())
     plans = {"kg": ignoring, "flux": drained}
-    choice = choose(plans, goals=["migrations"], workers=draining, current=current())
+    choice = choose(plans, goals=["moves"], workers=draining, current=current())
     assert choice.winner == "flux"
     assert choice.ranking[-1].failed.startswith("draining: load 0.")
     with pytest.raises(NoCandidateError, match=r"kg \(draining: load"):
@@ -181,7 +181,7 @@ def test_partition_plans_over_capacity_are_excluded_and_workers_decide():
     plans, workers = partition_plans()
     assert plans["kafka_range"].predicted["overloaded"] > 0
     assert plans["kafka_range"].predicted["moves"] == 0  # it would win on moves alone
-    choice = choose(plans, goals=["migrations"], workers=workers)
+    choice = choose(plans, goals=["moves"], workers=workers)
     assert choice.winner != "kafka_range"
     assert choice.ranking[-1].failed.startswith("capacity: ")
     choice = choose(pick_partitions("wf", "mwf"), goals=["workers"], workers=workers)
@@ -191,9 +191,9 @@ def test_partition_plans_over_capacity_are_excluded_and_workers_decide():
 
 def test_memory_is_skipped_for_partition_plans():
     plans = pick_partitions("ffd", "mwf")
-    choice = choose(plans, goals=["memory", "migrations"])
+    choice = choose(plans, goals=["memory", "moves"])
     assert all("memory" not in v.values for v in choice.ranking)
-    assert choice.decided_by == "migrations" and choice.winner == "mwf"
+    assert choice.decided_by == "moves" and choice.winner == "mwf"
 
 
 def pick_partitions(*names: str) -> dict[str, Plan]:
@@ -209,4 +209,4 @@ def test_bad_calls_are_refused():
     only = choose(pick("cg"))
     assert (only.winner, only.decided_by) == ("cg", "only candidate")
     record = only.to_record()
-    assert record["winner"] == "cg" and record["ranking"][0]["values"]["migrations"] > 0
+    assert record["winner"] == "cg" and record["ranking"][0]["values"]["moves"] > 0

@@ -488,6 +488,7 @@ def test_form_values_reach_the_jobs(dag, monkeypatch):
         "capacity_alpha": 0.25,
         "capacity_min_messages": 50,
         "capacity_busiest_windows": 6,
+        "imbalance_allowance": 0.3,
     }
     args = rendered_args(dag, conf)
     ingest = parsed_args("ingest", args["ingest"], monkeypatch)
@@ -509,6 +510,10 @@ def test_form_values_reach_the_jobs(dag, monkeypatch):
     assert (windows.capacity_alpha, windows.capacity_min_messages) == (0.25, 50)
     assert windows.capacity_busiest_windows == 6
     assert parsed_args("publish", args["publish"], monkeypatch).keep_versions == 3
+    assert parsed_args("validate", args["validate"], monkeypatch).imbalance_allowance == 0.3
+    # the old Param, when set, still sets it for one release
+    old = rendered_args(dag, {**conf, "imbalance_tolerance": 0.05})
+    assert parsed_args("validate", old["validate"], monkeypatch).imbalance_allowance == 0.05
 
 
 @pytest.mark.parametrize(

@@ -243,7 +243,7 @@ def test_ingest_without_files_says_where_it_looked(home):
 
 
 def test_windows_conserve_messages_and_measure_logged_imbalance(spark, home):
-    report = run(windows, home, "--window-minutes", "120", "--heavy-hitters", "20")
+    report = run(windows, home, "--window-minutes", "120", "--top-keys", "20")
     events = table(spark, home, "bronze.stream_events")
     per_stream = {r.stream: r["count"] for r in events.groupBy("stream").count().collect()}
     for name in ("silver.key_group_load", "silver.worker_load", "silver.partition_load"):
@@ -335,7 +335,7 @@ def test_plan_on_the_forecast_records_the_gate_and_the_predicted_band(spark, hom
 
 def test_validate_gate_stops_a_bad_plan(home):
     with pytest.raises(SystemExit, match="plan_metrics.*predicted_imbalance"):
-        run(validate, home, "--imbalance-tolerance", "-10")
+        run(validate, home, "--imbalance-allowance", "-10")
 
 
 def test_validate_then_publish_then_rerun(spark, home, tmp_path):

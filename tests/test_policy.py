@@ -21,6 +21,7 @@ from routeplan.streams import auto
 from routeplan.streams.policy import (
     DEFAULT_GOALS,
     GOALS,
+    RENAMED_GOALS,
     PolicyError,
     StreamPolicy,
     WorkerSpec,
@@ -163,7 +164,17 @@ streams:
 def test_goals_are_the_choosers_goals():
     assert GOALS == auto.GOALS and DEFAULT_GOALS == auto.DEFAULT_GOALS
     enum = json.loads((schema_dir() / "streams.schema.json").read_text())["$defs"]["goals"]
-    assert tuple(enum["items"]["enum"]) == GOALS
+    assert tuple(enum["items"]["enum"]) == (*GOALS, *RENAMED_GOALS)
+
+
+def test_a_goal_under_its_old_name_is_read_with_a_deprecation_warning(tmp_path):
+    path = write(
+        tmp_path,
+        "streams:\n  s:\n    strategy: auto\n    goals: [imbalance, migrations]\n",
+    )
+    with pytest.warns(DeprecationWarning, match="stream s: goal 'migrations' is now 'moves'"):
+        policy = load_policies(path).for_stream("s")
+    assert policy.goals == ("imbalance", "moves")
 
 
 def test_every_property_of_the_schema_is_described():

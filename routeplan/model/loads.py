@@ -59,7 +59,7 @@ class LoadSnapshot:
     """Aggregated load of one stream in one window: what a planner sees, never raw events.
 
     ``key_group_load[g]`` is the whole load of key group ``g`` (messages, bytes or cost), hot keys
-    included; ``hot_key_load`` lists heavy hitters, each already counted inside its key group;
+    included; ``hot_key_load`` lists the top keys, each already counted inside its key group;
     ``distinct_keys[g]`` (optional) is the number of distinct keys in key group ``g``;
     ``key_group_resources[r][g]`` (optional) is group ``g``'s use of another resource ``r`` (e.g.
     bytes, cost_ms). ``key_group_flow`` (optional, paper 004 §4.3.2) lists the messages between key

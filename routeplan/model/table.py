@@ -5,10 +5,9 @@ with its own routing:
 
 * ``RoutingTable`` (``kind = "key_routing"``): a producer needs nothing but this document and
   Murmur3: ``key_group(key)`` picks ``key_group_worker[group]`` unless the key has a
-  ``hot_keys`` entry (a split key), in which case each message goes to the listed worker the
-  producer has loaded least relative to its capacity (paper 003 §3.2, see
-  ``routeplan_client.Router``); the weights are the planner's intended shares and
-  break ties.
+  ``hot_keys`` entry (a hot key, its messages split), in which case each message goes to the
+  listed worker the producer has loaded least relative to its capacity (paper 003 §3.2, see
+  ``routeplan_client.Router``); the weights are the planner's intended shares and break ties.
 * ``PartitionAssignment`` (``kind = "partition_assignment"``): which consumer of the group
   (``consumers``) reads each partition (``partition_consumer``), as Kafka's assignors answer
   (paper 002; ``routeplan_client.Assignment``).

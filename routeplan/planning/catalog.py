@@ -111,7 +111,7 @@ STRATEGIES: dict[str, StrategyInfo] = {
     "dchoices": StrategyInfo(
         "D-Choices",
         "003",
-        "PKG with as many choices for the head keys as their load needs",
+        "PKG with as many choices for the hot keys as their load needs",
         (*_KEY_BALANCE, "hot_keys_split"),
     ),
     "milp": StrategyInfo(

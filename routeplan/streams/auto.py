@@ -25,7 +25,7 @@ wins (``decided_by="order"``).
 
 * ``imbalance``: every candidate within ``imbalance_tolerance`` is equally good; when none is,
   the lowest imbalance;
-* ``migrations``: fewest predicted moves;
+* ``moves``: fewest predicted moves (``migrations``, its old name, is still read);
 * ``migrated_load``: lowest predicted migrated load share;
 * ``workers``: fewest workers carrying load (consumers, for partitions);
 * ``memory``: least memory (key routing: the predicted ``memory`` when the loads have distinct
@@ -59,8 +59,8 @@ __all__ = [
     "choose",
 ]
 
-GOALS = ("imbalance", "migrations", "migrated_load", "workers", "memory")
-DEFAULT_GOALS = ("imbalance", "migrations", "memory")
+GOALS = ("imbalance", "moves", "migrated_load", "workers", "memory")
+DEFAULT_GOALS = ("imbalance", "moves", "memory")
 HARD_GOALS = ("capacity", "budget", "draining")
 TIE = 1e-6  # relative difference below which two values of a goal are equal
 _EPS = 1e-9
@@ -269,7 +269,7 @@ def _soft_values(plans: Mapping[str, Plan]) -> dict[str, dict[str, float]]:
         values: dict[str, float] = {}
         for goal, key in (
             ("imbalance", "imbalance"),
-            ("migrations", "moves"),
+            ("moves", "moves"),
             ("migrated_load", "migrated_load_share"),
         ):
             if key in predicted:
@@ -345,7 +345,7 @@ def _as_good_as_best(names: Sequence[str], value: Mapping[str, float]) -> list[s
 # ---------------------------------------------------------------------------------- reason
 
 _PHRASES = {
-    "migrations": ("fewest moves", "moves"),
+    "moves": ("fewest moves", "moves"),
     "migrated_load": ("least migrated load share", "migrated load share"),
     "workers": ("fewest workers", "workers"),
     "memory": ("least memory", "memory"),

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import os
 import types
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -75,8 +76,10 @@ SECTIONS = ("budget", "thresholds", "rebalance", "planning")
 ON_REGRESSION = ("rollback", "alert", "hold")
 # The soft goals of ``auto`` (routeplan.streams.auto.GOALS, repeated here so that reading a
 # policy does not import the chooser; a test keeps the two equal).
-GOALS = ("imbalance", "migrations", "migrated_load", "workers", "memory")
-DEFAULT_GOALS = ("imbalance", "migrations", "memory")
+GOALS = ("imbalance", "moves", "migrated_load", "workers", "memory")
+DEFAULT_GOALS = ("imbalance", "moves", "memory")
+# goals renamed (old → new), still read for one release with a deprecation warning
+RENAMED_GOALS = {"migrations": "moves"}
 DEFAULTS: Mapping[str, Any] = {
     "kind": "key_routing",
     "strategy": "cg",
@@ -242,6 +245,21 @@ class Policies:
 # ------------------------------------------------------------------------------- reading
 
 
+def renamed_goal(stream: str, goal: object) -> object:
+    """``goal`` under its current name; an old one (``RENAMED_GOALS``) with a deprecation
+    warning naming the stream."""
+    if isinstance(goal, str) and goal in RENAMED_GOALS:
+        new = RENAMED_GOALS[goal]
+        warnings.warn(
+            f"stream {stream}: goal {goal!r} is now {new!r} (the old name is read for one more "
+            "release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return new
+    return goal
+
+
 def load_policies(path: str | os.PathLike[str]) -> Policies:
     """The policies in the YAML file at ``path`` (a local path or a URI, ``routeplan.storage``),
     checked whole (``PolicyError`` otherwise)."""
@@ -388,7 +406,7 @@ def _policy(stream: str, doc: Mapping[str, Any], ctx: _Context) -> StreamPolicy:
     if doc["planning_window"] not in PLANNING_WINDOWS:
         raise ctx.error(stream, "planning_window", f"must be one of {', '.join(PLANNING_WINDOWS)}")
     budget = read_policy_budget(stream, doc["budget"], ctx)
-    goals = tuple(doc.get("goals") or DEFAULT_GOALS)
+    goals = tuple(renamed_goal(stream, g) for g in doc.get("goals") or DEFAULT_GOALS)
     for i, goal in enumerate(goals):
         if goal not in GOALS:
             raise ctx.error(
