@@ -477,6 +477,7 @@ def collect_dags() -> list[tuple[str, str, list[ParamRow]]]:
     """Each DAG's id, description and Params, from the files in ``dags/``."""
     import importlib
 
+    _import_path()
     found = []
     for path in sorted((REPO / "dags").glob("*.py")):
         dag = importlib.import_module(path.stem).dag
