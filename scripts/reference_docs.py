@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,10 +38,18 @@ def header(title: str, sources: str) -> str:
     )
 
 
+def prose(text: str) -> str:
+    """The code's text as Markdown that shows it: ``<`` outside code spans escaped (``<home>``
+    would be an HTML tag)."""
+    pieces = re.split(r"(`[^`]*`)", text)
+    return "".join(p if p.startswith("`") else p.replace("<", "&lt;") for p in pieces)
+
+
 def cell(value: object) -> str:
-    """Text for one Markdown table cell: one line, pipes escaped, empty shown as a dash."""
+    """Text for one Markdown table cell: one line, pipes and ``<`` escaped, empty shown as a
+    dash."""
     text = " ".join(str(value).split()) if value is not None else ""
-    return text.replace("|", "\\|") if text else "–"
+    return prose(text).replace("|", "\\|") if text else "–"
 
 
 def code(value: object) -> str:
@@ -128,7 +137,7 @@ def cli_section(name: str, summary: str, parser: argparse.ArgumentParser, level:
     """One command's section: its summary, usage and arguments; then its own subcommands."""
     parts = [f"{'#' * level} {code(name)}\n\n"]
     if summary:
-        parts.append(f"{summary}\n\n")
+        parts.append(f"{prose(summary)}\n\n")
     parts.append(f"```text\n{usage(parser)}\n```\n\n")
     rows = argument_rows(parser)
     if rows:
@@ -147,7 +156,8 @@ def cli_page(parser: argparse.ArgumentParser) -> str:
     body = "".join(cli_section(f"{parser.prog} {n}", h, p) for n, h, p in commands)
     return (
         header("Command line", "the `routeplan` parsers (`routeplan/cli/`)")
-        + f"`{parser.prog} SUBCOMMAND --help` prints the same. {parser.description}\n\n"
+        + f"`{parser.prog} SUBCOMMAND --help` prints the same. "
+        + f"{prose(parser.description or '')}\n\n"
         + index
         + "\n"
         + body
@@ -206,7 +216,7 @@ def dag_params_page(dags: Sequence[tuple[str, str, Sequence[ParamRow]]]) -> str:
         "empty means the default its description names.\n\n",
     ]
     for dag_id, description, params in dags:
-        parts.append(f"## {code(dag_id)}\n\n{description}\n\n")
+        parts.append(f"## {code(dag_id)}\n\n{prose(description)}\n\n")
         rows = [
             (
                 code(p.name),
@@ -272,7 +282,7 @@ def strategies_page(strategies: Sequence[StrategyRow], meanings: Mapping[str, An
         for s in members:
             parts.append(f"### {code(s.name)}: {s.title}\n\n")
             paper = f"paper {s.paper}" if s.paper else "no paper"
-            parts.append(f"Plans `{s.kind}` ({paper}). Objective: {s.objective}.\n\n")
+            parts.append(f"Plans `{s.kind}` ({paper}). Objective: {prose(s.objective)}.\n\n")
             if not s.parameters:
                 parts.append("No parameters.\n\n")
                 continue
@@ -323,7 +333,7 @@ def policy_page(schema: Mapping[str, Any], source: str) -> str:
     """The policy file's fields from its JSON Schema: the top level, then each definition."""
     parts = [
         header(schema.get("title", "Policy file"), f"its JSON Schema (`{source}`)"),
-        f"{schema.get('description', '')}\n\n",
+        f"{prose(schema.get('description', ''))}\n\n",
         "The file's schema: [`streams.schema.json`](../../schemas/streams.schema.json); the "
         "guide: [Planning policies](../policies.md).\n\n",
         "## Top level\n\n",
@@ -332,7 +342,7 @@ def policy_page(schema: Mapping[str, Any], source: str) -> str:
     for name, definition in schema.get("$defs", {}).items():
         parts.append(f"## {name}\n\n")
         if definition.get("description"):
-            parts.append(f"{definition['description']}\n\n")
+            parts.append(f"{prose(definition['description'])}\n\n")
         if "properties" in definition:
             parts.append(schema_properties(definition) + "\n")
         else:
@@ -372,7 +382,7 @@ def operation_section(path: str, method: str, operation: Mapping[str, Any]) -> s
     """One operation: its summary, parameters and responses."""
     parts = [f"### {method.upper()} {code(path)}\n\n"]
     summary = operation.get("summary", "")
-    parts.append(f"{summary}." if summary and not summary.endswith(".") else summary)
+    parts.append(prose(f"{summary}." if summary and not summary.endswith(".") else summary))
     parts.append("\n\n" if summary else "")
     params = operation.get("parameters", [])
     if params:
@@ -420,7 +430,7 @@ def http_api_page(document: Mapping[str, Any]) -> str:
             continue
         parts.append(f"## {tag or 'other'}\n\n")
         if described.get(tag):
-            parts.append(f"{described[tag].capitalize()}.\n\n")
+            parts.append(f"{prose(described[tag].capitalize())}.\n\n")
         parts += [operation_section(*o) for o in chosen]
     return "".join(parts)
 

@@ -308,6 +308,7 @@ def test_a_parser_becomes_its_usage_and_argument_table():
 def test_cells_hold_one_line_and_escape_pipes():
     assert ref.cell("a |\n b") == "a \\| b"
     assert ref.cell("") == ref.cell(None) == "–"
+    assert ref.cell("<home>/x, `<home>/x`") == "&lt;home>/x, `<home>/x`"  # not an HTML tag
     assert ref.table(("x", "y"), [(1, "a|b")]) == "| x | y |\n|---|---|\n| 1 | a\\|b |\n"
 
 
