@@ -407,3 +407,15 @@ def test_check_names_each_stale_page(tmp_path):
     (tmp_path / "gone.md").write_text("x")
     assert ref.stale({"a.md": "new", "b.md": "b"}, tmp_path) == ["a.md", "b.md", "gone.md"]
     assert ref.stale({"a.md": "old"}, tmp_path) == ["gone.md"]
+
+
+def test_the_partitioning_the_page_lists_is_the_one_writes_use(tmp_path):
+    """``write_delta`` partitions by ``PARTITION_COLUMNS`` and refuses another partitioning
+    before it touches Spark (no session needed to see it)."""
+    from jobs.common import PARTITION_COLUMNS, TABLE_NAMES, Tables, write_delta
+
+    assert set(PARTITION_COLUMNS) <= set(TABLE_NAMES)
+    with pytest.raises(ValueError, match=r"gold\.plans is partitioned by \('interval_start',\)"):
+        write_delta(None, Tables(tmp_path), "gold.plans", "true", partition_by=("date",))
+    with pytest.raises(ValueError, match=r"gold\.validations is partitioned by \(\)"):
+        write_delta(None, Tables(tmp_path), "gold.validations", "true", partition_by=("date",))
