@@ -7,7 +7,8 @@
 #   make airflow  start the Airflow UI + scheduler with routeplan's DAGs (Ctrl-C stops all of it)
 #   make cluster-demo  the same nightly run on a cluster on this machine: PostgreSQL, MinIO, a Spark
 #                 standalone master + 2 workers, Airflow's components (scripts/cluster.py)
-#   make docs   the documentation site (MkDocs, docs/ and mkdocs.yml) into site/, strict
+#   make docs   the reference pages from the code (scripts/reference_docs.py), then the
+#               documentation site (MkDocs, docs/ and mkdocs.yml) into site/, strict
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -210,8 +211,10 @@ bench: $(SPARK_CLUSTER) $(DEV)
 # The documentation site from docs/ (mkdocs.yml's nav), its home the README; --strict: a broken
 # link or anchor, a missing page or one left out of the nav fails the build. Offline: no fonts or
 # scripts from a CDN. NO_MKDOCS_2_WARNING silences Material's notice of its end of life (May
-# 2027; Zensical, by the same team, reads the same mkdocs.yml).
+# 2027; Zensical, by the same team, reads the same mkdocs.yml). The reference pages
+# (docs/reference/) are generated from the code first (scripts/reference_docs.py).
 docs: $(DEV)
+	python scripts/reference_docs.py --write
 	NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir $(CURDIR)/$(SITE)
 
 lock: $(DEV)

@@ -427,11 +427,19 @@ def stream_policies(ns, home: str | os.PathLike[str]):
     return load_policies(path)
 
 
-def write_delta(df, tables: Tables, name: str, replace_where: str, partition_by=()) -> None:
+def write_delta(df, tables: Tables, name: str, replace_where: str, partition_by=None) -> None:
     """Overwrite exactly the rows matching ``replace_where`` (idempotent rerun of an interval).
+
+    The table is partitioned by its ``PARTITION_COLUMNS``; a ``partition_by`` other than those
+    is a bug (``ValueError``).
 
     The table's schema grows only by its migrations (``upgrade_table``): a column of ``df`` the
     table lacks and no migration names stops the write with ``SchemaError``."""
+    declared = PARTITION_COLUMNS.get(name, ())
+    if partition_by is None:
+        partition_by = declared
+    elif tuple(partition_by) != declared:
+        raise ValueError(f"{name} is partitioned by {declared}, not {tuple(partition_by)}")
     upgrade_table(df.sparkSession, tables, name, df.columns)
     writer = df.write.format("delta").mode("overwrite").option("replaceWhere", replace_where)
     if partition_by:
@@ -499,6 +507,26 @@ TABLE_NAMES = (
     "gold.publish_log",
     "gold.plan_outcomes",
 )
+# The partition columns of each partitioned table (write_delta refuses any other; the reference
+# page docs/reference/delta-tables.md lists them).
+PARTITION_COLUMNS: dict[str, tuple[str, ...]] = {
+    "bronze.stream_events": ("stream", "date"),
+    "bronze.quarantine": ("interval_start",),
+    **dict.fromkeys(
+        (
+            "silver.key_group_load",
+            "silver.key_load",
+            "silver.worker_load",
+            "silver.version_load",
+            "silver.partition_load",
+            "silver.key_group_flow",
+        ),
+        ("date",),
+    ),
+    "silver.worker_capacity": ("interval_start",),
+    "gold.plans": ("interval_start",),
+    "gold.plan_outcomes": ("interval_start",),
+}
 
 
 def register_tables(spark, tables: Tables, names: Iterable[str] = TABLE_NAMES) -> dict[str, str]:

@@ -511,8 +511,10 @@ def test_form_values_reach_the_jobs(dag, monkeypatch):
     assert windows.capacity_busiest_windows == 6
     assert parsed_args("publish", args["publish"], monkeypatch).keep_versions == 3
     assert parsed_args("validate", args["validate"], monkeypatch).imbalance_allowance == 0.3
-    # the old Param, when set, still sets it for one release
-    old = rendered_args(dag, {**conf, "imbalance_tolerance": 0.05})
+
+
+def test_the_old_imbalance_tolerance_param_still_sets_the_allowance(dag, monkeypatch):
+    old = rendered_args(dag, {"imbalance_tolerance": 0.05})
     assert parsed_args("validate", old["validate"], monkeypatch).imbalance_allowance == 0.05
 
 

@@ -8,13 +8,18 @@ sentence, the predicted metrics that are the terms of that objective (``terms``,
 table's ``predicted``) and the parameters that weigh them (``weights``, names of its
 ``params``). ``label(name)`` is the form's "cg — Consistent Grouping (paper 000)". Every
 registered strategy must be listed (tests/test_catalog.py checks it against the registry).
+
+``PARAMETERS`` says what each strategy parameter means and the values it takes, one entry per
+parameter name (a name means the same in every strategy that takes it); its type and default
+are the strategy's own fields. docs/reference/strategies.md is generated from both
+(scripts/reference_docs.py), and every parameter of a registered strategy must be listed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["STRATEGIES", "StrategyInfo", "describe", "label"]
+__all__ = ["PARAMETERS", "STRATEGIES", "ParameterInfo", "StrategyInfo", "describe", "label"]
 
 _KEY_BALANCE = ("imbalance", "max_worker_load", "memory")
 _BINS = ("consumers", "lower_bound", "overloaded", "rscore", "max_consumer_load")
@@ -30,6 +35,14 @@ class StrategyInfo:
     objective: str
     terms: tuple[str, ...] = ()
     weights: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ParameterInfo:
+    """A strategy parameter for people: the values it takes and what it means."""
+
+    values: str
+    meaning: str
 
 
 def _fit(title: str, rule: str, racks: bool = True) -> StrategyInfo:
@@ -185,3 +198,115 @@ def label(name: str) -> str:
     info = describe(name)
     paper = f" (paper {info.paper})" if info.paper else ""
     return f"{name} — {info.title}{paper}"
+
+
+PARAMETERS: dict[str, ParameterInfo] = {
+    "epsilon": ParameterInfo(
+        ">= 0", "PoRC's ε: a worker takes load up to (1+ε) × its fair share (paper 000)"
+    ),
+    "hot_key_fraction": ParameterInfo(
+        "(0, 1]", "a key is hot, and may be split, above this share of its worker's fair share"
+    ),
+    "max_salt": ParameterInfo(">= 1", "the most salted hash choices tried for one unit"),
+    "virtual_workers_per_worker": ParameterInfo(
+        ">= 1", "cg's α: α·n equal virtual workers are placed onto the n workers"
+    ),
+    "theta_busy": ParameterInfo(
+        ">= 1", "θ_b: a worker above θ_b × its share of the load is busy and gives load away"
+    ),
+    "theta_idle": ParameterInfo(
+        "[0, 1]", "θ_i: a worker below θ_i × its share of the load is idle and takes load"
+    ),
+    "pairing": ParameterInfo(
+        "fcfs, exact",
+        "how busy and idle workers pair: fcfs (paper 000 §V-B's queues) or exact (ours: by "
+        "exact load ratios and capacities)",
+    ),
+    "tokens_per_worker": ParameterInfo(">= 1", "chbl's ring tokens per worker"),
+    "d": ParameterInfo(">= 1", "hashed worker choices per key (pkg) or per message (potc)"),
+    "distinct_choices": ParameterInfo(
+        "true, false", "ours: make a key's d choices differ (the paper lets them coincide)"
+    ),
+    "head_threshold": ParameterInfo(
+        "(0, 1], null",
+        "dchoices: a key whose share of the load is at least this is in the head; null: 1/(5W)",
+    ),
+    "fill": ParameterInfo(
+        "(0, 1]", "dchoices: how full the head keys' choices are planned (d_i = ⌈C_i·W/fill⌉)"
+    ),
+    "method": ParameterInfo(
+        "halving, doubling",
+        "ring: halve the hot worker's tokens or double everyone else's (paper 001 §4.2)",
+    ),
+    "tau": ParameterInfo(
+        ">= 0", "ring's τ: rebalance while the top load exceeds the second's by more than τ"
+    ),
+    "initial_tokens": ParameterInfo("a power of 2", "ring: each new worker's tokens"),
+    "max_rounds": ParameterInfo(">= 0", "ring: the most halving or doubling rounds per plan"),
+    "variant": ParameterInfo(
+        "paper, rounds",
+        "flux: one pass of pairwise moves (paper 004 §2.2), or rounds (ours) of best-fitting "
+        "moves until none helps",
+    ),
+    "w1": ParameterInfo("a number", "the MILP's weight of the load distance d (w1 ≫ w2: d first)"),
+    "w2": ParameterInfo(
+        "a number", "the MILP's weight of tightening both sides of the load distance (d_u + d_l)"
+    ),
+    "w_drain": ParameterInfo("a number", "the MILP's weight of the load left on draining workers"),
+    "w_migration": ParameterInfo("a number", "the MILP's weight of the migration cost"),
+    "max_load_distance": ParameterInfo(
+        ">= 0, null",
+        "the most load distance d, a share of the mean load (albic's maxLD); null: no bound",
+    ),
+    "resource_bounds": ParameterInfo(
+        "resource → number, null",
+        "per worker, the most of each resource column of the loads (bytes, cost_ms, "
+        "distinct_keys) as a multiple of its fair share",
+    ),
+    "scale_in": ParameterInfo(
+        "integrated, first",
+        "draining workers emptied within the balancing model, or first (paper 004 §5.1)",
+    ),
+    "solver": ParameterInfo("highs, cbc", "the MILP solver"),
+    "max_variables": ParameterInfo(
+        ">= 1, null",
+        "the whole model up to this many binaries, neighbourhoods of workers above it",
+    ),
+    "seed": ParameterInfo("an integer", "the seed of the neighbourhoods' random picks"),
+    "full_model_share": ParameterInfo(
+        "(0, 1]",
+        "milp: the share of the time limit the whole model has before neighbourhoods take the "
+        "rest, when it found nothing better than the warm start (1: never stopped)",
+    ),
+    "max_partition_load": ParameterInfo(
+        "> 0", "albic's maxPL: a collocated set heavier than this share is split"
+    ),
+    "step_partition_load": ParameterInfo("> 0", "albic: the step by which maxPL is lowered"),
+    "score_factor": ParameterInfo(
+        "> 0", "albic's sF: how much a pair's messages weigh in its collocation score"
+    ),
+    "collocations_per_run": ParameterInfo(
+        ">= 0", "albic: pairs collocated per plan (1: Algorithm 2; more: our variant)"
+    ),
+    "operator_groups": ParameterInfo(
+        ">= 1, null", "albic: key groups per operator, when one stream holds several operators"
+    ),
+    "remote_cost": ParameterInfo(
+        ">= 0", "albic: the cost of a message between workers against one within a worker"
+    ),
+    "consumer_capacity": ParameterInfo(
+        "> 0, null", "C̄: a consumer's capacity in bytes/s (paper 002); null: the workers' capacity"
+    ),
+    "iteration_s": ParameterInfo(
+        "> 0", "T: seconds an iteration lasts at steady rates (paper 002)"
+    ),
+    "rebalance_s": ParameterInfo(
+        "[0, iteration_s)", "R: seconds a moved partition is unreadable after a rebalance"
+    ),
+    "rack_weight": ParameterInfo(
+        ">= 0", "how much load read within its consumer's rack weighs (KIP-881); 0: racks ignored"
+    ),
+    "consumers": ParameterInfo(
+        ">= 1, null", "the Kafka assignors' group size; null: the active workers"
+    ),
+}
