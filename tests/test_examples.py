@@ -257,7 +257,7 @@ def test_the_example_producer_routes_by_the_served_table_and_stamps_its_version(
 
 # The documentation's Java and Go blocks, each after a marker naming the file it is cut from; a
 # Python block so marked is an excerpt too (the others show the library, not an example).
-DOCS = ["README.md", "docs/routing-tables.md"]
+DOCS = ["docs/routing-tables.md"]
 EXCERPT = re.compile(r"<!-- excerpt: (\S+) -->\s*\n```(java|go|python)\n(.*?)\n```", re.DOTALL)
 BLOCK = re.compile(r"^```(java|go)$", re.MULTILINE)
 
