@@ -13,7 +13,8 @@ it also stands for test_airflow_trigger's former run — through the real schedu
 table published per stream with LATEST on it; the fixture then checks nothing outlives the server.
 
 The form is kept as a screenshot: ``var/test-artifacts/trigger-form.png`` (or
-``$ROUTEPLAN_TEST_ARTIFACTS/trigger-form.png``); its path is printed.
+``$ROUTEPLAN_TEST_ARTIFACTS/trigger-form.png``); its path is printed. The screenshots the
+documentation shows (``DOC_IMAGES``) are copied to ``docs/images/`` too: each run refreshes them.
 
 After that run, on the same server and without another nightly run, the Routing pages
 (``routeplan.api.ui``) are used as an operator and a viewer would: reached from Airflow's
@@ -29,6 +30,7 @@ Needs ``/usr/bin/chromium`` (``make chromium`` installs it, as ``make test`` doe
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -44,10 +46,27 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 UI_TIMEOUT_MS = 60_000
 
 
+# the screenshots docs/*.md show: copied from the artifacts folder into docs/images/
+DOC_IMAGES = (
+    "trigger-form.png",
+    "routing-streams.png",
+    "routing-stream.png",
+    "routing-explain-clicks.png",
+    "routing-rollback-confirm.png",
+)
+
+
 def artifacts_dir() -> Path:
     folder = Path(os.environ.get("ROUTEPLAN_TEST_ARTIFACTS", REPO / "var" / "test-artifacts"))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def refresh_doc_images(folder: Path) -> None:
+    """Copy the screenshots in ``DOC_IMAGES`` that ``folder`` holds to ``docs/images/``."""
+    for name in DOC_IMAGES:
+        if (folder / name).is_file():
+            shutil.copyfile(folder / name, REPO / "docs" / "images" / name)
 
 
 def launch_chromium(playwright):
@@ -138,6 +157,7 @@ def test_trigger_form_submits_with_its_defaults_and_the_run_succeeds(nightly_air
         af.base_url, af.password(), artifacts_dir() / "trigger-form.png", fields={"date": DAY}
     )
     ui_s = time.monotonic() - started
+    refresh_doc_images(artifacts_dir())
 
     dag = af._ok(af.get(f"dags/{DAG_ID}/details"))
     defaults = {name: param["value"] for name, param in dag["params"].items()}
@@ -358,6 +378,7 @@ def test_routing_pages_in_airflows_navigation_explain_and_roll_back(nightly_airf
     started = time.monotonic()
     routing_pages(server.af, artifacts_dir(), report["run_id"], versions)
     print(f"routing pages {time.monotonic() - started:.0f}s")
+    refresh_doc_images(artifacts_dir())
 
 
 def test_maintenance_form_submits_with_its_defaults_and_the_scheduler_runs_it(nightly_airflow):  # noqa: F811
