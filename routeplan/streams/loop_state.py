@@ -418,7 +418,7 @@ def _regression(outcome: Outcome, tolerance: float) -> str:
         f"regression: v{outcome.version}'s realized {outcome.measure} over "
         f"{outcome.interval_start} {_shown(outcome.realized_day)} is worse than the day before it "
         f"came into force ({_shown(outcome.previous_realized_day)}) by more than {tolerance:.2f} "
-        f"(busiest hour {_shown(outcome.realized)}, predicted {_shown(outcome.predicted)})"
+        f"(busiest window {_shown(outcome.realized)}, predicted {_shown(outcome.predicted)})"
     )
 
 
