@@ -135,6 +135,34 @@ class KafkaBroker:
             time.sleep(0.1)
         raise TimeoutError(f"topic {name} has no leaders")
 
+    def read(self, topic: str, partitions: int, n: int) -> list:
+        """The first ``n`` records of ``topic`` (``partitions`` of them, read from the start by a
+        confluent-kafka consumer of its own; fewer when 20 polls in a row bring nothing), each a
+        ``confluent_kafka.Message``, checked for errors."""
+        import confluent_kafka
+
+        consumer = confluent_kafka.Consumer(
+            {"bootstrap.servers": self.bootstrap, "group.id": f"check-{topic}"}
+        )
+        consumer.assign(
+            [
+                confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                for p in range(partitions)
+            ]
+        )
+        found: list = []
+        try:
+            idle = 0
+            while len(found) < n and idle < 20:
+                batch = consumer.consume(10_000, timeout=1)
+                idle = 0 if batch else idle + 1
+                for message in batch:
+                    assert message.error() is None, message.error()
+                    found.append(message)
+        finally:
+            consumer.close()
+        return found
+
     def tail(self, lines: int = 20) -> str:
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])

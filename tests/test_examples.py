@@ -200,34 +200,16 @@ def run_example(command: list[str], env: dict[str, str]) -> subprocess.Completed
     )
 
 
-def read_back(bootstrap: str, topic: str, n: int) -> dict[int, tuple[int, bytes | None, str]]:
+def read_back(broker, topic: str, n: int) -> dict[int, tuple[int, bytes | None, str]]:
     """Line number (the record's value) -> its partition, routing_version header and key."""
-    consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"check-{topic}"}
-    )
-    consumer.assign(
-        [
-            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-            for p in range(PARTITIONS)
-        ]
-    )
-    found: dict[int, tuple[int, bytes | None, str]] = {}
-    try:
-        idle = 0
-        while len(found) < n and idle < 20:
-            batch = consumer.consume(10_000, timeout=1)
-            idle = 0 if batch else idle + 1
-            for message in batch:
-                assert message.error() is None, message.error()
-                headers = dict(message.headers() or [])
-                found[int(message.value())] = (
-                    message.partition(),
-                    headers.get("routing_version"),
-                    message.key().decode("utf-8"),
-                )
-    finally:
-        consumer.close()
-    return found
+    return {
+        int(m.value()): (
+            m.partition(),
+            dict(m.headers() or []).get("routing_version"),
+            m.key().decode("utf-8"),
+        )
+        for m in broker.read(topic, PARTITIONS, n)
+    }
 
 
 @pytest.mark.parametrize("language", ["java", "go"])
@@ -245,7 +227,7 @@ def test_the_example_producer_routes_by_the_served_table_and_stamps_its_version(
     done = run_example(command, {**env, "ROUTEPLAN_API_TOKEN": TOKEN})
     assert done.returncode == 0, done.stderr
     assert f"sent {RECORDS} records to {topic}" in done.stderr
-    found = read_back(broker.bootstrap, topic, RECORDS)
+    found = read_back(broker, topic, RECORDS)
     assert len(found) == RECORDS, f"read back {len(found)} of {RECORDS} records"
     assert [found[i][2] for i in range(RECORDS)] == KEYS
     expected, by_v1 = partitions(V2), partitions(V1)

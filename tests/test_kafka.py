@@ -193,27 +193,7 @@ def new_store(tmp_path: Path) -> Path:
 
 def read_back(broker: KafkaBroker, topic: str, n: int) -> dict[int, int]:
     """Message index (the record's value) -> the partition a consumer read it from."""
-    consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": broker.bootstrap, "group.id": f"check-{topic}"}
-    )
-    consumer.assign(
-        [
-            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-            for p in range(PARTITIONS)
-        ]
-    )
-    found: dict[int, int] = {}
-    try:
-        idle = 0
-        while len(found) < n and idle < 20:
-            batch = consumer.consume(10_000, timeout=1)
-            idle = 0 if batch else idle + 1
-            for message in batch:
-                assert message.error() is None, message.error()
-                found[int(message.value())] = message.partition()
-    finally:
-        consumer.close()
-    return found
+    return {int(m.value()): m.partition() for m in broker.read(topic, PARTITIONS, n)}
 
 
 def assert_routed_as_python_says(found: dict[int, int], n: int = RECORDS) -> None:

@@ -39,27 +39,9 @@ def example_env() -> dict[str, str]:
 
 def read_records(broker, topic: str, n: int) -> list[tuple[str, int, list]]:
     """``(key, partition, headers)`` of the topic's first ``n`` records."""
-    consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": broker.bootstrap, "group.id": f"check-{topic}"}
-    )
-    consumer.assign(
-        [
-            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-            for p in range(PARTITIONS)
-        ]
-    )
-    found = []
-    try:
-        idle = 0
-        while len(found) < n and idle < 20:
-            batch = consumer.consume(10_000, timeout=1)
-            idle = 0 if batch else idle + 1
-            for message in batch:
-                assert message.error() is None, message.error()
-                found.append((message.key().decode(), message.partition(), message.headers()))
-    finally:
-        consumer.close()
-    return found
+    return [
+        (m.key().decode(), m.partition(), m.headers()) for m in broker.read(topic, PARTITIONS, n)
+    ]
 
 
 def test_the_producer_example_routes_by_the_table_and_stamps_the_version(broker, tmp_path):
