@@ -442,19 +442,22 @@ def tables_page(
     names: Sequence[str],
     migrations: Mapping[str, Sequence[tuple[str, str]]],
     partitions: Mapping[str, Sequence[str]],
+    columns: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> str:
-    """The Delta tables by layer: partitioning and the columns the migrations add
-    (``migrations``: table → ``(column, Spark SQL type)``, ``partitions``: table → columns)."""
+    """The Delta tables by layer: partitioning, every column (``columns``: table →
+    ``(column, Spark SQL type)``, in the table's order) and which ones the migrations added
+    (``migrations``: the same shape, ``partitions``: table → columns)."""
     parts = [
         header(
             "Delta tables",
             "the table names and partitioning (`jobs/common.py`: `TABLE_NAMES`, "
-            "`PARTITION_COLUMNS`) and the migrations (`jobs/migrations.py`)",
+            "`PARTITION_COLUMNS`), their columns (`jobs/columns.py`) and the migrations "
+            "(`jobs/migrations.py`)",
         ),
-        "Every table lives under `<home>/warehouse/<layer>/<table>`. The columns of a table's "
-        "first release are those its job writes; the columns added since are listed here, in "
-        "the order they were added (a write adds them to an older table first). How they flow: "
-        "[Architecture](../architecture.md).\n\n",
+        "Every table lives under `<home>/warehouse/<layer>/<table>`. Its columns are listed in "
+        "the table's order; those a migration added since the first release say so (a write "
+        "adds them to an older table first). tests/test_e2e.py checks a real run's tables "
+        "against this list. How they flow: [Architecture](../architecture.md).\n\n",
     ]
     for layer in dict.fromkeys(n.split(".")[0] for n in names):
         parts.append(f"## {layer}\n\n")
@@ -467,7 +470,16 @@ def tables_page(
                 else "Not partitioned.\n\n"
             )
             added = migrations.get(name, ())
-            if added:
+            every = (columns or {}).get(name)
+            if every:
+                later = {c for c, _ in added}
+                rows = [
+                    (code(c), code(t), "a migration" if c in later else "first release")
+                    for c, t in every
+                ]
+                parts.append(table(("column", "type", "since"), rows))
+                parts.append("\n")
+            elif added:
                 parts.append("Columns added by migrations:\n\n")
                 parts.append(table(("column", "type"), [(code(c), code(t)) for c, t in added]))
                 parts.append("\n")
@@ -552,6 +564,7 @@ def collect() -> dict[str, str]:
     _import_path()
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("ROUTEPLAN_")}
     try:
+        from jobs.columns import COLUMNS
         from jobs.common import PARTITION_COLUMNS, TABLE_NAMES
         from jobs.migrations import MIGRATIONS
         from routeplan.cli.main import build_parser
@@ -567,7 +580,9 @@ def collect() -> dict[str, str]:
             ),
             "settings.md": lambda: settings_page(collect_settings()),
             "http-api.md": lambda: http_api_page(collect_openapi()),
-            "delta-tables.md": lambda: tables_page(TABLE_NAMES, MIGRATIONS, PARTITION_COLUMNS),
+            "delta-tables.md": lambda: tables_page(
+                TABLE_NAMES, MIGRATIONS, PARTITION_COLUMNS, COLUMNS
+            ),
         }
         return {name: build() for name, build in builders.items()}
     finally:

@@ -229,6 +229,19 @@ def test_nights_follow_latest_and_a_regression_is_rolled_back_by_the_night(night
     }
 
 
+def test_every_table_has_the_columns_the_reference_lists(nights, spark):
+    """The tables a real run wrote have exactly the columns and types of ``jobs.columns``
+    (what docs/reference/delta-tables.md lists), in their order."""
+    from jobs.columns import COLUMNS
+
+    env, _ = nights
+    home = Path(env["ROUTEPLAN_HOME"])
+    for name, columns in COLUMNS.items():
+        path = home / "warehouse" / name.replace(".", "/")
+        schema = spark.read.format("delta").load(str(path)).schema
+        assert [(f.name, f.dataType.simpleString()) for f in schema.fields] == list(columns), name
+
+
 def test_a_rerun_of_a_night_changes_nothing(nights, spark):
     """The last night again on the same logs: the same bronze rows, no new version, outcome,
     rollback or asset event; publish says the table it published already does what the plan

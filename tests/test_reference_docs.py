@@ -400,6 +400,26 @@ def test_tables_by_layer_with_partitioning_and_migrations():
     assert "### `bronze.a`\n\nPartitioned by `date`.\n\n" in page
     assert "### `gold.b`\n\nNot partitioned.\n\nColumns added by migrations:" in page
     assert "| `c` | `int` |" in page
+    every = ref.tables_page(
+        ["gold.b"], {"gold.b": [("c", "int")]}, {}, {"gold.b": [("a", "string"), ("c", "int")]}
+    )
+    assert "| `a` | `string` | first release |\n| `c` | `int` | a migration |" in every
+
+
+def test_every_table_declares_its_columns_and_they_hold_the_migrations():
+    """jobs/columns.py has every table, each column once; a migration's column is there with
+    its type, after the first release's columns."""
+    from jobs.columns import COLUMNS
+    from jobs.common import PARTITION_COLUMNS, TABLE_NAMES
+    from jobs.migrations import MIGRATIONS
+
+    assert list(COLUMNS) == list(TABLE_NAMES)
+    for name, columns in COLUMNS.items():
+        names = [c for c, _ in columns]
+        assert len(set(names)) == len(names), name
+        assert set(PARTITION_COLUMNS.get(name, ())) <= set(names), name
+        added = list(MIGRATIONS.get(name, ()))
+        assert [c for c in columns if c in added] == added, name
 
 
 def test_check_names_each_stale_page(tmp_path):
