@@ -99,9 +99,27 @@ def test_relative_links_point_into_the_repository(page):
         assert REPO in path.parents or path == REPO, f"{page.name} links outside: {target}"
 
 
+def documented_pages() -> list[Path]:
+    """The README and every page under docs/ written by hand (the generated reference aside)."""
+    return [README, *sorted(p for p in DOCS.rglob("*.md") if "reference" not in p.parts)]
+
+
+def shell_commands(text: str) -> list[str]:
+    """The ``routeplan …`` commands of a page's shell blocks, one per line, without a leading
+    ``$``, environment assignments, or what follows a comment, pipe, redirection or ``&&``."""
+    blocks = re.findall(r"```(?:bash|sh|shell|console)\n(.*?)```", text, re.S)
+    commands = []
+    for line in "\n".join(blocks).replace("\\\n", " ").splitlines():
+        line = re.sub(r"^(?:\$ )?(?:[A-Z_]+=\S+\s+)*", "", line.strip())
+        if line.startswith("routeplan "):
+            commands.append(re.split(r"\s+(?:#|\||>|<|&&|;)\s*", line)[0])
+    return commands
+
+
 def test_the_docs_commands_use_flags_the_cli_has():
-    """Every ``routeplan <command> --flag`` in the shell examples of the README and the docs
-    pages exists (so a rename cannot leave the documentation behind)."""
+    """Every ``routeplan <command> --flag`` in the shell examples and inline code of the README
+    and the docs (runbooks too) names a command and flags the CLI has (so a rename cannot leave
+    the documentation behind)."""
     import argparse
 
     from routeplan.cli.main import build_parser
@@ -110,22 +128,41 @@ def test_the_docs_commands_use_flags_the_cli_has():
         a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
     ).choices
     checked = 0
-    for page in PAGES:
+    for page in documented_pages():
         text = page.read_text()
-        shell = "\n".join(re.findall(r"```bash\n(.*?)```", text, re.S)).replace("\\\n", " ")
         inline = re.findall(r"`(routeplan [^`]+)`", text)
-        used = [
-            line.strip() for line in shell.splitlines() if line.strip().startswith("routeplan ")
-        ]
-        for line in used + inline:
+        for line in shell_commands(text) + inline:
             words = line.split()
-            if len(words) < 2 or words[1] not in commands:
-                continue
+            if len(words) < 2 or not re.fullmatch(r"[a-z][a-z-]*", words[1]):
+                continue  # `routeplan --help`, `routeplan <command>`, a log line's `routeplan …:`
+            assert words[1] in commands, f"{page.name}: `{line}`: no command {words[1]!r}"
             known = set(commands[words[1]]._option_string_actions)
             for flag in re.findall(r"(?<!\S)(--[a-z][a-z-]*)", line):
                 assert flag in known, f"{page.name}: `{line}` uses {flag}, not in {words[1]}"
                 checked += 1
     assert checked > 10
+
+
+def test_the_docs_shell_commands_parse_as_the_cli_parses_them():
+    """Each ``routeplan …`` line of the docs' shell blocks, given to the CLI's own parser (a dry
+    run: nothing runs), is accepted: its command, flags, values and required arguments."""
+    import contextlib
+    import io
+    import shlex
+
+    from routeplan.cli.main import build_parser
+
+    parsed = 0
+    for page in documented_pages():
+        for line in shell_commands(page.read_text()):
+            said = io.StringIO()
+            with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+                try:
+                    build_parser().parse_args(shlex.split(line)[1:])
+                except SystemExit as stop:
+                    assert not stop.code, f"{page.name}: `{line}`: {said.getvalue().strip()}"
+            parsed += 1
+    assert parsed >= 10
 
 
 def build_site(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
