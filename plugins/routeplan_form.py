@@ -296,7 +296,7 @@ def nightly_params() -> dict[str, Param]:
                 None,
                 type=["null", "string"],
                 enum=[None, "forecast", "peak", "interval"],
-                description="Plan on a forecast of every window of the last days, the peak window "
+                description="Plan on a forecast of every window of the last days, the busiest window "
                 "or the whole interval; empty: each stream's policy (default forecast)",
             ),
             "load_metric": Param(

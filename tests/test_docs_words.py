@@ -20,7 +20,9 @@ def glossary_table(heading: str) -> list[tuple[str, str]]:
 
 
 def pages() -> list[Path]:
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    """The README, CHANGELOG and every page under docs/ (runbooks too)."""
+    docs = sorted((REPO / "docs").rglob("*.md"))
+    return [REPO / "README.md", REPO / "CHANGELOG.md", *docs]
 
 
 def test_the_glossary_lists_retired_words_each_with_its_term():

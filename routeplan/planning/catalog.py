@@ -232,7 +232,7 @@ PARAMETERS: dict[str, ParameterInfo] = {
         "dchoices: a key whose share of the load is at least this is in the head; null: 1/(5W)",
     ),
     "fill": ParameterInfo(
-        "(0, 1]", "dchoices: how full the head keys' choices are planned (d_i = ⌈C_i·W/fill⌉)"
+        "(0, 1]", "dchoices: how full the hot keys' choices are planned (d_i = ⌈C_i·W/fill⌉)"
     ),
     "method": ParameterInfo(
         "halving, doubling",
