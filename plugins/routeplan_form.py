@@ -296,8 +296,8 @@ def nightly_params() -> dict[str, Param]:
                 None,
                 type=["null", "string"],
                 enum=[None, "forecast", "peak", "interval"],
-                description="Plan on a forecast of every window of the last days, the busiest window "
-                "or the whole interval; empty: each stream's policy (default forecast)",
+                description="Plan on a forecast of every window of the last days, the busiest "
+                "window or the whole interval; empty: each stream's policy (default forecast)",
             ),
             "load_metric": Param(
                 None,
