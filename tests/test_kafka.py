@@ -576,7 +576,8 @@ def test_kafka_python_assignor_falls_back_or_spreads_by_the_loads_when_the_group
     RoutingStore(store).publish(consumer_plan(1))  # no loads
     group = PythonConsumers(broker, topic, store, ["c0", "c1"])
     try:
-        assert group.settle() == {"c0": [0, 1, 2], "c1": [3, 4, 5]}  # Range's
+        got = group.settle()  # Range's: by member id, which the broker draws at random
+        assert sorted(got.values()) == [[0, 1, 2], [3, 4, 5]], got
         why = "clicks v1 (partition_assignment): the group has 2 members, the plan 3 consumers"
         assert any(why in (c.fallback_reason or "") for c in group.classes.values()), why
         RoutingStore(store).publish(consumer_plan(2, SKEWED_LOADS))
