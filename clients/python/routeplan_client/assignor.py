@@ -59,7 +59,7 @@ NAME = "routeplan"  # the assignor's name in the group protocol (Java's Routepla
 
 
 class InvalidTableError(ValueError):
-    """LATEST names a document the reader refuses (JSON, bounds, schema, checksum, version)."""
+    """LATEST names a document the reader refuses (JSON, bounds, fields, checksum, version)."""
 
 
 class _Latest:

@@ -91,8 +91,9 @@ class _Published:
         max_bytes: int = DEFAULT_MAX_BYTES,
         token: str | None = None,
     ) -> P:
-        """Load LATEST (or a pinned ``version``) of ``stream`` from ``source``, schema and checksum
-        verified; with ``reload_interval`` (seconds) keep following LATEST in a daemon thread.
+        """Load LATEST (or a pinned ``version``) of ``stream`` from ``source``, checked and
+        checksum verified (``table_from_document``); with ``reload_interval`` (seconds) keep
+        following LATEST in a daemon thread.
 
         ``on_change(old_version, new_version)`` runs after each swap. ``timeout`` bounds HTTP
         requests; ``token`` is sent with them as ``Authorization: Bearer <token>`` (the API is
@@ -131,7 +132,7 @@ class _Published:
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> P:
-        """Load LATEST (or a pinned ``version``) of ``stream``, schema and checksum verified."""
+        """Load LATEST (or a pinned ``version``) of ``stream``, checked and checksum verified."""
         return cls.open(root, stream, version, max_bytes=max_bytes)
 
     @property
@@ -146,9 +147,9 @@ class _Published:
         """Poll the source once; True when a new version now serves.
 
         Never raises for the source's sake: a corrupt new version (JSON, too large or too deep,
-        schema, checksum, wrong kind) or an unreachable or failing source is logged as a WARNING
-        on ``routeplan_client.router`` (once per bad version, once per outage) and the current
-        table keeps serving.
+        the fields it routes by, checksum, wrong kind) or an unreachable or failing source is
+        logged as a WARNING on ``routeplan_client.router`` (once per bad version, once per
+        outage) and the current table keeps serving.
         """
         if self._source is None or self._source.version is not None:
             return False
