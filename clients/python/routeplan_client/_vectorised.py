@@ -20,7 +20,7 @@ import numpy as np
 
 def arrays(routes: Any) -> dict[str, Any]:
     """The numpy forms of a compiled table (``router._Routes``), built on the first batch and
-    kept with it: ``group_slot`` (key group → slot), ``split_group`` (key group → holds a split
+    kept with it: ``group_slot`` (key group → slot), ``split_group`` (key group → holds a hot
     key), ``split_hashes`` (the split keys' hashes, sorted), ``candidate_slots`` (split key →
     its candidates' slots, short rows padded with their first), ``names`` (slot → name)."""
     found = routes.arrays
@@ -31,7 +31,7 @@ def arrays(routes: Any) -> dict[str, Any]:
     width = max((len(c[0]) for c in routes.candidates), default=1)
     found.update(
         group_slot=np.array(routes.group_slot, dtype=dtype),
-        split_group=np.array(routes.split_group, dtype=bool),
+        split_group=_holding(routes.split_groups, routes.table.num_key_groups),
         split_hashes=np.unique(hash_array(list(routes.split), routes.table.hash_seed)),
         candidate_slots=np.array(
             [c[0] + c[0][:1] * (width - len(c[0])) for c in routes.candidates], dtype=dtype
@@ -39,6 +39,13 @@ def arrays(routes: Any) -> dict[str, Any]:
         names=np.array(names, dtype=object),
     )
     return found
+
+
+def _holding(groups: frozenset, n: int) -> np.ndarray:
+    """Key group → whether it is one of ``groups``, as a bool array of ``n``."""
+    holding = np.zeros(n, dtype=bool)
+    holding[sorted(groups)] = True
+    return holding
 
 
 def hash_array(keys: list[str], seed: int) -> np.ndarray:

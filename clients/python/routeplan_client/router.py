@@ -272,7 +272,7 @@ class _Routes:
     split: Mapping[str, int]  # split key -> its index in candidates
     candidates: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]  # (slots, capacities)
     group_slot: tuple[int, ...]  # key group -> worker slot
-    split_group: tuple[bool, ...]  # key group -> holds a split key
+    split_groups: frozenset[int]  # the key groups that hold a hot key
     arrays: dict[str, Any] = field(default_factory=dict)  # route_many's numpy forms, built once
 
 
@@ -320,12 +320,11 @@ class Router(_Published):
                 (tuple(slot[w] for w, _ in by_weight), tuple(capacity[w] for w, _ in by_weight))
             )
         split = {key: i for i, key in enumerate(table.hot_keys)}
-        holding = {key_group(key, n, seed) for key in split}
-        split_group = tuple(g in holding for g in range(n))
+        split_groups = frozenset(key_group(key, n, seed) for key in split)
         group_slot = tuple(slot[w] for w in table.key_group_worker)
         counts = [0.0] * len(names) if split else None
         by_key = {key: candidates[i] for key, i in split.items()}
-        route = _compile_route(by_key, group_slot, split_group, seed, n, counts, list(names))
+        route = _compile_route(by_key, group_slot, split_groups, seed, n, counts, list(names))
         routes = _Routes(
             table=table,
             route=route,
@@ -333,7 +332,7 @@ class Router(_Published):
             split=split,
             candidates=tuple(candidates),
             group_slot=group_slot,
-            split_group=split_group,
+            split_groups=split_groups,
         )
         self._snapshot = routes
         # the instance's own ``route`` shadows the method: one dict read and a call with no
@@ -380,7 +379,7 @@ class Router(_Published):
 def _compile_route(
     hot: dict[str, tuple[tuple[int, ...], tuple[float, ...]]],
     group_slot: tuple[int, ...],
-    split_group: tuple[bool, ...],
+    split_groups: frozenset[int],
     seed: int,
     n: int,
     counts: list[float] | None,
@@ -414,7 +413,10 @@ def _compile_route(
 
         return route
 
-    flagged = tuple(-1 - s if split else s for s, split in zip(group_slot, split_group))
+    marked = list(group_slot)
+    for g in split_groups:
+        marked[g] = -1 - marked[g]
+    flagged = tuple(marked)
     if mask is not None and seed == 0:
 
         def route(key: str, h=key_hash_fast, mask=mask, slot=flagged, get=hot.get,
