@@ -29,6 +29,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from jobs.columns import COLUMNS
 from routeplan import settings, storage
 from routeplan.model.names import InvalidNameError, check_name
 
@@ -489,24 +490,9 @@ def upgrade_table(spark, tables: Tables, name: str, columns: Iterable[str] = ())
     return upgrade(spark, name, tables.path(name), columns)
 
 
-# Every Delta table of routeplan, by the name the catalog gives it (docs/architecture.md).
-TABLE_NAMES = (
-    "bronze.stream_events",
-    "bronze.quarantine",
-    "silver.key_group_load",
-    "silver.key_load",
-    "silver.worker_load",
-    "silver.version_load",
-    "silver.partition_load",
-    "silver.key_group_flow",
-    "silver.window_summary",
-    "silver.worker_capacity",
-    "gold.plans",
-    "gold.validations",
-    "gold.routing_tables",
-    "gold.publish_log",
-    "gold.plan_outcomes",
-)
+# Every Delta table of routeplan, by the name the catalog gives it (docs/architecture.md): the
+# tables whose columns jobs/columns.py declares.
+TABLE_NAMES = tuple(COLUMNS)
 # The partition columns of each partitioned table (write_delta refuses any other; the reference
 # page docs/reference/delta-tables.md lists them).
 PARTITION_COLUMNS: dict[str, tuple[str, ...]] = {
