@@ -21,7 +21,7 @@ from routeplan.planning.partitions.exact import binpack_milp
 from routeplan.planning.partitions.packing import pack
 from routeplan.planning.registry import get_strategy
 from routeplan.planning.windows import lower_peak
-from routeplan.streams.forecast import at_forecast_level, forecast, window_profile
+from routeplan.streams.forecast import forecast, profile, window_profile
 from routeplan.streams.history import window_loads
 
 
@@ -113,28 +113,45 @@ def test_a_step_that_gains_less_than_min_gain_is_not_taken():
     assert np.array_equal(kept, [0, 0, 1, 1])  # the swap takes 1.0 off the peak: not enough
 
 
-def test_the_window_profile_keeps_a_units_own_hours_only_when_the_days_agree_on_them():
+def test_the_window_profile_keeps_a_units_own_hours_unless_held_out_days_say_shrinking_helps():
     rng = np.random.default_rng(0)
     shape = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # 3 windows × 2 units, peaks apart
     steady = np.stack([shape * 100 + rng.normal(0, 1, shape.shape) for _ in range(5)])
-    np.testing.assert_allclose(window_profile(steady, decay=1.0), steady.mean(axis=0), rtol=0.02)
-    one_day = window_profile(steady[-1:], decay=1.0)  # no spread to judge by: the stream's shape
-    np.testing.assert_allclose(
-        one_day, np.outer(one_day.sum(axis=1), one_day.sum(axis=0)) / one_day.sum()
-    )
-    noisy = np.stack([rng.poisson(np.full((3, 2), 3.0)) for _ in range(5)]).astype(float)
-    profile = window_profile(noisy, decay=1.0)
-    common = np.outer(profile.sum(axis=1), profile.sum(axis=0)) / profile.sum()
+    kept = profile(steady, decay=1.0)
+    assert kept.shrinkage < 0.05 and kept.held_out_days == 5  # the days agree: own hours
+    np.testing.assert_allclose(kept.loads, steady.mean(axis=0), atol=1.0)
+    one_day = profile(steady[-1:], decay=1.0)  # nothing to hold out: the day's own hours
+    assert (one_day.shrinkage, one_day.held_out_days) == (0.0, 0)
+    np.testing.assert_allclose(one_day.loads, steady[-1])
+    noisy = np.stack([rng.poisson(np.full((3, 2), 3.0)) for _ in range(8)]).astype(float)
+    found = profile(noisy, decay=1.0)  # every unit flat: its departures are chance
+    assert found.shrinkage > 0.5
+    common = np.outer(found.loads.sum(axis=1), found.loads.sum(axis=0)) / found.loads.sum()
     mean = noisy.mean(axis=0)
-    assert np.abs(profile - common).sum() < np.abs(mean - common).sum()  # chance, shrunk
-    np.testing.assert_allclose(profile.sum(axis=0), mean.sum(axis=0))  # each unit's total kept
+    assert np.abs(found.loads - common).sum() < np.abs(mean - common).sum()  # chance, shrunk
+    np.testing.assert_allclose(found.loads.sum(axis=0), mean.sum(axis=0))  # each total kept
 
 
-def test_the_profile_at_the_forecast_level_keeps_each_units_shape_at_its_planning_load():
-    profile = np.array([[1.0, 0.0, 2.0], [3.0, 0.0, 2.0]])
-    scaled = at_forecast_level(profile, np.array([4.0, 5.0, 1.0]))
-    np.testing.assert_allclose(scaled.mean(axis=0), [4.0, 0.0, 1.0])  # no load in the profile: 0
-    np.testing.assert_allclose(scaled[:, 0] / scaled[:, 0].sum(), [0.25, 0.75])
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 6), st.floats(0.3, 1.0))
+def test_the_chosen_shrinkage_never_predicts_held_out_days_worse_than_none(seed, days, decay):
+    rng = np.random.default_rng(seed)
+    history = rng.gamma(2.0, 1.0, (days, 4, 5)) * rng.integers(1, 50, (1, 1, 5))
+    chosen = profile(history, decay)
+    assert 0.0 <= chosen.shrinkage <= 1.0 and chosen.held_out_days in (0, days)
+
+    def held_out_error(keep: float) -> float:  # leave-one-day-out, as profile() scores
+        error = 0.0
+        for h in range(days):
+            others = np.delete(history, h, axis=0)
+            weight = decay ** np.delete(np.arange(days - 1, -1, -1.0), h)
+            mean = np.einsum("d,dtu->tu", weight / weight.sum(), others)
+            common = np.outer(mean.sum(axis=1), mean.sum(axis=0)) / mean.sum()
+            error += ((common + keep * (mean - common) - history[h]) ** 2).sum()
+        return error
+
+    assert held_out_error(1.0 - chosen.shrinkage) <= held_out_error(1.0) + 1e-6
+    assert held_out_error(1.0 - chosen.shrinkage) <= held_out_error(0.0) + 1e-6
 
 
 def test_the_window_profile_with_a_quantile_is_each_windows_own_forecast():

@@ -68,7 +68,11 @@ class LoadSnapshot:
     worker ``flow_anchors[j]`` (placed by that stream's table). ``key_group_windows`` (optional)
     is windows × key groups: each group's load in every window of the day the plan must hold
     (hot keys counted inside, as in ``key_group_load``); the planners that can take several
-    windows (``milp``, ``cg``) lower the worst of them, the others plan on ``key_group_load``.
+    windows (``lpt``, ``milp``, ``cg``) lower the worst of them, the others plan on
+    ``key_group_load``. ``hot_key_windows`` (optional, with ``key_group_windows``) is a hot key's
+    own load in each of those windows: real keys have their own hours, so a hot key routed on its
+    own is planned on them; a hot key without them is taken to follow the stream's shape
+    (``hot_key_profile``).
     """
 
     stream: str
@@ -80,6 +84,7 @@ class LoadSnapshot:
     key_group_flow: np.ndarray | None = None
     flow_anchors: tuple[str, ...] = ()
     key_group_windows: np.ndarray | None = None
+    hot_key_windows: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         load = np.asarray(self.key_group_load, dtype=float)
@@ -96,6 +101,7 @@ class LoadSnapshot:
         if bad:
             raise ValueError(f"hot key loads must be finite and >= 0: {bad[:5]}")
         object.__setattr__(self, "hot_key_load", hot)
+        object.__setattr__(self, "hot_key_windows", self._checked_hot_windows())
         if self.distinct_keys is not None:
             keys = np.asarray(self.distinct_keys, dtype=float)
             if keys.shape != load.shape:
@@ -111,6 +117,26 @@ class LoadSnapshot:
         object.__setattr__(self, "flow_anchors", tuple(str(w) for w in self.flow_anchors))
         if self.key_group_flow is not None:
             object.__setattr__(self, "key_group_flow", self._checked_flow(load.size))
+
+    def _checked_hot_windows(self) -> Mapping[str, np.ndarray]:
+        given = dict(self.hot_key_windows or {})
+        if given and self.key_group_windows is None:
+            raise ValueError("hot_key_windows need key_group_windows (the same windows)")
+        found = {}
+        for key, windows in given.items():
+            if key not in self.hot_key_load:
+                raise ValueError(f"hot_key_windows: {key!r} is not a hot key of the snapshot")
+            loads = np.asarray(windows, dtype=float)
+            assert self.key_group_windows is not None
+            if loads.shape != (self.key_group_windows.shape[0],):
+                raise ValueError(
+                    f"hot_key_windows: {key!r} needs one load per window "
+                    f"({self.key_group_windows.shape[0]}), got shape {loads.shape}"
+                )
+            if not np.all(np.isfinite(loads)) or np.any(loads < 0):
+                raise ValueError(f"hot_key_windows: {key!r}: loads must be finite and >= 0")
+            found[key] = loads
+        return MappingProxyType(found)
 
     def _checked_flow(self, groups: int) -> np.ndarray:
         flow = np.asarray(self.key_group_flow, dtype=float)
@@ -137,6 +163,23 @@ class LoadSnapshot:
 
     def hot_key_group(self, key: str) -> int:
         return key_group(key, self.num_key_groups, self.hash_seed)
+
+    def hot_key_profile(self, key: str) -> np.ndarray:
+        """Hot key ``key``'s load in each of ``key_group_windows``: its own
+        (``hot_key_windows``) or, without them, its load spread like the stream's (each
+        window's share of the key groups' windows, scaled so that the windows' mean is the
+        key's ``hot_key_load``, as each key group's windows are)."""
+        windows = self.key_group_windows
+        if windows is None:
+            raise ValueError("the snapshot has no windows")
+        own = self.hot_key_windows.get(key)
+        if own is not None:
+            return own
+        shape = windows.sum(axis=1)
+        total = shape.sum()
+        if total <= 0:
+            return np.full(windows.shape[0], self.hot_key_load[key])
+        return shape / total * windows.shape[0] * self.hot_key_load[key]
 
     def residual_key_group_load(self, hot_keys: Iterable[str]) -> np.ndarray:
         """Group loads once the given hot keys are taken out (they are routed on their own)."""

@@ -19,6 +19,7 @@ STRATEGY_MODULES = (
     "routeplan.planning.keyrouting.consistent_grouping",
     "routeplan.planning.keyrouting.ring",
     "routeplan.planning.keyrouting.bounded_loads",
+    "routeplan.planning.keyrouting.lpt",
     "routeplan.planning.reassign.flux",
     "routeplan.planning.reassign.milp",
     "routeplan.planning.reassign.albic",

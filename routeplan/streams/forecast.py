@@ -9,18 +9,20 @@ windows of the last ``history_days`` days:
                   weight of day d = decay ** (age of day d in days)
 
 a decayed high quantile per unit — never a smoothing of worker totals, which depend on the
-routing that was in force. ``q`` = 0.75 plans for a busy window of each unit, not its mean
-(chosen by ``bench/closed_loop.py``: 0.5 re-plans stationary traffic, 0.9 overweights the
-small, noisy units), and ``decay`` = 0.8 halves a day's say in about three days (Kubernetes'
-VPA recommends from a decaying histogram the same way).
+routing that was in force — and ``decay`` = 0.8 halves a day's say in about three days
+(Kubernetes' VPA recommends from a decaying histogram the same way). A partition assignment is
+planned on it: a bin packer fills consumers up to a capacity, so partitions get the decayed
+quantile ``q`` (0.75: a busy window of each partition), over the day and per window.
 
-The planners that can take several windows (``milp``, ``cg``, the bin packers) also get the
-day's shape, ``window_profile``: per window of the day (the same time of every day), each unit's
-decayed mean over the days that have it — the expected load of the window, so a plan keeps every
-hour within its share, not only the sum of each unit's busy hours — shrunk towards the stream's
-common shape as far as the day-to-day spread explains a unit's departure from it (``shrunk``),
-and scaled to the unit's forecast (``at_forecast_level``). A bin packer fills consumers up to a
-capacity, so partitions get the window's decayed quantile instead.
+Key routing balances **expected** loads instead: each unit's ``profile``, its decayed mean in
+every window of the day (the same time of every day), so a plan keeps every hour within its
+share — and a small, noisy key group is not weighed up against the big ones, as a high quantile
+per unit would. Real keys have their own hours (a destination's flights, a region's traffic):
+the profile keeps each unit's own, and pulls them towards the stream's common shape only as far
+as leave-one-day-out cross-validation on the stream's own history says it predicts a held-out
+day better (``profile``: the best shrinkage in closed form, reported by the night). One day of
+history is no reason to assume every key peaks when the stream does: it is planned on its own
+hours.
 
 The score of a table on a day is what the nightly gate compares (``routeplan.streams.gate``):
 its peak excess over the day's windows (``routeplan.planning.metrics.peak_excess``) and the band
@@ -77,62 +79,100 @@ def forecast(
     return ranked[index, np.arange(units)]
 
 
+@dataclass(frozen=True)
+class Profile:
+    """The load of every unit in every window of a day (``loads``, windows × units) and how far
+    it was pulled towards the stream's common shape: ``shrinkage`` 0 keeps each unit's own
+    hours, 1 gives every unit the stream's shape; ``held_out_days`` is how many days the
+    choice was scored on (0: too few days to judge, no shrinkage)."""
+
+    loads: np.ndarray
+    shrinkage: float = 0.0
+    held_out_days: int = 0
+
+
 def window_profile(
     history: np.ndarray, decay: float = DEFAULT_DECAY, quantile: float | None = None
 ) -> np.ndarray:
     """The load of every unit in every window of a day, windows × units, from ``history``
     (days × windows × units, oldest first): over the days that have window ``t`` (weight
-    ``decay ** age``), its decayed mean — what a balance is planned on, ``shrunk`` towards the
-    stream's common shape as far as the day-to-day spread explains it — or, with ``quantile``,
-    its decayed quantile (``forecast`` of that window alone: what a capacity is planned on).
-    The windows no day has are left out."""
+    ``decay ** age``), its decayed mean shrunk as far as held-out days say it helps
+    (``profile``) — what a balance is planned on — or, with ``quantile``, its decayed quantile
+    (``forecast`` of that window alone: what a capacity is planned on). The windows no day has
+    are left out."""
+    if quantile is None:
+        return profile(history, decay).loads
+    loads, present = _checked(history, decay)
+    kept = present.any(axis=0)
+    return np.stack([forecast(loads[:, [t]], quantile, decay) for t in np.flatnonzero(kept)])
+
+
+def profile(history: np.ndarray, decay: float = DEFAULT_DECAY) -> Profile:
+    """Each unit's decayed mean in every window of the day (the windows some day has), pulled
+    towards the stream's common shape by the shrinkage held-out days choose.
+
+    With ``m`` the decayed means and ``r`` the rank-1 common shape (each window's share of the
+    stream × the unit's total), a profile ``r + κ (m − r)`` keeps a share ``κ`` of each unit's
+    own hours. Leave-one-day-out: for every day ``h``, ``m_h`` and ``r_h`` fitted on the other
+    days and ``a_h`` day ``h``'s loads; the squared error ``Σ_h Σ_{t,u} (r_h + κ (m_h − r_h) −
+    a_h)²`` is a parabola in ``κ``, least at
+
+        κ* = clip(Σ_h ⟨m_h − r_h, a_h − r_h⟩ / Σ_h ‖m_h − r_h‖², 0, 1)
+
+    (squared errors in load: a big unit's hours weigh more than a small, noisy unit's). With one
+    day there is nothing to hold out: κ = 1, each unit's own hours — one day is no reason to
+    assume every unit peaks when the stream does."""
+    loads, present = _checked(history, decay)
+    kept = present.any(axis=0)
+    values = np.nan_to_num(loads[:, kept])
+    present = present[:, kept]
+    ages = decay ** np.arange(loads.shape[0] - 1, -1, -1, dtype=float)
+    mean = _decayed_mean(values, ages[:, None] * present)
+    days = [h for h in range(values.shape[0]) if present[h].any()]
+    num = den = 0.0
+    for h in days if len(days) > 1 else ():
+        weight = ages[:, None] * present
+        weight[h] = 0.0
+        both = present[h] & (weight.sum(axis=0) > 0)
+        if not both.any():
+            continue
+        fitted = _decayed_mean(values[:, both], weight[:, both])
+        common = _common_shape(fitted)
+        own, actual = fitted - common, values[h][both] - common
+        num += float((own * actual).sum())
+        den += float((own**2).sum())
+    keep = 1.0 if den <= 0 else float(np.clip(num / den, 0.0, 1.0))
+    common = _common_shape(mean)
+    held = len(days) if len(days) > 1 and den > 0 else 0
+    return Profile(common + keep * (mean - common), 1.0 - keep, held)
+
+
+def _checked(history: np.ndarray, decay: float) -> tuple[np.ndarray, np.ndarray]:
     loads = np.asarray(history, dtype=float)
     if loads.ndim != 3 or loads.shape[0] == 0:
         raise ValueError(f"history must be days × windows × units, got shape {loads.shape}")
     if not 0.0 < decay <= 1.0:
         raise ValueError(f"decay in (0, 1], got {decay}")
     present = ~np.isnan(loads).all(axis=2)  # days × windows
-    weight = decay ** np.arange(loads.shape[0] - 1, -1, -1, dtype=float)[:, None] * present
-    kept = weight.sum(axis=0) > 0
-    if not kept.any():
+    if not present.any():
         raise ValueError("history has no window")
-    if quantile is not None:
-        return np.stack([forecast(loads[:, [t]], quantile, decay) for t in np.flatnonzero(kept)])
-    weight, values = weight[:, kept], np.nan_to_num(loads[:, kept])
-    share = weight / weight.sum(axis=0)
-    mean = np.einsum("dt,dtu->tu", share, values)
-    spread = np.einsum("dt,dtu->tu", share, (values - mean) ** 2)
-    samples = 1.0 / (share**2).sum(axis=0)  # the effective number of days of each window
-    noise = np.where(samples[:, None] > 1, spread / np.maximum(samples[:, None] - 1, 1), np.inf)
-    return shrunk(mean, noise)
+    return loads, present
 
 
-def shrunk(mean: np.ndarray, noise: np.ndarray) -> np.ndarray:
-    """``mean`` (windows × units) shrunk per unit towards the stream's common shape, by how much
-    of the unit's departure from that shape noise explains (James–Stein): with ``r`` the rank-1
-    profile (the stream's share of each window × the unit's total),
-    ``r + λ_u (mean − r)``, ``λ_u = max(0, 1 − Σ_t noise[t, u] / Σ_t (mean − r)²[t, u])``.
-    ``noise`` is the variance of each mean (inf: unknown, e.g. one day — the shape alone). So
-    a unit whose hours differ from the stream's only by chance is planned on the stream's shape,
-    and the worst-window search does not chase noise."""
+def _decayed_mean(values: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Per window the ``weight``-ed mean of ``values`` (days × windows × units) over the days."""
+    total = weight.sum(axis=0)
+    share = np.divide(weight, total, out=np.zeros_like(weight), where=total > 0)
+    return np.einsum("dt,dtu->tu", share, values)
+
+
+def _common_shape(mean: np.ndarray) -> np.ndarray:
+    """The rank-1 profile of ``mean`` (windows × units): each window's share of the stream ×
+    each unit's total."""
     total = mean.sum()
     if total <= 0:
-        return mean
-    rank1 = np.outer(mean.sum(axis=1) / total, mean.sum(axis=0))
-    departure = ((mean - rank1) ** 2).sum(axis=0)
-    explained = np.divide(
-        noise.sum(axis=0), departure, out=np.ones_like(departure), where=departure > 0
-    )
-    keep = np.clip(1.0 - explained, 0.0, 1.0)
-    return rank1 + keep * (mean - rank1)
-
-
-def at_forecast_level(profile: np.ndarray, level: np.ndarray) -> np.ndarray:
-    """``profile`` (windows × units) scaled per unit so that its mean over the windows is the
-    unit's forecast ``level``: the shape of each unit's day at the load its plan balances (a
-    unit without load in the profile keeps none)."""
-    mean = profile.mean(axis=0)
-    return profile * np.divide(level, mean, out=np.zeros_like(mean), where=mean > 0)
+        return np.zeros_like(mean)
+    return np.outer(mean.sum(axis=1) / total, mean.sum(axis=0))
 
 
 @dataclass(frozen=True)

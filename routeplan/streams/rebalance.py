@@ -41,7 +41,7 @@ from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.metrics import peak_excess
-from routeplan.streams.forecast import Score, at_forecast_level, forecast, window_profile
+from routeplan.streams.forecast import Score, forecast, profile, window_profile
 from routeplan.streams.gate import GateDecision, GateRules, gate
 from routeplan.streams.history import History, day_score, on_workers, window_loads
 from routeplan.streams.policy import StreamPolicy
@@ -129,23 +129,33 @@ def forecast_loads(
     history: History, base: Loads, quantile: float, decay: float, hot_keys: tuple[str, ...] = ()
 ) -> Loads:
     """``base`` with the forecast load of every unit of ``history`` (and of the hot keys
-    ``hot_keys``, default every hot key of the history) and the day's ``window_profile``."""
-    units = forecast(history.units, quantile, decay)
+    ``hot_keys``, default every hot key of the history) and the day's window profile.
+
+    Key routing balances expected loads: each key group's and hot key's ``profile`` (its
+    decayed mean in every window of the day, shrunk as far as held-out days say it helps) and,
+    as its load, the profile's mean over the windows — a high quantile per unit would weigh
+    small, noisy units up against the big ones. A partition assignment fills consumers up to a
+    capacity: each partition's decayed ``quantile``, over the day and per window."""
     if isinstance(base, PartitionLoad):
+        units = forecast(history.units, quantile, decay)
         windows = window_profile(history.units, decay, quantile)
         racks = base.partition_racks  # the history may know more (or fewer) partitions
         if racks is not None:
             racks = (*racks, *(((),) * units.size))[: units.size]
         return replace(base, partition_load=units, partition_windows=windows, partition_racks=racks)
-    windows = at_forecast_level(window_profile(history.units, decay), units)
+    windows = profile(history.units, decay).loads
     keys = hot_keys or tuple(history.hot_keys)
-    own = (
-        forecast(np.stack([history.hot_keys[k] for k in keys], axis=2), quantile, decay)
-        if keys
-        else np.zeros(0)
+    hot_windows: dict[str, np.ndarray] = {}
+    if keys:
+        own = profile(np.stack([history.hot_keys[k] for k in keys], axis=2), decay).loads
+        hot_windows = {k: own[:, i] for i, k in enumerate(keys) if own[:, i].sum() > 0}
+    return replace(
+        base,
+        key_group_load=windows.mean(axis=0),
+        hot_key_load={k: float(v.mean()) for k, v in hot_windows.items()},
+        key_group_windows=windows,
+        hot_key_windows=hot_windows,
     )
-    hot = {k: float(v) for k, v in zip(keys, own, strict=True) if v > 0}
-    return replace(base, key_group_load=units, hot_key_load=hot, key_group_windows=windows)
 
 
 def daily_scores(table: Table, history: History, workers: Workers) -> list[Score]:

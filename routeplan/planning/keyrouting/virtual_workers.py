@@ -10,7 +10,6 @@ and ``cg``'s hold of the day's windows (``hold_windows``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -324,20 +323,13 @@ def pair_fcfs_rounds(
 def virtual_worker_windows(
     group_windows: np.ndarray,
     group_vw: np.ndarray,
-    pieces: Mapping[str, Sequence[tuple[int, float]]],
-    shape: np.ndarray,
     virtual_workers: int,
 ) -> np.ndarray:
     """Windows × virtual workers: the window loads of each virtual worker's key groups
-    (``group_windows``, windows × groups; ``group_vw[g]`` = −1 for a group outside any) and of
-    its hot-key pieces (``pieces``: key → (virtual worker, load)), a piece following the
-    stream's ``shape`` (each window's load over the planning load)."""
+    (``group_windows``, windows × groups; ``group_vw[g]`` = −1 for a group outside any)."""
     windows = np.zeros((group_windows.shape[0], virtual_workers))
     placed = group_vw >= 0
     np.add.at(windows.T, group_vw[placed], group_windows[:, placed].T)
-    for parts in pieces.values():
-        for vw, load in parts:
-            windows[:, vw] += load * shape
     return windows
 
 
@@ -346,20 +338,28 @@ def hold_windows(layout: Any, loads: LoadSnapshot, residual: np.ndarray, workers
     swapped, off the worker that carries the peak of the day's windows
     (``loads.key_group_windows``; ``routeplan.planning.windows.lower_peak``), each step priced
     by the layout's ledger. ``residual``: the key groups' load without the hot keys routed on
-    their own, whose share leaves each window in proportion; hot-key pieces and the groups kept
-    outside any virtual worker follow the stream's shape and stay where they are."""
+    their own; each such key leaves its group's windows by its own hours
+    (``LoadSnapshot.hot_key_profile``) and its pieces carry them. The hot keys kept on their
+    workers and the groups kept outside any virtual worker stay where they are."""
     windows = loads.key_group_windows
     assert windows is not None
-    group_windows, shape = residual_windows(windows, loads.key_group_load, residual)
+    _, shape = residual_windows(windows, loads.key_group_load, residual)
+    group_windows = windows.copy()
+    for key in (*layout.pieces, *layout.kept_keys):
+        g = loads.hot_key_group(key)
+        group_windows[:, g] -= loads.hot_key_profile(key)
+    np.clip(group_windows, 0.0, None, out=group_windows)
     base = np.outer(shape, layout.base)
     index = {n: i for i, n in enumerate(layout.names)}
     for g in np.flatnonzero(layout.group_vw < 0):  # kept on their current worker: fixed load
         worker = index.get(layout.ledger.before_group[g])
         if worker is not None:
             base[:, worker] += group_windows[:, g]
-    vw_windows = virtual_worker_windows(
-        group_windows, layout.group_vw, layout.pieces, shape, layout.owner.size
-    )
+    vw_windows = virtual_worker_windows(group_windows, layout.group_vw, layout.owner.size)
+    for key, parts in layout.pieces.items():
+        hours = loads.hot_key_profile(key) / max(loads.hot_key_load[key], _EPS)
+        for vw, load in parts:
+            vw_windows[:, vw] += load * hours
     active = workers.is_active
     movable = (layout.owner >= 0) & active[np.maximum(layout.owner, 0)]
 

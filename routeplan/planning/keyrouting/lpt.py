@@ -1,0 +1,192 @@
+"""``lpt`` Longest Processing Time first on every window of the day: the worst window, planned.
+
+Graham's LPT (1969) places jobs heaviest first, each on the least loaded machine. With the day's
+windows (``LoadSnapshot.key_group_windows``, the nightly forecast's profile) a unit's load is a
+vector over the windows, and "least loaded" becomes *the worker whose worst window rises least*:
+
+    w(u) = argmin_w  max_t (L[t, w] + x[t, u]) / c_w      (ties: the lower day load L·1 / c_w)
+
+over the active workers, units taken by decreasing day load ``Σ_t x[t, u]`` — the greedy of
+vector scheduling (min-max load over the window dimension: paper 004's balance objective,
+§4.3, with one load constraint per window). Without windows it is plain LPT of the units'
+loads, the baseline every balancer must beat (Graham's bound: within 4/3 − 1/(3n) of the best
+makespan). Then ``routeplan.planning.windows.lower_peak`` moves and swaps key groups off the
+worker at the day's peak while that lowers it (the peak never rises).
+
+Units are the key groups, each whole with the keys in it, and the **hot keys too heavy for one
+worker**: a hot key whose load in some window passes ``split_share`` of that window's fair
+share is split into ``d = ⌈max_t x[t, k] / (split_share · F_t)⌉`` equal pieces (at most one per
+active worker), placed like units on distinct workers (PKG's and Consistent Grouping's split
+keys, papers 003 and 000); the table lists it with one equal weight per worker. A hot key
+routed on its own is planned on its own hours (``LoadSnapshot.hot_key_profile``).
+
+Against a current table, the workers of equal capacity are renamed so that the plan keeps as
+much load where it is as it can (a greedy maximum-overlap matching): a plan is judged by its
+worst window, not by which of two equal workers is called ``w3``, so the relabelling changes no
+measure and saves moves. The gate (``routeplan.streams.rebalance``) then gives back the moves
+that do not pay. No budget limit is honoured: under a budget, use ``cg`` or ``milp``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from routeplan.model.loads import LoadSnapshot
+from routeplan.model.plan import Budget, Plan
+from routeplan.model.table import RoutingTable
+from routeplan.model.workers import Workers
+from routeplan.planning.contract import finish_plan, parameters
+from routeplan.planning.registry import register
+from routeplan.planning.windows import lower_peak
+
+_EPS = 1e-12
+
+
+def place_lpt(
+    unit_windows: np.ndarray,
+    capacity: np.ndarray,
+    active: np.ndarray,
+    apart: np.ndarray | None = None,
+) -> np.ndarray:
+    """Each unit's worker by LPT on the windows (see the module docstring): ``unit_windows``
+    windows × units, ``capacity`` and ``active`` per worker; ``apart[u]`` ≥ 0 names a group of
+    units that must land on distinct workers (the pieces of one split key; −1: none). Total,
+    deterministic: ties go to the lower day load, then the lower worker index; an inactive
+    worker gets nothing. Needs one active worker."""
+    x = np.atleast_2d(np.asarray(unit_windows, dtype=float))
+    capacity = np.asarray(capacity, dtype=float)
+    active = np.asarray(active, dtype=bool)
+    if not active.any():
+        raise ValueError("LPT needs an active worker")
+    units = x.shape[1]
+    apart = np.full(units, -1) if apart is None else np.asarray(apart)
+    loads = np.zeros((x.shape[0], capacity.size))
+    assign = np.full(units, -1, dtype=np.int64)
+    taken: dict[int, set[int]] = {}
+    for u in np.argsort(-x.sum(axis=0), kind="stable"):
+        peak = ((loads + x[:, [u]]) / capacity).max(axis=0)
+        day = (loads.sum(axis=0) + x[:, u].sum()) / capacity
+        score = np.where(active, peak, np.inf)
+        if apart[u] >= 0:
+            for w in taken.get(int(apart[u]), ()):
+                score[w] = np.inf
+        best = np.flatnonzero(score <= score.min() * (1 + 1e-9) + _EPS)
+        w = int(best[np.argmin(day[best])])
+        assign[u] = w
+        loads[:, w] += x[:, u]
+        if apart[u] >= 0:
+            taken.setdefault(int(apart[u]), set()).add(w)
+    return assign
+
+
+def keep_names(
+    assign: np.ndarray, before: np.ndarray, weight: np.ndarray, capacity: np.ndarray
+) -> np.ndarray:
+    """``assign`` (unit → worker) with workers of equal capacity renamed so that as much
+    ``weight`` as a greedy matching finds stays on the worker ``before`` gives it (−1: none):
+    pairs (new worker, old worker) by decreasing shared weight, each worker matched once, only
+    between equal capacities. A renaming of equal workers changes no load measure."""
+    n = capacity.size
+    overlap = np.zeros((n, n))
+    known = before >= 0
+    np.add.at(overlap, (assign[known], before[known]), weight[known])
+    same = np.isclose(capacity[:, None], capacity[None, :])
+    rename = np.full(n, -1)
+    used = np.zeros(n, dtype=bool)
+    for flat in np.argsort(-np.where(same, overlap, -1.0), axis=None, kind="stable"):
+        new, old = divmod(int(flat), n)
+        if not same[new, old] or overlap[new, old] <= 0:
+            break
+        if rename[new] < 0 and not used[old]:
+            rename[new], used[old] = old, True
+    free = iter(np.flatnonzero(~used))
+    for new in np.flatnonzero(rename < 0):  # the rest keep their capacities' order
+        rename[new] = next(w for w in free if same[new, w]) if same[new].any() else new
+    return rename[assign]
+
+
+@register("lpt")
+@dataclass(frozen=True)
+class LongestFirst:
+    """LPT on the day's windows (plain LPT without them); hot keys heavier than
+    ``split_share`` of a window's fair share are split into equal pieces."""
+
+    split_share: float = 0.5
+
+    kind: ClassVar[str] = "key_routing"
+    honours: ClassVar[frozenset[str]] = frozenset()
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.split_share <= 1.0:
+            raise ValueError(f"split_share must be in (0, 1], got {self.split_share}")
+
+    def plan(
+        self,
+        loads: LoadSnapshot,
+        current: RoutingTable | None,
+        workers: Workers,
+        budget: Budget,
+    ) -> Plan:
+        active, capacity = workers.is_active, workers.capacities
+        windows = loads.key_group_windows
+        if windows is None:
+            windows = loads.key_group_load[None, :]
+            hot = {k: np.array([v]) for k, v in loads.hot_key_load.items()}
+        else:
+            hot = {k: loads.hot_key_profile(k) for k in loads.hot_key_load}
+        fair = windows.sum(axis=1) / max(float(capacity[active].sum()), _EPS)
+        pieces = {
+            k: min(
+                math.ceil(float((x / np.maximum(self.split_share * fair, _EPS)).max())),
+                int(active.sum()),
+            )  # fmt: skip
+            for k, x in sorted(hot.items())
+        }
+        split = sorted(k for k, d in pieces.items() if d > 1)
+        groups = windows.copy()
+        for key in split:
+            g = loads.hot_key_group(key)
+            groups[:, g] = np.maximum(groups[:, g] - hot[key], 0.0)
+        columns = [groups] + [np.repeat(hot[k][:, None] / pieces[k], pieces[k], axis=1)
+                              for k in split]  # fmt: skip
+        apart = np.concatenate(
+            [np.full(groups.shape[1], -1)] + [np.full(pieces[k], i) for i, k in enumerate(split)]
+        )
+        x = np.concatenate(columns, axis=1)
+        assign = place_lpt(x, capacity, active, apart)
+        n = loads.num_key_groups
+        if windows.shape[0] > 1:  # moves and swaps of key groups off the peak worker
+            base = np.zeros((x.shape[0], capacity.size))
+            for u in range(n, x.shape[1]):
+                base[:, assign[u]] += x[:, u]
+            assign[:n] = lower_peak(
+                assign[:n], groups, base, capacity, active, np.ones(n, dtype=bool),
+                lambda _: True, lambda _u, _w: None, min_gain=0.0,
+            )  # fmt: skip
+        names = workers.names
+        if isinstance(current, RoutingTable) and current.num_key_groups == n:
+            index = workers.index()
+            before = np.array([index.get(w, -1) for w in current.key_group_worker])
+            before = np.concatenate([before, np.full(x.shape[1] - n, -1)])
+            assign = keep_names(assign, before, x.sum(axis=0), capacity)
+            idle = (x[:, :n].sum(axis=0) <= 0) & (before[:n] >= 0)
+            idle[idle] = active[before[:n][idle]]
+            assign[:n][idle] = before[:n][idle]  # a group without load stays where it is
+        hot_keys = {}
+        for i, key in enumerate(split):
+            mine = sorted(names[w] for w in assign[n:][apart[n:] == i])
+            hot_keys[key] = tuple((w, 1.0) for w in mine)
+        table = RoutingTable(
+            stream=loads.stream,
+            strategy=self.name,
+            workers=workers,
+            key_group_worker=tuple(names[w] for w in assign[:n]),
+            hot_keys=hot_keys,
+            params=parameters(self),
+            hash_seed=loads.hash_seed,
+        )
+        return finish_plan(table, loads, current)
