@@ -219,16 +219,16 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
 
 def with_planned(table: Table, planned: dict, night: NightPlan | None = None) -> Table:
     """``table`` saying how it was planned and, planned on the forecast, the peak excess it is
-    predicted to realize with its band (``predicted``: ``peak_excess``, ``peak_excess_low``,
-    ``peak_excess_high``); LATEST kept by the rerun rule keeps its own."""
+    predicted to realize with its band (``Prediction.predicted``: ``peak_excess`` and
+    ``imbalance`` with their bands, ``out_of_sample``); LATEST kept by the rerun rule keeps its
+    own."""
     if table.version is not None:
         return table
     predicted = dict(table.predicted)
-    if night is not None:  # e.g. peak_excess, peak_excess_low, peak_excess_high
-        p = night.prediction
-        predicted.update(
-            {p.measure: p.point, f"{p.measure}_low": p.low, f"{p.measure}_high": p.high}
-        )
+    if night is not None:  # the in-sample imbalance on the forecast kept as fitted_imbalance
+        if "imbalance" in predicted:
+            predicted["fitted_imbalance"] = predicted["imbalance"]
+        predicted.update(night.prediction.predicted())
     return replace(table, planned=planned, predicted=predicted)
 
 

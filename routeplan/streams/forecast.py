@@ -147,6 +147,22 @@ def profile(history: np.ndarray, decay: float = DEFAULT_DECAY) -> Profile:
     return Profile(common + keep * (mean - common), 1.0 - keep, held)
 
 
+def newest_level(profile: np.ndarray, history: np.ndarray) -> np.ndarray:
+    """``profile`` (windows × units, from ``history``, days × windows × units) with each unit
+    whose newest day carried more than its profile raised to that day's level, its shape kept:
+    a decayed mean lags a key that just turned hot (one day of 5 % among seven days of none is
+    planned at a quarter of it); a unit that cooled keeps its mean until the days agree."""
+    loads = np.asarray(history, dtype=float)
+    newest = loads[-1]
+    present = ~np.isnan(newest).all(axis=1)
+    if not present.any() or newest.shape[0] != profile.shape[0]:
+        return profile
+    last = np.nan_to_num(newest[present]).sum(axis=0)
+    mine = profile[present].sum(axis=0)
+    raise_to = np.divide(last, mine, out=np.ones_like(mine), where=mine > 0)
+    return profile * np.maximum(raise_to, 1.0)
+
+
 def _checked(history: np.ndarray, decay: float) -> tuple[np.ndarray, np.ndarray]:
     loads = np.asarray(history, dtype=float)
     if loads.ndim != 3 or loads.shape[0] == 0:

@@ -28,7 +28,9 @@ Verdicts, in this order (``tolerance`` is the policy's ``regression_tolerance``)
   noisy);
 * ``as_predicted`` — a version planned on the forecast: its realized peak excess inside its
   predicted band (``band``: inside, above or below it); a version planned on one window:
-  realized in the planning window within the tolerance of the prediction;
+  realized in the planning window within the tolerance of the prediction. A version published
+  on numbers fitted on its own day (``predicted.out_of_sample`` 0: a first version) made no
+  prediction: it is judged against the day before only (``in_sample``);
 * ``improved`` — realized over the day better than the predecessor's by more than the
   tolerance, though off its prediction;
 * ``off_prediction`` — none of the above: no better nor worse than before, and off its prediction.
@@ -101,6 +103,13 @@ def day_peak_excess(table: Table, windows: Mapping[Any, Mapping[str, float]]) ->
     if sum(sum(loads.values()) for loads in windows.values()) <= 0:
         return None
     return observed_peak_excess(list(windows.values()), workers)
+
+
+def in_sample(table: Table) -> bool:
+    """Whether ``table`` was published on numbers fitted on the day it was planned from
+    (``predicted.out_of_sample`` 0: a first version, one day of history): they are not a
+    prediction, and the outcome judges it against the day before only."""
+    return table.predicted.get("out_of_sample") == 0.0
 
 
 def predicted_measures(table: Table) -> Measures:
@@ -259,7 +268,10 @@ def outcome(
     measure = HEADLINES[kind]
     if table is None:
         notes.insert(0, f"v{version} is not in the routing store nor in gold.routing_tables")
-    predicted = predicted_measures(table) if table is not None else None
+    fitted = table is not None and in_sample(table)
+    if fitted:
+        band = where = None
+    predicted = predicted_measures(table) if table is not None and not fitted else None
     p = predicted.headline(kind) if predicted is not None else None
     r = realized.headline(kind) if realized is not None and messages > 0 else None
     before = previous.headline(kind) if previous is not None else None

@@ -41,7 +41,7 @@ from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.metrics import peak_excess
-from routeplan.streams.forecast import Score, forecast, profile, window_profile
+from routeplan.streams.forecast import Score, forecast, newest_level, profile, window_profile
 from routeplan.streams.gate import GateDecision, GateRules, gate
 from routeplan.streams.history import History, day_score, on_workers, window_loads
 from routeplan.streams.policy import StreamPolicy
@@ -64,6 +64,9 @@ class Prediction:
     high: float
     out_of_sample: bool
     measure: str = MEASURES["key_routing"]
+    imbalance: float | None = None  # the day imbalance, scored as the point is (key routing)
+    imbalance_low: float | None = None
+    imbalance_high: float | None = None
 
     def verdict(self, realized: float) -> str:
         """``inside``, ``above`` or ``below`` the band."""
@@ -78,7 +81,27 @@ class Prediction:
             "low": self.low,
             "high": self.high,
             "out_of_sample": self.out_of_sample,
+            "imbalance": self.imbalance,
+            "imbalance_low": self.imbalance_low,
+            "imbalance_high": self.imbalance_high,
         }
+
+    def predicted(self) -> dict[str, float]:
+        """What a table published on this prediction records in ``predicted``: the measure's
+        point and band (``peak_excess``, ``peak_excess_low``, ``peak_excess_high``), for key
+        routing the day ``imbalance`` with its band, and ``out_of_sample`` (1 or 0: 0 says
+        the numbers are fitted on the day the plan was made from, not a prediction)."""
+        found = {
+            self.measure: self.point,
+            f"{self.measure}_low": self.low,
+            f"{self.measure}_high": self.high,
+            "out_of_sample": float(self.out_of_sample),
+        }
+        if self.imbalance is not None:
+            found["imbalance"] = self.imbalance
+            found["imbalance_low"] = float(self.imbalance_low or 0.0)
+            found["imbalance_high"] = float(self.imbalance_high or 0.0)
+        return found
 
 
 @dataclass(frozen=True)
@@ -143,11 +166,12 @@ def forecast_loads(
         if racks is not None:
             racks = (*racks, *(((),) * units.size))[: units.size]
         return replace(base, partition_load=units, partition_windows=windows, partition_racks=racks)
-    windows = profile(history.units, decay).loads
+    windows = newest_level(profile(history.units, decay).loads, history.units)
     keys = hot_keys or tuple(history.hot_keys)
     hot_windows: dict[str, np.ndarray] = {}
     if keys:
-        own = profile(np.stack([history.hot_keys[k] for k in keys], axis=2), decay).loads
+        stacked = np.stack([history.hot_keys[k] for k in keys], axis=2)
+        own = newest_level(profile(stacked, decay).loads, stacked)
         hot_windows = {k: own[:, i] for i, k in enumerate(keys) if own[:, i].sum() > 0}
     return replace(
         base,
@@ -180,16 +204,32 @@ def nights_over(scores: list[Score], threshold: float) -> int:
     return count
 
 
-def predict(scores: list[Score], point: float, out_of_sample: bool, kind: str) -> Prediction:
+def predict(
+    scores: list[Score],
+    point: float,
+    out_of_sample: bool,
+    kind: str,
+    imbalance: float | None = None,
+) -> Prediction:
     """The band around ``point``, never below 0: tomorrow's score less today's varies by √2 × σ,
     σ the standard deviation of the table's daily ``scores`` over the history, so the band is
     ± Z90 √2 σ (at least 0.01); with fewer than three days — too few to estimate σ — it is
-    ± max(``NEW_BAND``, half the point). ``kind``: the table's, which names the measure."""
-    if len(scores) < 3:
-        half = max(NEW_BAND, 0.5 * point)
-    else:
-        half = max(Z90 * np.sqrt(2.0) * float(np.std(headlines(scores), ddof=1)), 0.01)
-    return Prediction(point, max(point - half, 0.0), point + half, out_of_sample, MEASURES[kind])
+    ± max(``NEW_BAND``, half the point). ``kind``: the table's, which names the measure. For
+    key routing ``imbalance`` (the day imbalance scored as ``point`` is) gets its band the same
+    way from the daily scores' day imbalance."""
+
+    def band(value: float, days: np.ndarray) -> tuple[float, float]:
+        if len(scores) < 3:
+            half = max(NEW_BAND, 0.5 * value)
+        else:
+            half = max(Z90 * np.sqrt(2.0) * float(np.std(days, ddof=1)), 0.01)
+        return max(value - half, 0.0), value + half
+
+    low, high = band(point, headlines(scores))
+    day = (None, None, None)
+    if imbalance is not None and kind == "key_routing":
+        day = (imbalance, *band(imbalance, np.array([s.day_imbalance for s in scores])))
+    return Prediction(point, low, high, out_of_sample, MEASURES[kind], *day)
 
 
 def routing_change(table: Table, workers: Workers, tolerance: float) -> str | None:
@@ -432,11 +472,16 @@ def plan_night(
         point = held.get(decided.winner) if decision.rule == "held_out" else None
         table = decided.selected.plan.table
         scores = daily_scores(table, history, workers)
-        prediction = predict(scores, (point or refit).peak_excess, point is not None, table.kind)
+        score = point or refit
+        prediction = predict(
+            scores, score.peak_excess, point is not None, table.kind, score.day_imbalance
+        )
     else:
         assert now is not None and in_force is not None
         unseen = fitted_before(in_force, history.days[-1])
-        prediction = predict(in_force_days, now.peak_excess, unseen, in_force.kind)
+        prediction = predict(
+            in_force_days, now.peak_excess, unseen, in_force.kind, now.day_imbalance
+        )
     return NightPlan(
         decided,
         decision,

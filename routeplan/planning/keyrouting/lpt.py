@@ -20,11 +20,12 @@ active worker), placed like units on distinct workers (PKG's and Consistent Grou
 keys, papers 003 and 000); the table lists it with one equal weight per worker. A hot key
 routed on its own is planned on its own hours (``LoadSnapshot.hot_key_profile``).
 
-Against a current table, the workers of equal capacity are renamed so that the plan keeps as
-much load where it is as it can (a greedy maximum-overlap matching): a plan is judged by its
-worst window, not by which of two equal workers is called ``w3``, so the relabelling changes no
-measure and saves moves. The gate (``routeplan.streams.rebalance``) then gives back the moves
-that do not pay. No budget limit is honoured: under a budget, use ``cg`` or ``milp``.
+Against a current table a unit stays on its worker while that worker's new worst window is
+within ``keep_within`` (in fair shares of the busiest window) of the best, and the search
+takes only steps that gain as much: a plan is judged by its worst window, not by which of two
+equal workers is called ``w3``, so re-planning unchanged loads moves nothing. The gate
+(``routeplan.streams.rebalance``) then gives back the moves that do not pay. No budget limit is
+honoured: under a budget, use ``cg`` or ``milp``.
 """
 
 from __future__ import annotations
@@ -51,12 +52,16 @@ def place_lpt(
     capacity: np.ndarray,
     active: np.ndarray,
     apart: np.ndarray | None = None,
+    home: np.ndarray | None = None,
+    keep_within: float = 0.0,
 ) -> np.ndarray:
     """Each unit's worker by LPT on the windows (see the module docstring): ``unit_windows``
     windows × units, ``capacity`` and ``active`` per worker; ``apart[u]`` ≥ 0 names a group of
-    units that must land on distinct workers (the pieces of one split key; −1: none). Total,
-    deterministic: ties go to the lower day load, then the lower worker index; an inactive
-    worker gets nothing. Needs one active worker."""
+    units that must land on distinct workers (the pieces of one split key; −1: none). A unit
+    stays on its ``home`` worker (−1: none) when that worker's new peak is within
+    ``keep_within`` (in busiest-window fair shares) of the best, and always without load.
+    Total, deterministic: ties go to the lower day load, then the lower worker index; an
+    inactive worker gets nothing. Needs one active worker."""
     x = np.atleast_2d(np.asarray(unit_windows, dtype=float))
     capacity = np.asarray(capacity, dtype=float)
     active = np.asarray(active, dtype=bool)
@@ -64,6 +69,8 @@ def place_lpt(
         raise ValueError("LPT needs an active worker")
     units = x.shape[1]
     apart = np.full(units, -1) if apart is None else np.asarray(apart)
+    home = np.full(units, -1) if home is None else np.asarray(home)
+    slack = keep_within * float(x.sum(axis=1).max(initial=0.0)) / capacity[active].sum()
     loads = np.zeros((x.shape[0], capacity.size))
     assign = np.full(units, -1, dtype=np.int64)
     taken: dict[int, set[int]] = {}
@@ -76,6 +83,8 @@ def place_lpt(
                 score[w] = np.inf
         best = np.flatnonzero(score <= score.min() * (1 + 1e-9) + _EPS)
         w = int(best[np.argmin(day[best])])
+        if home[u] >= 0 and (score[home[u]] <= score[w] + slack or not x[:, u].any()):
+            w = int(home[u])
         assign[u] = w
         loads[:, w] += x[:, u]
         if apart[u] >= 0:
@@ -83,30 +92,32 @@ def place_lpt(
     return assign
 
 
-def keep_names(
-    assign: np.ndarray, before: np.ndarray, weight: np.ndarray, capacity: np.ndarray
+def worst_window(x: np.ndarray, assign: np.ndarray, workers: Workers) -> float:
+    """The highest window load of any worker over its capacity, in fair shares of the busiest
+    window, when units ``x`` (windows × units) go to ``assign``."""
+    loads = np.zeros((x.shape[0], len(workers)))
+    np.add.at(loads.T, assign, x.T)
+    fair = float(x.sum(axis=1).max(initial=0.0)) / workers.capacities[workers.is_active].sum()
+    return float((loads / workers.capacities).max(initial=0.0)) / max(fair, _EPS)
+
+
+def homes(
+    current: RoutingTable, workers: Workers, groups: int, split: list[str], apart: np.ndarray
 ) -> np.ndarray:
-    """``assign`` (unit → worker) with workers of equal capacity renamed so that as much
-    ``weight`` as a greedy matching finds stays on the worker ``before`` gives it (−1: none):
-    pairs (new worker, old worker) by decreasing shared weight, each worker matched once, only
-    between equal capacities. A renaming of equal workers changes no load measure."""
-    n = capacity.size
-    overlap = np.zeros((n, n))
-    known = before >= 0
-    np.add.at(overlap, (assign[known], before[known]), weight[known])
-    same = np.isclose(capacity[:, None], capacity[None, :])
-    rename = np.full(n, -1)
-    used = np.zeros(n, dtype=bool)
-    for flat in np.argsort(-np.where(same, overlap, -1.0), axis=None, kind="stable"):
-        new, old = divmod(int(flat), n)
-        if not same[new, old] or overlap[new, old] <= 0:
-            break
-        if rename[new] < 0 and not used[old]:
-            rename[new], used[old] = old, True
-    free = iter(np.flatnonzero(~used))
-    for new in np.flatnonzero(rename < 0):  # the rest keep their capacities' order
-        rename[new] = next(w for w in free if same[new, w]) if same[new].any() else new
-    return rename[assign]
+    """Each unit's worker in ``current`` (index in ``workers``; −1: none or not active): the
+    ``groups`` key groups', then each split key's pieces' (``apart`` numbers them by key in
+    ``split`` order), as many as the key had workers."""
+    index, active = workers.index(), workers.is_active
+    home = np.full(apart.size, -1)
+    for g, name in enumerate(current.key_group_worker):
+        w = index.get(name, -1)
+        home[g] = w if w >= 0 and active[w] else -1
+    for i, key in enumerate(split):
+        had = [index.get(w, -1) for w, _ in current.hot_keys.get(key, ())]
+        had = [w for w in had if w >= 0 and active[w]]
+        for piece, w in zip(np.flatnonzero(apart == i), had, strict=False):
+            home[piece] = w
+    return home
 
 
 @register("lpt")
@@ -116,6 +127,7 @@ class LongestFirst:
     ``split_share`` of a window's fair share are split into equal pieces."""
 
     split_share: float = 0.5
+    keep_within: float = 0.02
 
     kind: ClassVar[str] = "key_routing"
     honours: ClassVar[frozenset[str]] = frozenset()
@@ -123,6 +135,12 @@ class LongestFirst:
     def __post_init__(self) -> None:
         if not 0.0 < self.split_share <= 1.0:
             raise ValueError(f"split_share must be in (0, 1], got {self.split_share}")
+        if self.keep_within < 0.0:
+            raise ValueError(f"keep_within must be >= 0, got {self.keep_within}")
+
+    def _gains(self, x: np.ndarray, assign: np.ndarray, home: np.ndarray, workers: Workers) -> bool:
+        """Whether ``assign`` lowers the worst window of ``home`` by more than keep_within."""
+        return worst_window(x, assign, workers) < worst_window(x, home, workers) - self.keep_within
 
     def plan(
         self,
@@ -157,25 +175,22 @@ class LongestFirst:
             [np.full(groups.shape[1], -1)] + [np.full(pieces[k], i) for i, k in enumerate(split)]
         )
         x = np.concatenate(columns, axis=1)
-        assign = place_lpt(x, capacity, active, apart)
         n = loads.num_key_groups
+        sticky = isinstance(current, RoutingTable) and current.num_key_groups == n
+        home = homes(current, workers, n, split, apart) if sticky else None
+        keep = self.keep_within if sticky else 0.0
+        assign = place_lpt(x, capacity, active, apart, home, keep)
         if windows.shape[0] > 1:  # moves and swaps of key groups off the peak worker
             base = np.zeros((x.shape[0], capacity.size))
             for u in range(n, x.shape[1]):
                 base[:, assign[u]] += x[:, u]
             assign[:n] = lower_peak(
                 assign[:n], groups, base, capacity, active, np.ones(n, dtype=bool),
-                lambda _: True, lambda _u, _w: None, min_gain=0.0,
+                lambda _: True, lambda _u, _w: None, min_gain=keep,
             )  # fmt: skip
+        if home is not None and (home >= 0).all() and not self._gains(x, assign, home, workers):
+            assign = home  # the current routing within keep_within of the plan: nothing moves
         names = workers.names
-        if isinstance(current, RoutingTable) and current.num_key_groups == n:
-            index = workers.index()
-            before = np.array([index.get(w, -1) for w in current.key_group_worker])
-            before = np.concatenate([before, np.full(x.shape[1] - n, -1)])
-            assign = keep_names(assign, before, x.sum(axis=0), capacity)
-            idle = (x[:, :n].sum(axis=0) <= 0) & (before[:n] >= 0)
-            idle[idle] = active[before[:n][idle]]
-            assign[:n][idle] = before[:n][idle]  # a group without load stays where it is
         hot_keys = {}
         for i, key in enumerate(split):
             mine = sorted(names[w] for w in assign[n:][apart[n:] == i])
