@@ -49,6 +49,8 @@ POLICY_ONLY_PARAMS = {
     "hot_key_fraction": "cg, chbl, porc: the share of the load that makes a key hot",
     "max_salt": "cg, porc: the most hash choices tried per key",
     "pairing": "cg: how busy and idle workers pair",
+    "split_share": "lpt: the window share above which a hot key is split",
+    "keep_within": "lpt: how close to the best a unit's current worker must be to keep it",
     "head_threshold": "dchoices: the head's share (default: the paper's rule)",
     "distinct_choices": "pkg: choices drawn without repeats (ours, not the paper's)",
     "initial_tokens": "ring: tokens per worker before rebalancing",

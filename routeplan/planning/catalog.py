@@ -77,6 +77,13 @@ STRATEGIES: dict[str, StrategyInfo] = {
         (*_KEY_BALANCE, "hot_keys_split", "moves", "migrated_load_share"),
         ("epsilon", "theta_busy", "theta_idle"),
     ),
+    "lpt": StrategyInfo(
+        "Longest Processing Time first on every window",
+        None,
+        "the lowest worst window of the day: units heaviest first, each onto the worker whose "
+        "worst window rises least; hot keys too heavy for one worker split into equal pieces",
+        (*_KEY_BALANCE, "hot_keys_split", "moves", "migrated_load_share"),
+    ),
     "porc": StrategyInfo(
         "Power of Random Choices",
         "000",
@@ -223,6 +230,17 @@ PARAMETERS: dict[str, ParameterInfo] = {
         "exact load ratios and capacities)",
     ),
     "tokens_per_worker": ParameterInfo(">= 1", "chbl's ring tokens per worker"),
+    "split_share": ParameterInfo(
+        "(0, 1]",
+        "lpt: a hot key carrying more than this share of a window's fair share is split into "
+        "equal pieces, each at most that share",
+    ),
+    "keep_within": ParameterInfo(
+        ">= 0",
+        "lpt: a unit stays on its current worker while that worker's worst window is within "
+        "this many fair shares of the busiest window of the best; a plan gaining less moves "
+        "nothing",
+    ),
     "d": ParameterInfo(">= 1", "hashed worker choices per key (pkg) or per message (potc)"),
     "distinct_choices": ParameterInfo(
         "true, false", "ours: make a key's d choices differ (the paper lets them coincide)"
