@@ -117,6 +117,7 @@ class NightPlan:
     prediction: Prediction
     pruned_moves: int = 0
     held_out_scores: Mapping[str, Score] | None = None
+    shrinkage: float | None = None  # how far the units' profiles were pulled to the common shape
 
     def document(self) -> dict[str, Any]:
         """The decision as plain JSON values (``gold.plans.gate``, the plan report)."""
@@ -135,6 +136,7 @@ class NightPlan:
             "pruned_moves": self.pruned_moves,
             "predicted": self.prediction.document(),
             "reference_imbalance": self.reference_imbalance,
+            "shrinkage": self.shrinkage,
         }
 
     @property
@@ -482,6 +484,9 @@ def plan_night(
         prediction = predict(
             in_force_days, now.peak_excess, unseen, in_force.kind, now.day_imbalance
         )
+    shrinkage = (
+        profile(history.units, knobs[1]).shrinkage if isinstance(base, LoadSnapshot) else None
+    )
     return NightPlan(
         decided,
         decision,
@@ -491,6 +496,7 @@ def plan_night(
         prediction,
         pruned,
         held or None,
+        shrinkage,
     )
 
 
