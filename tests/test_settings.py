@@ -138,7 +138,7 @@ def test_an_invalid_value_is_one_clear_error(clean_env, capsys):
     clean_env.setenv("ROUTEPLAN_API_AUTH", "nope")
     with pytest.raises(UsageError, match=r"^ROUTEPLAN_API_AUTH='nope': .*'none' or 'airflow'$"):
         settings.current()
-    # any command says so on one line, exit code 2, before it parses its arguments
+    # any command says so on one line, exit code 2, before it runs
     for argv in (["config"], ["show", "--stream", "clicks"]):
         assert main(argv) == 2
         assert capsys.readouterr().err == (

@@ -8,10 +8,13 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from routeplan import settings, storage
+from routeplan import storage
 from routeplan.files import json_text
+
+if TYPE_CHECKING:
+    from routeplan.settings import Settings
 
 DESCRIPTION = """\
 Print every routeplan setting: its name, its environment variable, its value in this environment,
@@ -39,9 +42,11 @@ Examples:
     s.set_defaults(func=run)
 
 
-def setting_rows(current: settings.Settings) -> list[dict[str, Any]]:
+def setting_rows(current: Settings) -> list[dict[str, Any]]:
     """One row per setting of ``current``, in declaration order; a value or default that is no
     location nor text (an unset ``py_files``) is ``None``."""
+    from routeplan import settings
+
     rows = []
     for name, field in settings.Settings.model_fields.items():
         value, default = getattr(current, name), field.default
@@ -63,6 +68,8 @@ def setting_rows(current: settings.Settings) -> list[dict[str, Any]]:
 
 def unknown_variables(rows: list[dict[str, Any]]) -> list[str]:
     """``ROUTEPLAN_*`` variables of the environment that name no setting (a typo?)."""
+    from routeplan import settings
+
     known = {row["variable"] for row in rows}
     return sorted(
         name
@@ -72,6 +79,8 @@ def unknown_variables(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from routeplan import settings
+
     rows = setting_rows(settings.current())
     for name in unknown_variables(rows):
         print(f"routeplan config: note: {name} is set but names no setting", file=sys.stderr)

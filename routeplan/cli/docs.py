@@ -9,7 +9,7 @@ import webbrowser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from routeplan import settings, storage
+from routeplan import storage
 from routeplan.errors import InputError
 from routeplan.parsing import port
 
@@ -42,6 +42,8 @@ Examples:
 def site_folder(build_dir: str | None = None) -> Path:
     """The Data Docs folder to serve: ``build_dir``, else ``<home>/data_docs``; an
     ``InputError`` when it is in an object store or holds no built site."""
+    from routeplan import settings
+
     folder = build_dir or settings.data_docs_root()
     if storage.is_remote(folder):
         raise InputError(

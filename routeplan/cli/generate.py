@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from routeplan import settings, storage
+from routeplan import storage
 from routeplan.cli import progress
 from routeplan.errors import UsageError
 from routeplan.files import json_text
@@ -127,6 +127,8 @@ Examples:
 
 
 def run(args: argparse.Namespace) -> int:
+    from routeplan import settings
+
     landing = args.landing or settings.landing_root()
     workers_out = args.workers_out or settings.workers_file()
     with (
@@ -202,6 +204,8 @@ def _generate(args: argparse.Namespace, landing: Path, workers_out: Path) -> dic
 def _followed(args: argparse.Namespace, stack: contextlib.ExitStack) -> dict[str, FollowedTable]:
     """Each stream with a LATEST in the routing store: the producer client over that version
     (pinned: the day is routed by one version), as the generator's ``FollowedTable``."""
+    from routeplan import settings
+
     root = args.routing or settings.routing_root()
     store = RoutingStore(root)
     follow = {}

@@ -6,7 +6,6 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from routeplan import settings
 from routeplan.cli import (
     binpack,
     config,
@@ -88,14 +87,22 @@ Examples:
     return parser
 
 
+def check_settings() -> None:
+    """An invalid ``ROUTEPLAN_*`` variable: a ``UsageError`` before the command runs (after its
+    arguments are parsed, so ``--help`` never imports the settings' pydantic)."""
+    from routeplan import settings
+
+    settings.current()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; a bad input is one line on stderr and exit code 2 (the command line is
     wrong: ``UsageError``, any other ``ValueError``) or 1 (an input file, the store or the
     output: ``InputError``, missing or undecodable files, ``OSError``), never a traceback."""
     prog = "routeplan"
     try:
-        settings.current()  # an invalid ROUTEPLAN_* variable: one line before anything runs
         args = build_parser().parse_args(argv)
+        check_settings()
         prog = f"routeplan {args.command}"
         return args.func(args)
     except UsageError as err:

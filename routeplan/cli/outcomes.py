@@ -13,7 +13,6 @@ import argparse
 import sys
 from typing import Any
 
-from routeplan import settings
 from routeplan.files import json_text
 from routeplan.parsing import positive_int, stream_name
 from routeplan.streams.outcome_reports import read_outcomes, streams_of
@@ -27,6 +26,8 @@ and the regression guard's action (rollback, hold, alert)."""
 
 
 def cmd_outcomes(args: argparse.Namespace) -> int:
+    from routeplan import settings
+
     root = args.reports or settings.reports_root()
     found = read_outcomes(root, stream=args.stream, days=args.days)
     for warning in found.warnings:

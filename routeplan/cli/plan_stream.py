@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from routeplan import settings, storage
+from routeplan import storage
 from routeplan.cli.plan import budget_flags, read_loads, read_workers_arg
 from routeplan.errors import InputError, UsageError
 from routeplan.files import json_text, read_json
@@ -109,6 +109,8 @@ def current_table(args: argparse.Namespace) -> Table | None:
             return table_from_document(doc)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise InputError(f"{args.current}: not a routing-table document ({err!r})") from None
+    from routeplan import settings
+
     return RoutingStore(args.routing or settings.routing_root()).load(args.stream)
 
 

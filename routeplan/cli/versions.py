@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from routeplan import settings, storage
+from routeplan import storage
 from routeplan.errors import InputError, UsageError
 from routeplan.files import json_text, reading
 from routeplan.parsing import checked, nonnegative_int, port, stream_name, version_number
@@ -25,6 +25,8 @@ from routeplan.streams.publications import explain_published
 def routing_root(args: argparse.Namespace) -> str:
     """``--routing``, else ``$ROUTEPLAN_ROUTING``, else ``$ROUTEPLAN_HOME/routing``: a directory
     or an object-store URI (``s3://bucket/routing``)."""
+    from routeplan import settings
+
     return args.routing or settings.routing_root()
 
 
@@ -74,6 +76,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from routeplan import settings
+
     store = open_store(args)
     with reading(store.folder(args.stream)):  # a corrupt stored file: exit code 1
         table = store.load(args.stream, args.version)

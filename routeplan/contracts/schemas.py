@@ -5,18 +5,19 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from referencing import Registry, Resource
-
-from routeplan import settings
+if TYPE_CHECKING:
+    import jsonschema
+    from referencing import Registry
 
 
 @cache
 def schema_dir() -> Path:
     """The folder of the schemas, ``$ROUTEPLAN_SCHEMAS`` (``routeplan.settings``); read once, as
     the schemas it holds are cached."""
+    from routeplan import settings
+
     return settings.current().schemas
 
 
@@ -32,6 +33,8 @@ def load_schema(name: str) -> dict[str, Any]:
 @cache
 def _registry() -> Registry:
     """Every schema by its ``$id``, so ``$ref`` between them resolves offline."""
+    from referencing import Registry, Resource
+
     resources = []
     for path in sorted(schema_dir().glob("*.schema.json")):
         schema = json.loads(path.read_text())
@@ -41,6 +44,8 @@ def _registry() -> Registry:
 
 @cache
 def _validator(name: str) -> jsonschema.Validator:
+    import jsonschema
+
     schema = load_schema(name)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)

@@ -39,7 +39,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from routeplan import settings, storage
+from routeplan import storage
 from routeplan.contracts.documents import read_limited
 from routeplan_client.sources import LATEST, LATEST_MAX_BYTES  # the layout readers follow
 
@@ -108,6 +108,8 @@ class LocalFiles:
         """The mode of the files written: the one given, else the setting's, read at the first
         write (a store opened only to read never depends on the settings)."""
         if self._file_mode is None:
+            from routeplan import settings
+
             self._file_mode = settings.routing_file_mode()
         return self._file_mode
 

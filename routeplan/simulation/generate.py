@@ -33,9 +33,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from routeplan import storage
 from routeplan.model.hashing import DEFAULT_NUM_KEY_GROUPS, key_groups
@@ -69,6 +69,9 @@ MAX_FILES = 10_000  # files per stream
 DRIFT_ORIGIN = date(2026, 1, 1)  # hour 0 of the popularity chain (module docstring)
 TOP_RANKS = 1000  # the ranks drift swaps from
 KINDS = ("key_routing", "partition_assignment")
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # the type of each numeric field, for ``routeplan generate``'s flags and ``generate:`` specs
 SPEC_FIELDS: dict[str, Callable[[str], object]] = {
@@ -236,6 +239,8 @@ def _write_stream(
     folder: Path,
     on_step: Callable[[int], None] | None,
 ) -> dict:
+    import pandas as pd
+
     s = config.streams.index(stream)
     ranks_p = 1.0 / np.arange(1, config.keys + 1) ** config.zipf
     ranks_p /= ranks_p.sum()
@@ -410,6 +415,8 @@ def _hourly_popularity(config: GeneratorConfig, s: int) -> np.ndarray:
 
 
 def _iso(ts_ms: pd.Series) -> pd.Series:
+    import pandas as pd
+
     return pd.Series(
         np.datetime_as_string(ts_ms.to_numpy().astype("datetime64[ms]"), unit="ms"),
         index=ts_ms.index,

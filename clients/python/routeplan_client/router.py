@@ -19,13 +19,14 @@ within ``routeplan_client.documents``' bounds (``max_bytes``, nesting depth).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Any, Optional, TypeVar
 
 from routeplan_client.documents import DEFAULT_MAX_BYTES
@@ -33,14 +34,22 @@ from routeplan_client.hashing import key_group, key_group_mask, key_hash_fast
 from routeplan_client.sources import Source, open_source, verified, with_token
 from routeplan_client.tables import PartitionAssignment, RoutingTable, Table, table_from_document
 
-try:  # route_many decides a batch with numpy when it is installed, one route per key without
-    from routeplan_client import _vectorised
-except ImportError:  # pragma: no cover - numpy absent
-    _vectorised = None  # type: ignore[assignment]
-
 _VECTOR_MIN = 64  # below this many keys a batch is cheaper one route at a time
 
 log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _vectorised() -> ModuleType | None:
+    """``routeplan_client._vectorised`` when numpy is installed, else None: ``route_many``
+    decides a batch with numpy, or one ``route`` per key. Imported by the first batch, not with
+    the client (numpy takes longer to import than the rest of the client)."""
+    try:
+        from routeplan_client import _vectorised
+    except ImportError:  # pragma: no cover - numpy absent
+        return None
+    return _vectorised
+
 
 OnChange = Callable[[Optional[int], Optional[int]], object]  # noqa: UP007 (a runtime alias: 3.9)
 P = TypeVar("P", bound="_Published")
@@ -359,8 +368,8 @@ class Router(_Published):
         ``route`` per key."""
         routes = self._snapshot
         keys = keys if isinstance(keys, (list, tuple)) else list(keys)
-        if _vectorised is not None and len(keys) >= _VECTOR_MIN:
-            return _vectorised.route_many(routes, keys, self._lock)
+        if len(keys) >= _VECTOR_MIN and (vectorised := _vectorised()) is not None:
+            return vectorised.route_many(routes, keys, self._lock)
         with self._lock:
             return [routes.route(k) for k in keys]
 
