@@ -8,10 +8,11 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from routeplan.streams.forecast import Score
-from routeplan.streams.gate import GateRules, gate, pays
+from routeplan.streams.gate import GateRules, day_noise, gate, pays
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 RULES = GateRules(threshold=0.10, min_gain=0.02, min_relative_gain=0.10, persistence=2, far=2.0)
@@ -50,6 +51,17 @@ def test_a_plan_that_does_not_gain_enough_is_not_published():
     # the refit's in-sample gain counts only far over the threshold
     assert not gate(score(0.15), score(0.15), score(0.01), 1, RULES).publish
     assert pays(0.05, 0.3, RULES) and not pays(0.025, 0.3, RULES)  # 10 % of 0.3 is 0.03
+
+
+def test_a_gain_within_the_day_to_day_noise_is_chance_not_a_reason_to_publish():
+    daily = [0.08, 0.13, 0.10, 0.07, 0.12]  # the version in force, day after day
+    noise = day_noise(daily)
+    assert noise == pytest.approx(1.2816 * 2**0.5 * np.std(daily, ddof=1))
+    lucky = gate(score(0.11), score(0.085), score(0.08), 1, RULES, version=3, noise=noise)
+    assert not lucky.publish and lucky.rule == "no_gain" and "day-to-day noise" in lucky.reason
+    real = gate(score(0.30), score(0.12), score(0.1), 1, RULES, version=3, noise=noise)
+    assert real.publish and real.rule == "held_out"
+    assert day_noise([0.1, 0.5]) == 0.0  # two days: too few to tell noise from change
 
 
 @pytest.fixture(scope="module")

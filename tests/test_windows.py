@@ -120,9 +120,13 @@ def test_the_window_profile_keeps_a_units_own_hours_unless_held_out_days_say_shr
     kept = profile(steady, decay=1.0)
     assert kept.shrinkage < 0.05 and kept.held_out_days == 5  # the days agree: own hours
     np.testing.assert_allclose(kept.loads, steady.mean(axis=0), atol=1.0)
-    one_day = profile(steady[-1:], decay=1.0)  # nothing to hold out: the day's own hours
-    assert (one_day.shrinkage, one_day.held_out_days) == (0.0, 0)
-    np.testing.assert_allclose(one_day.loads, steady[-1])
+    hours = np.arange(24)[:, None]
+    smooth = 50 + 40 * np.cos(2 * np.pi * (hours - np.array([[3, 15]])) / 24)  # peaks apart
+    one_day = profile(smooth[None], decay=1.0)  # windows held out: smooth hours are real
+    assert one_day.shrinkage < 0.05 and one_day.held_out_days == 0
+    np.testing.assert_allclose(one_day.loads, smooth, rtol=0.05)
+    flat = profile(rng.poisson(np.full((1, 24, 40), 4.0)).astype(float), decay=1.0)
+    assert flat.shrinkage > 0.8  # one day of noise around one shape: the shape
     noisy = np.stack([rng.poisson(np.full((3, 2), 3.0)) for _ in range(8)]).astype(float)
     found = profile(noisy, decay=1.0)  # every unit flat: its departures are chance
     assert found.shrinkage > 0.5

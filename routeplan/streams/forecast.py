@@ -120,8 +120,9 @@ def profile(history: np.ndarray, decay: float = DEFAULT_DECAY) -> Profile:
         κ* = clip(Σ_h ⟨m_h − r_h, a_h − r_h⟩ / Σ_h ‖m_h − r_h‖², 0, 1)
 
     (squared errors in load: a big unit's hours weigh more than a small, noisy unit's). With one
-    day there is nothing to hold out: κ = 1, each unit's own hours — one day is no reason to
-    assume every unit peaks when the stream does."""
+    day, windows are held out instead (``_within_day``): each window predicted from its
+    neighbours — real hours are smooth, noise is not — so one day is no reason to assume every
+    unit peaks when the stream does, nor to plan on its noise."""
     loads, present = _checked(history, decay)
     kept = present.any(axis=0)
     values = np.nan_to_num(loads[:, kept])
@@ -141,10 +142,30 @@ def profile(history: np.ndarray, decay: float = DEFAULT_DECAY) -> Profile:
         own, actual = fitted - common, values[h][both] - common
         num += float((own * actual).sum())
         den += float((own**2).sum())
-    keep = 1.0 if den <= 0 else float(np.clip(num / den, 0.0, 1.0))
     common = _common_shape(mean)
+    if len(days) == 1:
+        num, den = _within_day(mean, common)
+    keep = 1.0 if den <= 0 else float(np.clip(num / den, 0.0, 1.0))
     held = len(days) if len(days) > 1 and den > 0 else 0
     return Profile(common + keep * (mean - common), 1.0 - keep, held)
+
+
+def _within_day(day: np.ndarray, common: np.ndarray) -> tuple[float, float]:
+    """The terms of κ* on one day (windows × units) with its ``common`` shape: every window
+    held out in turn and predicted by the mean of its neighbours (one at either end), own
+    hours ``n`` against the common shape's ``c`` — ``Σ ⟨n − c, a − r⟩`` and ``Σ ‖n − c‖²``.
+    Fewer than three windows: nothing to judge by (0, 0: own hours)."""
+    if day.shape[0] < 3:
+        return 0.0, 0.0
+
+    def neighbours(x: np.ndarray) -> np.ndarray:
+        out = np.empty_like(x)
+        out[1:-1] = (x[:-2] + x[2:]) / 2
+        out[0], out[-1] = x[1], x[-2]
+        return out
+
+    own = neighbours(day) - neighbours(common)
+    return float((own * (day - common)).sum()), float((own**2).sum())
 
 
 def newest_level(profile: np.ndarray, history: np.ndarray) -> np.ndarray:

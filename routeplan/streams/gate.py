@@ -20,15 +20,19 @@ Rules, in order (``GateRules``; the headline is the peak excess):
 4. over the threshold on fewer than ``persistence`` nights in a row, and not far over (below
    ``far`` × the threshold) → keep it, counting the night;
 5. the held-out candidate beats the version in force by ``min_gain`` (absolute, and
-   ``min_relative_gain`` of the version in force's measure) → publish the refit; far over the
-   threshold, the refit beating it by as much on the day is enough (a new hot key cannot wait
-   for a second night of evidence);
+   ``min_relative_gain`` of the version in force's measure, and the day-to-day noise of one
+   day's comparison: ``day_noise``) → publish the refit; far over the threshold, the refit
+   beating it by as much on the day is enough (a new hot key cannot wait for a second night
+   of evidence);
 6. otherwise keep it, and say the gain that was missing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from routeplan.streams.forecast import Score
 
@@ -59,9 +63,24 @@ class GateDecision:
 RULES = ("first", "workers", "within", "waiting", "held_out", "far", "no_gain")
 
 
-def pays(gain: float, base: float, rules: GateRules) -> bool:
-    """Whether a ``gain`` over a measure of ``base`` is worth a new version."""
-    return gain >= rules.min_gain and gain >= rules.min_relative_gain * max(base, 0.0)
+Z90 = 1.2816  # the standard normal's 90th percentile
+
+
+def day_noise(headlines: Sequence[float], z: float = Z90) -> float:
+    """The gain a plan shows over another on one day by chance: two tables' scores on a day
+    each vary from day to day by σ (the standard deviation of the version in force's daily
+    ``headlines`` over the history), so their difference by √2 σ, and a gain is real at 90 %
+    above ``z`` √2 σ. Fewer than three days: 0 (too few to estimate σ; the other rules stand).
+    Stationary traffic at a few events per key group and window moves no key for a lucky day."""
+    if len(headlines) < 3:
+        return 0.0
+    return float(z * np.sqrt(2.0) * np.std(np.asarray(headlines, dtype=float), ddof=1))
+
+
+def pays(gain: float, base: float, rules: GateRules, noise: float = 0.0) -> bool:
+    """Whether a ``gain`` over a measure of ``base`` is worth a new version: at least
+    ``min_gain``, ``min_relative_gain`` of ``base`` and the ``noise`` of a one-day comparison."""
+    return gain >= max(rules.min_gain, rules.min_relative_gain * max(base, 0.0), noise)
 
 
 def gate(
@@ -72,9 +91,11 @@ def gate(
     rules: GateRules = GateRules(),
     workers_changed: str | None = None,
     version: int | None = None,
+    noise: float = 0.0,
 ) -> GateDecision:
     """The night's decision (see the module docstring); ``workers_changed`` says how the
-    workers changed (None: they did not), ``version`` names the version in force."""
+    workers changed (None: they did not), ``version`` names the version in force, ``noise``
+    the gain one day's comparison shows by chance (``day_noise``), which a gain must pass."""
     name = f"v{version}" if version is not None else "the version in force"
     if in_force is None:
         return GateDecision(True, "first version", 0, "first")
@@ -100,7 +121,7 @@ def gate(
             over,
             "waiting",
         )
-    if held_out is not None and pays(current - held_out.peak_excess, current, rules):
+    if held_out is not None and pays(current - held_out.peak_excess, current, rules, noise):
         return GateDecision(
             True,
             f"{name}'s peak excess {current:.4f} > {rules.threshold}; a plan fitted on the days "
@@ -108,7 +129,7 @@ def gate(
             0,
             "held_out",
         )
-    if far and pays(current - refit.peak_excess, current, rules):
+    if far and pays(current - refit.peak_excess, current, rules, noise):
         return GateDecision(
             True,
             f"{name} far over threshold ({current:.4f} ≥ {rules.far} × {rules.threshold}); "
@@ -117,10 +138,11 @@ def gate(
             "far",
         )
     best = min(refit.peak_excess, held_out.peak_excess if held_out else refit.peak_excess)
+    chance = f", and {noise:.4f}, the day-to-day noise" if noise > rules.min_gain else ""
     return GateDecision(
         False,
         f"{name} over threshold ({current:.4f}), but no plan gains {rules.min_gain} "
-        f"(and {rules.min_relative_gain:.0%}) on it: best {best:.4f}",
+        f"(and {rules.min_relative_gain:.0%}{chance}) on it: best {best:.4f}",
         over,
         "no_gain",
     )

@@ -42,14 +42,13 @@ from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.metrics import peak_excess
 from routeplan.streams.forecast import Score, forecast, newest_level, profile, window_profile
-from routeplan.streams.gate import GateDecision, GateRules, gate
+from routeplan.streams.gate import Z90, GateDecision, GateRules, day_noise, gate
 from routeplan.streams.history import History, day_score, on_workers, window_loads
 from routeplan.streams.policy import StreamPolicy
 from routeplan.streams.service import Candidate, StreamPlan, plan_stream
 
 # the headline measure the gate, the prediction and outcomes use, by kind
 MEASURES = {"key_routing": "peak_excess", "partition_assignment": "peak_overload"}
-Z90 = 1.2816  # the standard normal's 90th percentile: p10–p90 is the point ± Z90 σ
 NEW_BAND = 0.03  # half width of the band of a table with one day of evidence: max(0.03, 50 %)
 
 
@@ -447,6 +446,7 @@ def plan_night(
         if in_force is not None
         else None,
         in_force.version if in_force is not None else None,
+        day_noise(headlines(in_force_days)),
     )
     held_out = held.get(decided.winner)
     evidence = decision.rule == "held_out" and held_out is not None and earlier is not None
