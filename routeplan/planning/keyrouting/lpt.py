@@ -20,10 +20,10 @@ active worker), placed like units on distinct workers (PKG's and Consistent Grou
 keys, papers 003 and 000); the table lists it with one equal weight per worker. A hot key
 routed on its own is planned on its own hours (``LoadSnapshot.hot_key_profile``).
 
-Against the version in force (``current``) a unit stays on its worker while that worker's new worst window is
-within ``keep_within`` (in fair shares of the busiest window) of the best, and the search
-takes only steps that gain as much: a plan is judged by its worst window, not by which of two
-equal workers is called ``w3``, so re-planning unchanged loads moves nothing. The gate
+Against the version in force (``current``) a unit stays on its worker while that worker's new
+worst window is within ``keep_within`` (in fair shares of the busiest window) of the best, the
+search takes only steps that gain as much, and a plan gaining less moves nothing: a plan is
+judged by its worst window, not by which of two equal workers is called ``w3``. The gate
 (``routeplan.streams.rebalance``) then gives back the moves that do not pay. No budget limit is
 honoured: under a budget, use ``cg`` or ``milp``.
 """
