@@ -313,10 +313,21 @@ def print_nights(home: str, days: list[date], next_steps: str = NEXT) -> None:
             action = f"v{p['version']} {p['action']}" if p else "-"
             reason = p.get("reason", "") if p else ""
             band = ((planned.get(stream) or {}).get("gate") or {}).get("predicted")
-            if p.get("action") == "published" and band:
+            if p.get("action") == "published" and band and not band.get("out_of_sample", True):
+                reason += (  # fitted on the day it was planned from: not a prediction
+                    f" (fitted on its own day: peak excess {_number(band['point'], 3)}; "
+                    "no prediction yet)"
+                )
+            elif p.get("action") == "published" and band:
                 reason += (
                     f" (predicts peak excess {_number(band['point'], 3)}, "
-                    f"{_number(band['low'], 3)}–{_number(band['high'], 3)})"
+                    f"{_number(band['low'], 3)}–{_number(band['high'], 3)}"
+                    + (
+                        f"; imbalance {_number(band['imbalance'], 3)}"
+                        if band.get("imbalance") is not None
+                        else ""
+                    )
+                    + ")"
                 )
             elif p.get("predicted_imbalance") is not None and p.get("action") == "published":
                 reason += f" (predicts imbalance {_number(p['predicted_imbalance'])})"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from routeplan.planning.metrics import imbalance, peak_excess
-from routeplan.streams.forecast import Score, forecast
+from routeplan.streams.forecast import Score, forecast, newest_level
 
 
 def test_the_forecast_is_each_units_weighted_quantile_over_every_window_of_every_day():
@@ -57,3 +57,15 @@ def test_a_score_is_the_peak_excess_the_day_imbalance_and_the_window_band():
     assert found.low == pytest.approx(np.percentile(windows, 10))
     assert found.high == pytest.approx(np.percentile(windows, 90))
     assert Score.of(np.zeros((2, 2)), np.ones(2)) == Score(0.0, 0.0, 0.0, 0.0)
+
+
+def test_a_unit_whose_newest_day_carried_more_is_planned_at_that_days_level():
+    history = np.zeros((7, 2, 2))
+    history[:, :, 0] = 10.0  # a steady unit
+    history[-1, :, 1] = [4.0, 6.0]  # a key that turned hot on the newest day
+    mean = history.mean(axis=0)
+    raised = newest_level(mean, history)
+    np.testing.assert_allclose(raised[:, 0], [10.0, 10.0])  # the steady unit as it was
+    np.testing.assert_allclose(raised[:, 1], [4.0, 6.0])  # the new one at its newest day's
+    cooled = history[::-1]  # the same unit, hot on the oldest day only: its mean stays
+    np.testing.assert_allclose(newest_level(cooled.mean(axis=0), cooled), cooled.mean(axis=0))

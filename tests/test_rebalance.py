@@ -135,6 +135,12 @@ def test_a_prediction_says_where_the_realized_fell_and_its_band_widens_with_the_
     assert noisy.high - noisy.low > calm.high - calm.low
     young = predict(daily_scores(v1, days.first(2), WORKERS), 0.2, True, v1.kind)
     assert (young.low, young.high) == pytest.approx((0.1, 0.3))  # ± half the point
+    # a new table's days are mostly its own sample: the one it replaces says how days differ
+    replacing = predict(daily_scores(v1, days, WORKERS), 0.1, True, v1.kind, 0.05, noisy_days)
+    assert (replacing.low, replacing.high) == pytest.approx((noisy.low, noisy.high))
+    assert replacing.imbalance == 0.05 and replacing.imbalance_low <= 0.05
+    assert replacing.predicted()["out_of_sample"] == 1.0
+    assert replacing.predicted()["imbalance_high"] >= 0.05
 
 
 @settings(max_examples=25, deadline=None)

@@ -211,25 +211,32 @@ def predict(
     out_of_sample: bool,
     kind: str,
     imbalance: float | None = None,
+    replaced: list[Score] | None = None,
 ) -> Prediction:
     """The band around ``point``, never below 0: tomorrow's score less today's varies by √2 × σ,
-    σ the standard deviation of the table's daily ``scores`` over the history, so the band is
+    σ the standard deviation of the table's daily ``scores`` over the history — or of the
+    daily scores of the table it ``replaced``, when those spread more (a new table's days are
+    mostly those it was fitted on: they understate how days differ) — so the band is
     ± Z90 √2 σ (at least 0.01); with fewer than three days — too few to estimate σ — it is
     ± max(``NEW_BAND``, half the point). ``kind``: the table's, which names the measure. For
     key routing ``imbalance`` (the day imbalance scored as ``point`` is) gets its band the same
     way from the daily scores' day imbalance."""
+    evidence = [days for days in (scores, replaced or []) if len(days) >= 3]
 
-    def band(value: float, days: np.ndarray) -> tuple[float, float]:
-        if len(scores) < 3:
+    def band(value: float, measure: str) -> tuple[float, float]:
+        if not evidence:
             half = max(NEW_BAND, 0.5 * value)
         else:
-            half = max(Z90 * np.sqrt(2.0) * float(np.std(days, ddof=1)), 0.01)
+            spread = max(
+                float(np.std([getattr(s, measure) for s in days], ddof=1)) for days in evidence
+            )
+            half = max(Z90 * np.sqrt(2.0) * spread, 0.01)
         return max(value - half, 0.0), value + half
 
-    low, high = band(point, headlines(scores))
+    low, high = band(point, "peak_excess")
     day = (None, None, None)
     if imbalance is not None and kind == "key_routing":
-        day = (imbalance, *band(imbalance, np.array([s.day_imbalance for s in scores])))
+        day = (imbalance, *band(imbalance, "day_imbalance"))
     return Prediction(point, low, high, out_of_sample, MEASURES[kind], *day)
 
 
@@ -476,8 +483,9 @@ def plan_night(
         scores = daily_scores(table, history, workers)
         score = point or refit
         prediction = predict(
-            scores, score.peak_excess, point is not None, table.kind, score.day_imbalance
-        )
+            scores, score.peak_excess, point is not None, table.kind, score.day_imbalance,
+            in_force_days,
+        )  # fmt: skip
     else:
         assert now is not None and in_force is not None
         unseen = fitted_before(in_force, history.days[-1])
