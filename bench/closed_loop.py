@@ -473,7 +473,9 @@ SUMMARIZED = (
     "moves",
     "band_coverage",
     "point_within",
+    "drained_load_share_max",
 )
+DRAINED = 0.01  # a day with more of its load on a draining worker counts in drained_nights
 
 
 def spread(values: Sequence[float | None]) -> dict[str, float] | None:
@@ -486,8 +488,9 @@ def spread(values: Sequence[float | None]) -> dict[str, float] | None:
 
 def summarize(runs: Mapping[str, Mapping[str, Mapping[str, dict]]]) -> dict:
     """Per family × volume × policy, the median and spread over seeds of ``SUMMARIZED``; for
-    the gate also ``ratio_to_oracle`` and ``moves_share_of_every_night``; ``held_out``: every
-    seed held out, ``family_tuned``: the family was tuned on."""
+    the gate also ``ratio_to_oracle`` and ``moves_share_of_every_night``; ``drained_nights``:
+    the nights that left more than ``DRAINED`` of the day's load on draining workers;
+    ``held_out``: every seed held out, ``family_tuned``: the family was tuned on."""
     summary: dict = {}
     for family, by_volume in runs.items():
         for volume, by_seed in by_volume.items():
@@ -496,6 +499,9 @@ def summarize(runs: Mapping[str, Mapping[str, Mapping[str, dict]]]) -> dict:
             for policy in next(iter(by_seed.values())):
                 found = [by_seed[s][policy] for s in seeds]
                 row = {m: spread([r[m] for r in found]) for m in SUMMARIZED}
+                row["drained_nights"] = spread(
+                    [sum(n["drained"] > DRAINED for n in r["nights"]) for r in found]
+                )
                 if policy == "gate" and "oracle" in by_seed[seeds[0]]:
                     row["ratio_to_oracle"] = spread(
                         [
@@ -575,7 +581,9 @@ def markdown_table(doc: dict) -> str:
     policy's mean peak excess (median over seeds; the gate's and the oracle's with their
     min–max), the gate's versions and moves (medians), its moves as a share of
     ``every_night``'s, its mean peak excess over the oracle's, and its band coverage and point
-    within (medians)."""
+    within (medians). † marks a policy that left load (more than ``DRAINED`` of a day's) on a
+    draining worker after the first day it drained (``drained_nights`` > 1): its peak excess
+    counts that load against the active workers' capacity only."""
     found = [p for p in POLICIES if any(p in c["policies"] for v in doc["summary"].values()
                                         for c in v.values())]  # fmt: skip
     head = ["family", "events/day", "seeds", *found]
@@ -592,6 +600,8 @@ def markdown_table(doc: dict) -> str:
                 r = rows.get(policy)
                 ranged = policy in ("gate", "oracle")
                 value = "-" if r is None else _cell(r["peak_excess_mean"], _num, ranged)
+                if r is not None and r["drained_nights"]["median"] > 1:
+                    value += " †"
                 row.append(f"**{value}**" if policy == "gate" else value)
             gate = rows.get("gate", {})
             ratio, share = gate.get("ratio_to_oracle"), gate.get("moves_share_of_every_night")
@@ -668,6 +678,19 @@ def one_cell(
     return found, time.perf_counter() - started
 
 
+def render(path: Path, docs: bool) -> dict:
+    """``path``'s summary made again from its runs (written back), its table printed, and with
+    ``docs`` written into docs/performance.md."""
+    doc = json.loads(path.read_text())
+    doc["summary"] = summarize(doc["runs"])
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    for line in table_lines(doc):
+        print(line)
+    if docs:
+        write_docs(doc)
+    return doc
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nights", type=int, default=14)
@@ -683,8 +706,13 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--time-limit", type=float, default=2.0, help="a plan's, seconds")
     parser.add_argument("--jobs", type=int, default=2, help="processes (cells in parallel)")
+    parser.add_argument(
+        "--render", metavar="JSON", help="no run: summarize a results file's runs again"
+    )
     parser.add_argument("--docs", action="store_true", help=f"rewrite {DOCS}'s table")
     ns = parser.parse_args(argv)
+    if ns.render:
+        return render(Path(ns.render), ns.docs)
     stream = StreamPolicy("s", strategy=ns.strategy, budget=Budget(time_limit_s=ns.time_limit))
     if ns.nights < 3:
         parser.error("--nights must be at least 3")
