@@ -30,7 +30,8 @@ Families (20,000 Zipf keys on 16 workers unless said):
 * ``own_hours_zipf`` — the same shapes on 20,000 keys (Zipf 1.0) and 16 workers.
 
 Policies, on the same days (the stream's strategy is ``lpt``; ``--strategy cg`` / ``milp``
-writes ``closed_loop_<strategy>.*``):
+writes ``closed_loop_<strategy>.*``; ``make bench`` runs the MILP on 100,000 events a day only,
+~8 minutes — both volumes, by that, over 15):
 
 * ``every_night`` — re-plan every night on the busiest window and publish whenever the plan
   routes differently (the nightly job's rule before a gate);
@@ -46,7 +47,8 @@ writes ``closed_loop_<strategy>.*``):
 * ``mean_lpt`` — each night plain LPT of each key group's mean day load over the past days (up
   to 7), heaviest first onto the least loaded worker by capacity;
 * ``oracle`` — hindsight, judged on the measure it is compared by: ``lpt`` on every window of
-  every scored day stacked (one plan per run of days with the same workers).
+  every scored day stacked (one plan per run of days with the same workers), whatever
+  ``--strategy``. It knows the noise of the windows it is scored on: a floor, not a target.
 
 Measures, per family, volume, seed and policy (the days after the first): mean and p95 of the
 realized **peak excess** (``routeplan.planning.metrics.peak_excess``: the largest load any
@@ -61,9 +63,10 @@ and ``moves_share_of_every_night``.
 
 Tuning and held out: the gate's knobs were tuned on seeds 1–2 of ``stationary``, ``drift`` and
 ``daily_cycle`` (``TUNING``); seeds 3–5 of every family are held out (``HELD_OUT``). The default
-run is 14 nights at 100,000 and 10,000,000 events a day on the held-out seeds 3–5 (about 10
-minutes on 2 cores; ``--seeds`` to change). The JSON records the split; the printed and the
-Markdown tables mark held-out rows.
+run is 14 nights at 100,000 and 10,000,000 events a day on two of the held-out seeds, 3 and 4
+(``DEFAULT_SEEDS``; ~11 minutes measured on 2 shared cores with ``--jobs 2``, the gate's nightly
+planning most of it — all three held-out seeds would take ~16; ``--seeds`` to change). The JSON
+records the split; the printed and the Markdown tables mark held-out rows.
 
 Results: ``bench/results/closed_loop.json`` and ``closed_loop.png`` (realized peak excess per
 night per policy, the first seed); ``--docs`` rewrites the table between the
@@ -119,7 +122,7 @@ SHAPES = {"own_hours": (100, 8, 0.3), "own_hours_zipf": (20_000, 16, 1.0)}
 POLICIES = ("every_night", "gate", "gate_first", "static", "greedy", "mean_lpt", "oracle")
 TUNING = {"seeds": (1, 2), "families": ("stationary", "drift", "daily_cycle")}
 HELD_OUT = {"seeds": (3, 4, 5), "families": FAMILIES}
-DEFAULT_SEEDS = (3, 4)  # two of the held-out seeds: 14 nights of all of them take ~17 min
+DEFAULT_SEEDS = (3, 4)  # two of the held-out seeds: all three would take ~16 min
 GROUPS, WORKERS, WINDOWS, KEYS = 1024, 16, 24, 20_000
 TRACKED = 64  # the most popular keys, counted one by one (split-key candidates)
 HOT_SHARE = 0.001  # the policies' hot_key_min_share
