@@ -79,7 +79,7 @@ def test_the_gate_publishes_nothing_new_on_stationary_traffic(closed_loop, cg, v
 
 @pytest.mark.xfail(
     strict=True,
-    reason="fails since 841f6c6 (forecast profile; the bench before this branch too): the night "
+    reason="fails at 841f6c6 already (forecast profile; with the bench as it was too): the night "
     "after the hot key appears the gate keeps v2 at 0.12-0.18 (cg; lpt worse), 'no plan gains "
     "0.02' — a routeplan goal to restore, not the bench's",
 )
