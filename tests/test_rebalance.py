@@ -28,8 +28,10 @@ from routeplan.streams.rebalance import (
     nights_over,
     plan_night,
     predict,
+    predict_kept,
     prune,
     routing_change,
+    t90,
     workers_change,
 )
 
@@ -75,9 +77,10 @@ def test_stationary_traffic_keeps_the_first_version_night_after_night():
         night = plan_night(POLICY, history, base(history), v1, WORKERS)
         assert not night.decision.publish, night.decision.reason
         assert night.decision.rule in ("within", "waiting", "no_gain")
-        # the prediction is the version in force's own score on the day, out of sample
+        # the prediction is the mean of the version in force's days, out of sample
         assert night.prediction.out_of_sample
-        assert night.prediction.point == pytest.approx(night.in_force.peak_excess)
+        scores = daily_scores(v1, history, WORKERS)
+        assert night.prediction.point == pytest.approx(np.mean([s.peak_excess for s in scores]))
         assert night.prediction.low <= night.prediction.point <= night.prediction.high
 
 
@@ -141,6 +144,19 @@ def test_a_prediction_says_where_the_realized_fell_and_its_band_widens_with_the_
     assert replacing.imbalance == 0.05 and replacing.imbalance_low <= 0.05
     assert replacing.predicted()["out_of_sample"] == 1.0
     assert replacing.predicted()["imbalance_high"] >= 0.05
+
+
+def test_a_kept_table_is_predicted_at_the_mean_of_its_days_with_students_band():
+    days = daily_scores(first_version(traffic(3, seed=2)), traffic(6, seed=2), WORKERS)
+    kept = predict_kept(days, True, "key_routing")
+    values = np.array([s.peak_excess for s in days])
+    assert kept.point == pytest.approx(values.mean())
+    half = max(t90(len(days) - 1) * values.std(ddof=1) * np.sqrt(1 + 1 / len(days)), 0.01)
+    assert (kept.low, kept.high) == pytest.approx(
+        (max(values.mean() - half, 0), values.mean() + half)
+    )
+    assert kept.imbalance == pytest.approx(np.mean([s.day_imbalance for s in days]))
+    assert t90(1) > t90(5) > t90(12) > t90(40) == pytest.approx(1.2816)  # fewer days, wider
 
 
 @settings(max_examples=25, deadline=None)

@@ -213,11 +213,12 @@ def predict(
     imbalance: float | None = None,
     replaced: list[Score] | None = None,
 ) -> Prediction:
-    """The band around ``point``, never below 0: tomorrow's score less today's varies by √2 × σ,
-    σ the standard deviation of the table's daily ``scores`` over the history — or of the
-    daily scores of the table it ``replaced``, when those spread more (a new table's days are
-    mostly those it was fitted on: they understate how days differ) — so the band is
-    ± Z90 √2 σ (at least 0.01); with fewer than three days — too few to estimate σ — it is
+    """The band around ``point`` (one day's score), never below 0: tomorrow's score less that
+    day's varies by √2 × σ, σ the standard deviation of the table's daily ``scores`` over the
+    history — or of the daily scores of the table it ``replaced``, when those spread more (a
+    new table's days are mostly those it was fitted on: they understate how days differ) — so
+    the band is ± t90(n − 1) √2 s (at least 0.01; Student's t, as σ is estimated from the n
+    days' s); with fewer than three days — too few to estimate σ — it is
     ± max(``NEW_BAND``, half the point). ``kind``: the table's, which names the measure. For
     key routing ``imbalance`` (the day imbalance scored as ``point`` is) gets its band the same
     way from the daily scores' day imbalance."""
@@ -228,15 +229,56 @@ def predict(
             half = max(NEW_BAND, 0.5 * value)
         else:
             spread = max(
-                float(np.std([getattr(s, measure) for s in days], ddof=1)) for days in evidence
+                t90(len(days) - 1) * float(np.std([getattr(s, measure) for s in days], ddof=1))
+                for days in evidence
             )
-            half = max(Z90 * np.sqrt(2.0) * spread, 0.01)
+            half = max(np.sqrt(2.0) * spread, 0.01)
         return max(value - half, 0.0), value + half
 
     low, high = band(point, "peak_excess")
     day = (None, None, None)
     if imbalance is not None and kind == "key_routing":
         day = (imbalance, *band(imbalance, "day_imbalance"))
+    return Prediction(point, low, high, out_of_sample, MEASURES[kind], *day)
+
+
+# Student's t 90th percentiles by degrees of freedom: σ estimated from n days is itself
+# uncertain, so a band from few days is wider than one from a known σ (Z90, from 30 days on)
+_T90 = (3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372)
+
+
+def t90(df: int) -> float:
+    """Student's t distribution's 90th percentile with ``df`` ≥ 1 degrees of freedom (the
+    normal's from 30 on; interpolated in 1/df between the table's 10 and 30)."""
+    if df < 1:
+        raise ValueError("t90 needs at least one degree of freedom")
+    if df <= len(_T90):
+        return _T90[df - 1]
+    if df >= 30:
+        return Z90
+    share = (1 / df - 1 / 30) / (1 / len(_T90) - 1 / 30)
+    return Z90 + share * (_T90[-1] - Z90)
+
+
+def predict_kept(scores: list[Score], out_of_sample: bool, kind: str) -> Prediction:
+    """What a table kept in force realizes tomorrow, from its daily ``scores`` over the
+    history: their mean, with the predictive band of one more day, ± t90(n − 1) · s · √(1 +
+    1/n) (s their standard deviation; Student's, as σ is estimated from n days); with fewer
+    than three days ``predict`` on the newest day's score."""
+    n = len(scores)
+    newest = scores[-1]
+    if n < 3:
+        return predict(scores, newest.peak_excess, out_of_sample, kind, newest.day_imbalance)
+
+    def band(values: np.ndarray) -> tuple[float, float, float]:
+        point = float(values.mean())
+        half = max(t90(n - 1) * float(values.std(ddof=1)) * np.sqrt(1 + 1 / n), 0.01)
+        return point, max(point - half, 0.0), point + half
+
+    point, low, high = band(headlines(scores))
+    day = (None, None, None)
+    if kind == "key_routing":
+        day = band(np.array([s.day_imbalance for s in scores]))
     return Prediction(point, low, high, out_of_sample, MEASURES[kind], *day)
 
 
@@ -489,9 +531,7 @@ def plan_night(
     else:
         assert now is not None and in_force is not None
         unseen = fitted_before(in_force, history.days[-1])
-        prediction = predict(
-            in_force_days, now.peak_excess, unseen, in_force.kind, now.day_imbalance
-        )
+        prediction = predict_kept(in_force_days, unseen, in_force.kind)
     shrinkage = (
         profile(history.units, knobs[1]).shrinkage if isinstance(base, LoadSnapshot) else None
     )
@@ -516,6 +556,7 @@ __all__ = [
     "nights_over",
     "plan_night",
     "predict",
+    "predict_kept",
     "prune",
     "routing_change",
     "workers_change",
