@@ -184,9 +184,10 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
                 "predicted_imbalance": float(plan.predicted["imbalance"]),
                 "moves": int(plan.predicted["moves"]),
                 "migrated_load_share": float(plan.predicted["migrated_load_share"]),
-                # the predicted numbers; the column keeps its name so that gold.plans of earlier
-                # runs (kept for other intervals) stay one table
-                "metrics": json.dumps(plan.predicted),
+                # the numbers fitted on the planning loads (predicted_imbalance too: what
+                # validate bounds), and the candidate's score on a day it was not fitted on;
+                # the column keeps its name so that gold.plans of earlier runs stay one table
+                "metrics": json.dumps({**plan.predicted, **held_out(night, candidate.strategy)}),
                 "params": json.dumps(dict(plan.table.params)),
                 "table_document": json.dumps(
                     with_planned(
@@ -215,6 +216,16 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
             f"{len(plan.moves)} moves{consumers}",
         )
     return rows
+
+
+def held_out(night: NightPlan | None, strategy: str) -> dict[str, float]:
+    """``strategy``'s out-of-sample score of the night (fitted on the days before the newest,
+    scored on the newest): ``held_out_peak_excess`` and ``held_out_imbalance``; none without
+    one (one day of history, or not planned on the forecast)."""
+    score = (night.held_out_scores or {}).get(strategy) if night is not None else None
+    if score is None:
+        return {}
+    return {"held_out_peak_excess": score.peak_excess, "held_out_imbalance": score.day_imbalance}
 
 
 def with_planned(table: Table, planned: dict, night: NightPlan | None = None) -> Table:
