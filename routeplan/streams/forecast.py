@@ -168,11 +168,15 @@ def _within_day(day: np.ndarray, common: np.ndarray) -> tuple[float, float]:
     return float((own * (day - common)).sum()), float((own**2).sum())
 
 
+JUMP = 1.5  # a unit's newest day above JUMP × its profile's level is a level shift, not noise
+
+
 def newest_level(profile: np.ndarray, history: np.ndarray) -> np.ndarray:
     """``profile`` (windows × units, from ``history``, days × windows × units) with each unit
-    whose newest day carried more than its profile raised to that day's level, its shape kept:
-    a decayed mean lags a key that just turned hot (one day of 5 % among seven days of none is
-    planned at a quarter of it); a unit that cooled keeps its mean until the days agree."""
+    whose newest day carried more than ``JUMP`` times its profile raised to that day's level,
+    its shape kept: a decayed mean lags a key that just turned hot (one day of 5 % among seven
+    days of none is planned at a quarter of it), while a unit a little above its mean on one
+    day is noise, not weighed up; a unit that cooled keeps its mean until the days agree."""
     loads = np.asarray(history, dtype=float)
     newest = loads[-1]
     present = ~np.isnan(newest).all(axis=1)
@@ -181,7 +185,7 @@ def newest_level(profile: np.ndarray, history: np.ndarray) -> np.ndarray:
     last = np.nan_to_num(newest[present]).sum(axis=0)
     mine = profile[present].sum(axis=0)
     raise_to = np.divide(last, mine, out=np.ones_like(mine), where=mine > 0)
-    return profile * np.maximum(raise_to, 1.0)
+    return profile * np.where(raise_to > JUMP, raise_to, 1.0)
 
 
 def _checked(history: np.ndarray, decay: float) -> tuple[np.ndarray, np.ndarray]:
