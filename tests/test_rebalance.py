@@ -17,7 +17,7 @@ from routeplan.model.workers import Worker, Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.registry import get_strategy
 from routeplan.streams.forecast import ForecastRules
-from routeplan.streams.gate import GateRules
+from routeplan.streams.gate import GateRules, t90
 from routeplan.streams.history import History, day_score
 from routeplan.streams.policy import StreamPolicy
 from routeplan.streams.rebalance import (
@@ -31,7 +31,6 @@ from routeplan.streams.rebalance import (
     predict_kept,
     prune,
     routing_change,
-    t90,
     workers_change,
 )
 

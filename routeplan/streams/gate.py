@@ -63,18 +63,47 @@ class GateDecision:
 RULES = ("first", "workers", "within", "waiting", "held_out", "far", "no_gain")
 
 
-Z90 = 1.2816  # the standard normal's 90th percentile
+# Student's t percentiles by degrees of freedom 1 … 10, and the normal's (from 30 on): σ
+# estimated from n days is itself uncertain, so a band or a test from few days is wider
+_T = {
+    0.90: ((3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372), 1.2816),
+    0.95: ((6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812), 1.6449),
+}
 
 
-def day_noise(headlines: Sequence[float], z: float = Z90) -> float:
+def student_t(df: int, level: float) -> float:
+    """Student's t distribution's ``level`` percentile (0.90 or 0.95) with ``df`` ≥ 1 degrees
+    of freedom: the table's to 10, the normal's from 30, interpolated in 1/df between."""
+    if df < 1:
+        raise ValueError("Student's t needs at least one degree of freedom")
+    table, normal = _T[level]
+    if df <= len(table):
+        return table[df - 1]
+    if df >= 30:
+        return normal
+    share = (1 / df - 1 / 30) / (1 / len(table) - 1 / 30)
+    return normal + share * (table[-1] - normal)
+
+
+def t90(df: int) -> float:
+    """Student's t 90th percentile (the p10–p90 band's half width in standard errors)."""
+    return student_t(df, 0.90)
+
+
+def day_noise(headlines: Sequence[float]) -> float:
     """The gain a plan shows over another on one day by chance: two tables' scores on a day
-    each vary from day to day by σ (the standard deviation of the version in force's daily
-    ``headlines`` over the history), so their difference by √2 σ, and a gain is real at 90 %
-    above ``z`` √2 σ. Fewer than three days: 0 (too few to estimate σ; the other rules stand).
-    Stationary traffic at a few events per key group and window moves no key for a lucky day."""
-    if len(headlines) < 3:
+    each vary from day to day by σ (estimated by s, the standard deviation of the version in
+    force's daily ``headlines`` on the days before the one judged: a change on that day is
+    what is tested, not noise), so their difference by √2 σ, and a gain is
+    real at 95 % above t95(n − 1) √2 s (one-sided: a gate checks every night, and a new
+    version costs moves). Fewer than three days: 0 (too few to estimate σ; the other rules
+    stand). Stationary traffic at a few events per key group and window moves no key for a
+    lucky day."""
+    n = len(headlines)
+    if n < 3:
         return 0.0
-    return float(z * np.sqrt(2.0) * np.std(np.asarray(headlines, dtype=float), ddof=1))
+    spread = float(np.std(np.asarray(headlines, dtype=float), ddof=1))
+    return student_t(n - 1, 0.95) * float(np.sqrt(2.0)) * spread
 
 
 def pays(gain: float, base: float, rules: GateRules, noise: float = 0.0) -> bool:

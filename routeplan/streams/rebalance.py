@@ -42,7 +42,7 @@ from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.metrics import peak_excess
 from routeplan.streams.forecast import Score, forecast, newest_level, profile, window_profile
-from routeplan.streams.gate import Z90, GateDecision, GateRules, day_noise, gate
+from routeplan.streams.gate import GateDecision, GateRules, day_noise, gate, t90
 from routeplan.streams.history import History, day_score, on_workers, window_loads
 from routeplan.streams.policy import StreamPolicy
 from routeplan.streams.service import Candidate, StreamPlan, plan_stream
@@ -240,24 +240,6 @@ def predict(
     if imbalance is not None and kind == "key_routing":
         day = (imbalance, *band(imbalance, "day_imbalance"))
     return Prediction(point, low, high, out_of_sample, MEASURES[kind], *day)
-
-
-# Student's t 90th percentiles by degrees of freedom: σ estimated from n days is itself
-# uncertain, so a band from few days is wider than one from a known σ (Z90, from 30 days on)
-_T90 = (3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372)
-
-
-def t90(df: int) -> float:
-    """Student's t distribution's 90th percentile with ``df`` ≥ 1 degrees of freedom (the
-    normal's from 30 on; interpolated in 1/df between the table's 10 and 30)."""
-    if df < 1:
-        raise ValueError("t90 needs at least one degree of freedom")
-    if df <= len(_T90):
-        return _T90[df - 1]
-    if df >= 30:
-        return Z90
-    share = (1 / df - 1 / 30) / (1 / len(_T90) - 1 / 30)
-    return Z90 + share * (_T90[-1] - Z90)
 
 
 def predict_kept(scores: list[Score], out_of_sample: bool, kind: str) -> Prediction:
@@ -495,7 +477,7 @@ def plan_night(
         if in_force is not None
         else None,
         in_force.version if in_force is not None else None,
-        day_noise(headlines(in_force_days)),
+        day_noise(headlines(in_force_days)[:-1]),  # the days before the one judged
     )
     held_out = held.get(decided.winner)
     evidence = decision.rule == "held_out" and held_out is not None and earlier is not None
