@@ -91,6 +91,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from datetime import date, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -306,11 +307,20 @@ def hot_windows(days: Sequence[Day]) -> dict[str, np.ndarray]:
     return found
 
 
-def history_of(days: Sequence[Day]) -> History:
-    """The days as the nightly job reads them (``routeplan.streams.history.History``): every
-    window's key-group loads, and the loads of the keys hot in any window."""
+FIRST_DAY = date(2026, 1, 5)  # day 0's date (a Monday): days and versions carry dates
+
+
+def day_name(day: int) -> str:
+    """Day ``day``'s date, ISO: what the nightly job names a day by."""
+    return (FIRST_DAY + timedelta(days=day)).isoformat()
+
+
+def history_of(days: Sequence[Day], first: int = 0) -> History:
+    """The days as the nightly job reads them (``routeplan.streams.history.History``), named
+    by their dates (``first``: the first one's index): every window's key-group loads, and the
+    loads of the keys hot in any window."""
     return History(
-        tuple(str(i) for i in range(len(days))),
+        tuple(day_name(first + i) for i in range(len(days))),
         np.stack([d.group_load for d in days]),
         hot_windows(days),
     )
@@ -451,7 +461,8 @@ def run(
             elif policy in ("static", "gate_first") and in_force is not None:
                 candidate = in_force
             elif policy in ("gate", "gate_first"):
-                history = history_of(days[max(0, d + 1 - DEFAULT_HISTORY_DAYS) : d + 1])
+                first = max(0, d + 1 - DEFAULT_HISTORY_DAYS)
+                history = history_of(days[first : d + 1], first)
                 rules = ForecastRules(quantile=knobs[0], decay=knobs[1])
                 night = plan_night(
                     replace(stream, forecast=rules), history, snapshot(day, None), in_force,
@@ -474,7 +485,8 @@ def run(
                     count, share = moved(in_force, candidate, day)
                     moves, migrated = moves + count, migrated + share
                 versions += 1
-                in_force = replace(candidate, version=versions)
+                # published the night after day d: on day d + 1's date
+                in_force = replace(candidate, version=versions, created_at=day_name(d + 1))
         found[policy] = measures(nightly) | {
             "versions": versions,
             "moves": moves,

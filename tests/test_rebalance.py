@@ -147,7 +147,7 @@ def test_a_prediction_says_where_the_realized_fell_and_its_band_widens_with_the_
 
 def test_a_kept_table_is_predicted_at_the_mean_of_its_days_with_students_band():
     days = daily_scores(first_version(traffic(3, seed=2)), traffic(6, seed=2), WORKERS)
-    kept = predict_kept(days, True, "key_routing")
+    kept = predict_kept(days, days, True, "key_routing")
     values = np.array([s.peak_excess for s in days])
     assert kept.point == pytest.approx(values.mean())
     half = max(t90(len(days) - 1) * values.std(ddof=1) * np.sqrt(1 + 1 / len(days)), 0.01)
@@ -156,6 +156,8 @@ def test_a_kept_table_is_predicted_at_the_mean_of_its_days_with_students_band():
     )
     assert kept.imbalance == pytest.approx(np.mean([s.day_imbalance for s in days]))
     assert t90(1) > t90(5) > t90(12) > t90(40) == pytest.approx(1.2816)  # fewer days, wider
+    young = predict_kept(days, days[-2:], True, "key_routing")  # two days in force: the newest
+    assert young.point == pytest.approx(days[-1].peak_excess)
 
 
 @settings(max_examples=25, deadline=None)

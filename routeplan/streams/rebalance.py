@@ -242,14 +242,17 @@ def predict(
     return Prediction(point, low, high, out_of_sample, MEASURES[kind], *day)
 
 
-def predict_kept(scores: list[Score], out_of_sample: bool, kind: str) -> Prediction:
+def predict_kept(
+    scores: list[Score], unseen: list[Score], out_of_sample: bool, kind: str
+) -> Prediction:
     """What a table kept in force realizes tomorrow, from its daily ``scores`` over the
-    history: their mean, with the predictive band of one more day, ± t90(n − 1) · s · √(1 +
-    1/n) (s their standard deviation; Student's, as σ is estimated from n days); with fewer
-    than three days ``predict`` on the newest day's score."""
-    n = len(scores)
-    newest = scores[-1]
+    history and those of the days it was not fitted on (``unseen``, the days since it came
+    into force): with three of those or more, their mean with the predictive band of one more
+    day, ± t90(n − 1) · s · √(1 + 1/n) (s their standard deviation; Student's, as σ is
+    estimated from n days); else ``predict`` on the newest day's score."""
+    n = len(unseen)
     if n < 3:
+        newest = scores[-1]
         return predict(scores, newest.peak_excess, out_of_sample, kind, newest.day_imbalance)
 
     def band(values: np.ndarray) -> tuple[float, float, float]:
@@ -257,10 +260,10 @@ def predict_kept(scores: list[Score], out_of_sample: bool, kind: str) -> Predict
         half = max(t90(n - 1) * float(values.std(ddof=1)) * np.sqrt(1 + 1 / n), 0.01)
         return point, max(point - half, 0.0), point + half
 
-    point, low, high = band(headlines(scores))
+    point, low, high = band(headlines(unseen))
     day = (None, None, None)
     if kind == "key_routing":
-        day = band(np.array([s.day_imbalance for s in scores]))
+        day = band(np.array([s.day_imbalance for s in unseen]))
     return Prediction(point, low, high, out_of_sample, MEASURES[kind], *day)
 
 
@@ -513,7 +516,12 @@ def plan_night(
     else:
         assert now is not None and in_force is not None
         unseen = fitted_before(in_force, history.days[-1])
-        prediction = predict_kept(in_force_days, unseen, in_force.kind)
+        since = [
+            score
+            for score, day in zip(in_force_days, history.days, strict=True)
+            if fitted_before(in_force, day)
+        ]
+        prediction = predict_kept(in_force_days, since, unseen, in_force.kind)
     shrinkage = (
         profile(history.units, knobs[1]).shrinkage if isinstance(base, LoadSnapshot) else None
     )
