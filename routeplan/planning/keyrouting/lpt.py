@@ -42,7 +42,7 @@ from routeplan.model.table import RoutingTable
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan, parameters
 from routeplan.planning.registry import register
-from routeplan.planning.windows import lower_peak
+from routeplan.planning.windows import lower_peak, normalised_peaks
 
 _EPS = 1e-12
 
@@ -94,19 +94,47 @@ def place_lpt(
 
 def worst_window(x: np.ndarray, assign: np.ndarray, workers: Workers) -> float:
     """The highest window load of any worker over its capacity, in fair shares of the busiest
-    window, when units ``x`` (windows × units) go to ``assign``."""
+    window (``windows.normalised_peaks``), when units ``x`` (windows × units) go to
+    ``assign``."""
     loads = np.zeros((x.shape[0], len(workers)))
     np.add.at(loads.T, assign, x.T)
-    fair = float(x.sum(axis=1).max(initial=0.0)) / workers.capacities[workers.is_active].sum()
-    return float((loads / workers.capacities).max(initial=0.0)) / max(fair, _EPS)
+    return float(normalised_peaks(loads, workers.capacities, workers.is_active)[0].max())
+
+
+def units_of(
+    loads: LoadSnapshot, windows: np.ndarray, hot: dict[str, np.ndarray], most: float,
+    workers: Workers,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:  # fmt: skip
+    """What LPT places (windows × units): the key groups without the hot keys split, then each
+    split key's equal pieces; ``apart`` numbering the pieces by key (−1 for a group); the split
+    keys, sorted. A hot key gets ``⌈max_t x[t, k] / (most · F_t)⌉`` pieces, ``F_t`` the
+    window's fair share, at most one per active worker (a key in one piece stays in its
+    group)."""
+    active = workers.is_active
+    fair = windows.sum(axis=1) / max(float(workers.capacities[active].sum()), _EPS)
+    pieces = {
+        k: min(math.ceil(float((x / np.maximum(most * fair, _EPS)).max())), int(active.sum()))
+        for k, x in sorted(hot.items())
+    }
+    split = sorted(k for k, d in pieces.items() if d > 1)
+    groups = windows.copy()
+    for key in split:
+        g = loads.hot_key_group(key)
+        groups[:, g] = np.maximum(groups[:, g] - hot[key], 0.0)
+    columns = [groups] + [np.repeat(hot[k][:, None] / pieces[k], pieces[k], axis=1)
+                          for k in split]  # fmt: skip
+    apart = np.concatenate(
+        [np.full(groups.shape[1], -1)] + [np.full(pieces[k], i) for i, k in enumerate(split)]
+    )
+    return np.concatenate(columns, axis=1), apart, split
 
 
 def homes(
-    current: RoutingTable, workers: Workers, groups: int, split: list[str], apart: np.ndarray
+    current: RoutingTable, workers: Workers, split: list[str], apart: np.ndarray
 ) -> np.ndarray:
     """Each unit's worker in ``current`` (index in ``workers``; −1: none or not active): the
-    ``groups`` key groups', then each split key's pieces' (``apart`` numbers them by key in
-    ``split`` order), as many as the key had workers."""
+    key groups', then each split key's pieces' (``apart`` numbers them by key in ``split``
+    order), as many as the key had workers."""
     index, active = workers.index(), workers.is_active
     home = np.full(apart.size, -1)
     for g, name in enumerate(current.key_group_worker):
@@ -156,28 +184,10 @@ class LongestFirst:
             hot = {k: np.array([v]) for k, v in loads.hot_key_load.items()}
         else:
             hot = {k: loads.hot_key_profile(k) for k in loads.hot_key_load}
-        fair = windows.sum(axis=1) / max(float(capacity[active].sum()), _EPS)
-        pieces = {
-            k: min(
-                math.ceil(float((x / np.maximum(self.split_share * fair, _EPS)).max())),
-                int(active.sum()),
-            )  # fmt: skip
-            for k, x in sorted(hot.items())
-        }
-        split = sorted(k for k, d in pieces.items() if d > 1)
-        groups = windows.copy()
-        for key in split:
-            g = loads.hot_key_group(key)
-            groups[:, g] = np.maximum(groups[:, g] - hot[key], 0.0)
-        columns = [groups] + [np.repeat(hot[k][:, None] / pieces[k], pieces[k], axis=1)
-                              for k in split]  # fmt: skip
-        apart = np.concatenate(
-            [np.full(groups.shape[1], -1)] + [np.full(pieces[k], i) for i, k in enumerate(split)]
-        )
-        x = np.concatenate(columns, axis=1)
+        x, apart, split = units_of(loads, windows, hot, self.split_share, workers)
         n = loads.num_key_groups
         sticky = isinstance(current, RoutingTable) and current.num_key_groups == n
-        home = homes(current, workers, n, split, apart) if sticky else None
+        home = homes(current, workers, split, apart) if sticky else None
         keep = self.keep_within if sticky else 0.0
         assign = place_lpt(x, capacity, active, apart, home, keep)
         if windows.shape[0] > 1:  # moves and swaps of key groups off the peak worker
@@ -185,7 +195,7 @@ class LongestFirst:
             for u in range(n, x.shape[1]):
                 base[:, assign[u]] += x[:, u]
             assign[:n] = lower_peak(
-                assign[:n], groups, base, capacity, active, np.ones(n, dtype=bool),
+                assign[:n], x[:, :n], base, capacity, active, np.ones(n, dtype=bool),
                 lambda _: True, lambda _u, _w: None, min_gain=keep,
             )  # fmt: skip
         if home is not None and (home >= 0).all() and not self._gains(x, assign, home, workers):
