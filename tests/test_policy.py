@@ -229,7 +229,7 @@ ERRORS = {
     "key-routing strategy inherited by a partition stream": (
         "streams:\n  orders: {kind: partition_assignment}\n",
         [
-            "stream 'orders': strategy: strategy 'cg' plans key_routing, but the stream's kind "
+            "stream 'orders': strategy: strategy 'lpt' plans key_routing, but the stream's kind "
             "is partition_assignment",
             "inherits the strategy from defaults",
         ],
@@ -239,15 +239,15 @@ ERRORS = {
         ["stream 'clicks': strategy: unknown strategy 'cgg'", "cg, chbl"],
     ),
     "unknown param": (
-        "streams:\n  clicks:\n    params: {epsilonn: 0.1}\n",
-        [":3: stream 'clicks': params.epsilonn: strategy 'cg' has no parameter 'epsilonn'"],
+        "streams:\n  clicks:\n    strategy: cg\n    params: {epsilonn: 0.1}\n",
+        [":4: stream 'clicks': params.epsilonn: strategy 'cg' has no parameter 'epsilonn'"],
     ),
     "param of the wrong type": (
-        "streams:\n  clicks:\n    params: {epsilon: fast}\n",
+        "streams:\n  clicks:\n    strategy: cg\n    params: {epsilon: fast}\n",
         ["stream 'clicks': params.epsilon: 'fast' is not a number"],
     ),
     "param the strategy refuses": (
-        "streams:\n  clicks:\n    params: {epsilon: -1}\n",
+        "streams:\n  clicks:\n    strategy: cg\n    params: {epsilon: -1}\n",
         ["stream 'clicks': params.epsilon: cg: epsilon must be >= 0"],
     ),
     "renamed param": (
@@ -338,7 +338,7 @@ def test_a_missing_file_is_an_input_error_naming_it(tmp_path):
 def test_an_empty_file_plans_every_stream_with_the_defaults(tmp_path):
     policies = load_policies(write(tmp_path, "# nothing yet\n"))
     assert policies.streams == {}
-    assert policies.for_stream("x").strategy == "cg"
+    assert policies.for_stream("x").strategy == "lpt"
 
 
 @settings(max_examples=150, deadline=None)

@@ -82,7 +82,7 @@ DEFAULT_GOALS = ("imbalance", "moves", "memory")
 RENAMED_GOALS = {"migrations": "moves"}
 DEFAULTS: Mapping[str, Any] = {
     "kind": "key_routing",
-    "strategy": "cg",
+    "strategy": "lpt",
     "params": {},
     "budget": {},
     "load_metric": "messages",
@@ -125,7 +125,7 @@ class StreamPolicy:
 
     stream: str
     kind: str = "key_routing"
-    strategy: str = "cg"
+    strategy: str = "lpt"
     params: Mapping[str, Any] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     load_metric: str = "messages"
