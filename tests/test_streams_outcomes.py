@@ -15,10 +15,12 @@ from routeplan.model.workers import Workers
 from routeplan.planning.metrics import observed_imbalance
 from routeplan.planning.registry import get_strategy
 from routeplan.streams.outcomes import (
+    in_sample,
     judge,
     measures,
     outcome,
     predicted_measures,
+    prediction,
     unknown_workers,
 )
 
@@ -143,6 +145,22 @@ def test_an_outcome_carries_the_predicted_band_and_where_the_realized_fell(table
     assert found.band == "above"
     assert outcome("s", "2026-01-02", 1, table, "event_version", 10.0, None, None, None, 0.1,
                    peak=(0.35, None)).band is None  # fmt: skip
+
+
+def test_a_version_fitted_on_its_own_day_shows_no_prediction_and_is_judged_by_the_day_before(
+    table,
+):
+    banded = {"peak_excess": 0.2, "peak_excess_low": 0.1, "peak_excess_high": 0.3}
+    fitted = replace(table, predicted={**table.predicted, **banded, "out_of_sample": 0.0})
+    unseen = replace(fitted, predicted={**fitted.predicted, "out_of_sample": 1.0})
+    assert in_sample(fitted) and not in_sample(unseen) and not in_sample(table)
+    assert prediction(fitted, "imbalance") is None
+    assert prediction(unseen, "peak_excess") == 0.2
+    args = ("event_version", 10.0, None, None, None, 0.1)
+    found = outcome("s", "2026-01-02", 1, fitted, *args, peak=(0.25, None))
+    assert (found.predicted, found.band, found.predicted_peak_excess) == (None, None, None)
+    assert found.verdict != "as_predicted"
+    assert outcome("s", "2026-01-02", 1, unseen, *args, peak=(0.25, None)).band == "inside"
 
 
 def test_an_outcome_without_traffic_or_table_says_so(table):

@@ -27,6 +27,7 @@ from routeplan.planning.catalog import describe
 from routeplan.publishing.explain import published_by
 from routeplan.publishing.store import RoutingStore
 from routeplan.streams.outcome_reports import read_outcomes
+from routeplan.streams.outcomes import prediction
 from routeplan.streams.publications import explain_published, publications
 
 log = logging.getLogger(__name__)
@@ -128,9 +129,9 @@ def overview(tables: TableReader, reports_root: str, stream: str) -> dict[str, A
         "published_day": publication.day if publication is not None else None,
         "reason": table.reason,
         "observed_imbalance": _number(plan.get("observed_imbalance")),
-        "predicted_imbalance": _number(table.predicted.get("imbalance")),
-        # planned on the forecast: the day's peak excess LATEST was published predicting
-        "predicted_peak_excess": _number(table.predicted.get("peak_excess")),
+        # what LATEST was published predicting, out of sample (None: fitted on its own day)
+        "predicted_imbalance": _number(prediction(table, "imbalance")),
+        "predicted_peak_excess": _number(prediction(table, "peak_excess")),
         "outcome": None
         if last is None
         else {

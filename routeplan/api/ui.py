@@ -58,6 +58,7 @@ from routeplan.api.routing_views import (
 from routeplan.publishing.diff import diff_tables
 from routeplan.publishing.explain import published_by
 from routeplan.streams.outcome_reports import read_outcomes
+from routeplan.streams.outcomes import prediction
 from routeplan.streams.publications import publications, reports_of_run
 
 log = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ def router(
             except HTTPException as err:
                 rows.append({**row, "error": err.detail, "published_by": "-", "strategy": ""})
                 continue
-            predicted = table.predicted.get("imbalance")
+            predicted = prediction(table, "imbalance")
             rows.append(
                 {
                     **row,

@@ -112,6 +112,13 @@ def in_sample(table: Table) -> bool:
     return table.predicted.get("out_of_sample") == 0.0
 
 
+def prediction(table: Table, name: str) -> float | None:
+    """``table``'s ``predicted[name]`` as a prediction to show: None when missing or when the
+    table was published on numbers fitted on its own day (``in_sample``)."""
+    value = table.predicted.get(name)
+    return None if value is None or in_sample(table) else float(value)
+
+
 def predicted_measures(table: Table) -> Measures:
     """The measures ``table`` was published with: its ``predicted`` imbalance, and for
     partitions the consumers' rates of its ``planning_load`` by its own assignment."""
