@@ -181,7 +181,7 @@ def test_loads_refuse_windows_of_another_shape():
 WORKERS = Workers(tuple(Worker(f"w{i}", 1.0) for i in range(6)))
 
 
-@pytest.mark.parametrize("strategy", ["milp", "cg"])
+@pytest.mark.parametrize("strategy", ["lpt", "milp", "cg"])
 def test_key_routing_planners_given_the_days_windows_lower_its_peak_excess(strategy):
     windows = shifted_peaks(120, seed=3)
     one = LoadSnapshot("s", np.quantile(windows, 0.75, axis=0))
