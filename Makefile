@@ -205,7 +205,7 @@ bench: $(SPARK_CLUSTER) $(DEV)
 	python bench/peer_duckdb.py --cluster $(BENCH_ARGS)
 	python bench/pipeline.py $(BENCH_ARGS)
 	python bench/closed_loop.py
-	python bench/closed_loop.py --strategy milp --time-limit 1 --volumes 100000
+	python bench/closed_loop.py --strategy milp --time-limit 1 --volumes 100000 --seeds 3,4
 	python bench/racks.py
 
 # The documentation site from docs/ (mkdocs.yml's nav), its home the README; --strict: a broken
