@@ -686,9 +686,17 @@ def markdown_table(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def marker(strategy: str) -> str:
-    """The name of the docs block a strategy's table goes in."""
-    return "closed-loop" + ("" if strategy == POLICY.strategy else f"-{strategy}")
+def label(doc: dict) -> str:
+    """A results document's label: the one it was run with (``--label``), else its strategy
+    unless that is the default (then none)."""
+    if doc.get("label") is not None:
+        return doc["label"]
+    return "" if doc["strategy"] == POLICY.strategy else doc["strategy"]
+
+
+def marker(doc: dict) -> str:
+    """The name of the docs block a results document's table goes in."""
+    return "closed-loop" + (f"-{label(doc)}" if label(doc) else "")
 
 
 def docs_block(text: str, name: str) -> str:
@@ -701,7 +709,7 @@ def docs_block(text: str, name: str) -> str:
 
 def write_docs(doc: dict, path: Path = DOCS) -> None:
     """``markdown_table(doc)`` into ``path``'s block for the run's strategy."""
-    name, text = marker(doc["strategy"]), path.read_text()
+    name, text = marker(doc), path.read_text()
     old = docs_block(text, name)
     start = text.index(f"<!-- {name}:begin -->\n") + len(f"<!-- {name}:begin -->\n")
     path.write_text(text[:start] + markdown_table(doc) + text[start + len(old) :])
@@ -776,6 +784,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--time-limit", type=float, default=2.0, help="a plan's, seconds")
     parser.add_argument("--jobs", type=int, default=2, help="processes (cells in parallel)")
     parser.add_argument(
+        "--label",
+        help="names the results (closed_loop_<label>.*) and their docs block, e.g. `before` "
+        "for a run of an earlier release's routeplan (on PYTHONPATH); default: the strategy "
+        "unless it is the default",
+    )
+    parser.add_argument(
         "--render", metavar="JSON", help="no run: summarize a results file's runs again"
     )
     parser.add_argument("--docs", action="store_true", help=f"rewrite {DOCS}'s table")
@@ -808,6 +822,7 @@ def main(argv: list[str] | None = None) -> dict:
     doc = {
         "nights": ns.nights,
         "strategy": ns.strategy,
+        "label": ns.label,
         "time_limit_s": ns.time_limit,
         "seeds": seeds,
         "split": {
@@ -822,7 +837,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(line)
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
-    name = "closed_loop" + ("" if ns.strategy == POLICY.strategy else f"_{ns.strategy}")
+    name = "closed_loop" + (f"_{label(doc)}" if label(doc) else "")
     (out / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
     plot(doc, out / f"{name}.png")
     if ns.docs:
