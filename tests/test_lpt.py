@@ -72,7 +72,7 @@ def test_lpt_is_total_deterministic_and_within_grahams_bound_on_one_window(seed,
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000), st.floats(0.005, 0.1))
-def test_lpt_keeps_every_group_home_on_unchanged_loads_and_gives_no_inactive_worker_load(
+def test_lpt_moves_its_own_plan_only_for_more_than_keep_within_and_never_onto_a_drained_worker(
     seed, keep
 ):
     rng = np.random.default_rng(seed)
@@ -81,7 +81,10 @@ def test_lpt_keeps_every_group_home_on_unchanged_loads_and_gives_no_inactive_wor
     strategy = get_strategy("lpt", keep_within=keep)
     first = strategy.plan(loads, None, WORKERS, Budget()).table
     again = strategy.plan(loads, first, WORKERS, Budget())
-    assert again.table.key_group_worker == first.key_group_worker and not again.moves
+    if again.moves:  # a re-plan of its own plan moves only for more than keep_within
+        before, after = (worst(t, loads) for t in (first, again.table))
+        assert after < before - keep
+    assert worst(again.table, loads) <= worst(first, loads) + 1e-9
     drained = Workers((*WORKERS.items[:3], Worker("w3", state="draining")))
     moved = strategy.plan(loads, first, drained, Budget()).table
     assert "w3" not in moved.key_group_worker

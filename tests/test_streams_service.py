@@ -140,13 +140,18 @@ def test_planning_inputs_survive_their_document(loads):
         key_group_flow=np.array([[0, 1, 5.0], [2, 256, 1.0]]),
         flow_anchors=("w9",),
         key_group_windows=np.stack([loads.key_group_load, 2 * loads.key_group_load]),
+        hot_key_windows={k: np.array([v, 0.5 * v]) for k, v in loads.hot_key_load.items()},
     )
+    assert flowing.hot_key_windows  # the loads' hot keys carry their own hours
     inputs = StreamInputs("views", flowing, WORKERS, {"w0": 3.0}, "2026-11-20", ("a", "b"))
     back = inputs_from_document(json.loads(json_text(inputs_document(inputs))))
     assert back.workers == WORKERS and back.logged == {"w0": 3.0} and back.window == ("a", "b")
     for field in ("key_group_load", "distinct_keys", "key_group_flow", "key_group_windows"):
         assert np.array_equal(getattr(back.loads, field), getattr(flowing, field))
     assert dict(back.loads.hot_key_load) == dict(flowing.hot_key_load)
+    assert set(back.loads.hot_key_windows) == set(flowing.hot_key_windows)
+    for key, hours in flowing.hot_key_windows.items():
+        assert np.array_equal(back.loads.hot_key_windows[key], hours)
     assert np.array_equal(back.loads.key_group_resources["bytes"], loads.key_group_load * 3)
     assert back.loads.flow_anchors == ("w9",)
     windows = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0]])

@@ -74,6 +74,8 @@ def loads_document(loads: Loads) -> dict[str, Any]:
         doc["flow_anchors"] = list(loads.flow_anchors)
     if loads.key_group_windows is not None:
         doc["key_group_windows"] = loads.key_group_windows.tolist()
+    if loads.hot_key_windows:
+        doc["hot_key_windows"] = {k: v.tolist() for k, v in sorted(loads.hot_key_windows.items())}
     return doc
 
 
@@ -124,6 +126,9 @@ def _loads(stream: str, doc: Mapping[str, Any]) -> Loads:
         key_group_flow=None if flow is None else np.asarray(flow, dtype=float).reshape(-1, 3),
         flow_anchors=tuple(doc.get("flow_anchors") or ()),
         key_group_windows=_windows(doc.get("key_group_windows")),
+        hot_key_windows={
+            k: np.asarray(v, dtype=float) for k, v in (doc.get("hot_key_windows") or {}).items()
+        },
     )
 
 
