@@ -67,12 +67,12 @@ def test_sample_file_plans_the_demo_streams():
     assert (orders.kind, orders.strategy) == ("partition_assignment", "mwf")
     assert orders.build()["mwf"].kind == "partition_assignment"
     views = policies.for_stream("views")
-    assert views.is_auto and views.candidates == ("lpt", "cg", "pkg", "milp")
-    assert views.strategies == ("lpt", "cg", "pkg", "milp")
+    assert views.is_auto and views.candidates == ("cg", "pkg", "milp")
+    assert views.strategies == ("cg", "pkg", "milp")
     assert views.budget.time_limit_s == 5 and views.budget.limits() == {}
     assert views.params_of("cg") == {"epsilon": 0.01, "virtual_workers_per_worker": 10}
     assert views.params_of("pkg") == {}
-    assert set(views.build()) == {"lpt", "cg", "pkg", "milp"}
+    assert set(views.build()) == {"cg", "pkg", "milp"}
 
 
 def test_a_stream_not_listed_gets_the_defaults_and_check_streams_names_it():
