@@ -6,8 +6,8 @@ closed-loop benchmark (``bench/closed_loop.py``) and ``routeplan plan`` share. F
 ``History`` (the windows of its last ``planning.history_days`` days, the newest last):
 
 1. **plan on the forecast** of every unit and on the day's window profile
-   (``routeplan.streams.forecast``: ``key_group_windows`` / ``partition_windows``, which milp,
-   cg and the bin packers hold window by window; ``base`` gives the planning loads' other
+   (``routeplan.streams.forecast``: ``key_group_windows`` / ``partition_windows``, which lpt,
+   milp, cg and the bin packers hold window by window; ``base`` gives the planning loads' other
    fields: distinct keys, resources, flow) —
    ``routeplan.streams.service.plan_stream``, the policy's strategy or ``auto``'s candidates;
 2. **score out of sample** — every candidate fitted the same way on the days before the newest,
@@ -22,9 +22,11 @@ closed-loop benchmark (``bench/closed_loop.py``) and ``routeplan plan`` share. F
    moves that do not pay (``prune``): smallest gain per migrated load first, while the plan
    stays within ``min_gain`` of its full gain on the history's windows, still pays, and is not
    pushed over the threshold;
-5. **predict** — the measure the version in force tomorrow is expected to realize, with a band
-   (``Prediction``): the out-of-sample score as the point, p10–p90 from the day-to-day spread of
-   its scores over the history.
+5. **predict** — the measure (and the day imbalance) the version in force tomorrow is expected
+   to realize, with a p10–p90 band (``Prediction``): a table published tonight, its
+   out-of-sample score as the point (``predict``; a table fitted on its own day is flagged
+   ``out_of_sample`` false: no prediction); a table kept, the mean of its days since it came
+   into force with Student's band (``predict_kept``).
 """
 
 from __future__ import annotations
