@@ -144,11 +144,18 @@ class NightPlan:
     def reference_imbalance(self) -> float | None:
         """What runs without the night's plan, on the same (forecast) loads: LATEST's
         imbalance, else the baseline's (the hash routing a stream has before its first
-        version) — what validate bounds the plan's predicted imbalance by."""
-        if self.plan.current_imbalance is not None:
-            return self.plan.current_imbalance
-        baseline = self.plan.candidate(self.plan.baseline).plan.predicted.get("imbalance")
-        return None if baseline is None else float(baseline)
+        version) — what validate bounds the plan's predicted imbalance by. A plan the gate
+        publishes on out-of-sample evidence (rule ``held_out``: a lower worst window on a day it
+        was not fitted on) is bounded by its own fitted imbalance at the least: the mean
+        imbalance on the forecast must not veto what the held-out day showed."""
+        reference = self.plan.current_imbalance
+        if reference is None:
+            baseline = self.plan.candidate(self.plan.baseline).plan.predicted.get("imbalance")
+            reference = None if baseline is None else float(baseline)
+        fitted = self.plan.selected.plan.predicted.get("imbalance")
+        if reference is not None and self.decision.rule == "held_out" and fitted is not None:
+            return max(reference, float(fitted))
+        return reference
 
 
 def forecast_loads(
