@@ -93,6 +93,24 @@ def test_a_new_hot_key_far_over_the_threshold_is_re_planned_the_same_night():
     assert not night.prediction.out_of_sample  # published on the day's own score
 
 
+def test_a_rerun_of_the_night_that_published_latest_keeps_it_and_its_prediction():
+    """The same night again, LATEST now what it published: the gate's rerun rule, the same
+    table (publishing it changes nothing) and the prediction it was published with — not a
+    new decision against a different version in force."""
+    calm = traffic(4, seed=3)
+    v1 = first_version(calm)
+    stormy = traffic(5, seed=3, hot=0.3)
+    night = plan_night(POLICY, stormy, base(stormy), v1, WORKERS)
+    assert night.decision.publish
+    table = night.plan.selected.plan.table
+    v2 = replace(table, version=2, predicted={**table.predicted, **night.prediction.predicted()})
+    again = plan_night(POLICY, stormy, base(stormy), v2, WORKERS)
+    assert (again.decision.publish, again.decision.rule) == (True, "rerun")
+    assert again.plan.selected.plan.table.same_routing(v2)
+    assert again.prediction == night.prediction
+    assert not again.pruned_moves
+
+
 def test_a_drained_worker_re_plans_and_says_what_changed():
     days = traffic(3)
     v1 = first_version(days)
@@ -158,6 +176,13 @@ def test_a_kept_table_is_predicted_at_the_mean_of_its_days_with_students_band():
     assert t90(1) > t90(5) > t90(12) > t90(40) == pytest.approx(1.2816)  # fewer days, wider
     young = predict_kept(days, days[-2:], True, "key_routing")  # two days in force: the newest
     assert young.point == pytest.approx(days[-1].peak_excess)
+    # three days since it came into force that happen to agree: the history's spread, wider
+    calm = [replace(s, peak_excess=values[-1] + 1e-4 * i) for i, s in enumerate(days[-3:])]
+    pooled = predict_kept([*days[:-3], *calm], calm, True, "key_routing")
+    every = np.array([s.peak_excess for s in [*days[:-3], *calm]])
+    half = t90(len(every) - 1) * every.std(ddof=1) * np.sqrt(1 + 1 / 3)
+    assert pooled.point == pytest.approx(values[-1] + 1e-4)
+    assert pooled.high - pooled.point == pytest.approx(max(half, 0.01))
 
 
 @settings(max_examples=25, deadline=None)

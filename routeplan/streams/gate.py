@@ -14,6 +14,10 @@ day's windows:
 
 Rules, in order (``GateRules``; the headline is the peak excess):
 
+0. a rerun of the night that planned the version in force (same loads, workers and
+   parameters: ``routeplan.streams.service.rerun_of``) → its table again, which publishes
+   nothing: the night's decision was taken when it first ran, against the version in force
+   then, and a task may run twice;
 1. no version in force → publish (the first version);
 2. the workers changed (added, drained, removed, or a capacity beyond the tolerance) → publish;
 3. the version in force within ``threshold`` → keep it (``nights_over`` back to 0);
@@ -60,7 +64,7 @@ class GateDecision:
 
 
 # the rules in the order they are tried (the module docstring)
-RULES = ("first", "workers", "within", "waiting", "held_out", "far", "no_gain")
+RULES = ("rerun", "first", "workers", "within", "waiting", "held_out", "far", "no_gain")
 
 
 # Student's t percentiles by degrees of freedom 1 … 10, and the normal's (from 30 on): σ
@@ -121,11 +125,16 @@ def gate(
     workers_changed: str | None = None,
     version: int | None = None,
     noise: float = 0.0,
+    rerun: str | None = None,
 ) -> GateDecision:
     """The night's decision (see the module docstring); ``workers_changed`` says how the
     workers changed (None: they did not), ``version`` names the version in force, ``noise``
-    the gain one day's comparison shows by chance (``day_noise``), which a gain must pass."""
+    the gain one day's comparison shows by chance (``day_noise``), which a gain must pass,
+    ``rerun`` why this run repeats the one that planned the version in force (None: it does
+    not)."""
     name = f"v{version}" if version is not None else "the version in force"
+    if rerun is not None:
+        return GateDecision(True, rerun, 0, "rerun")
     if in_force is None:
         return GateDecision(True, "first version", 0, "first")
     if workers_changed:

@@ -43,7 +43,14 @@ from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.metrics import peak_excess
-from routeplan.streams.forecast import Score, forecast, newest_level, profile, window_profile
+from routeplan.streams.forecast import (
+    Profile,
+    Score,
+    forecast,
+    newest_level,
+    profile,
+    window_profile,
+)
 from routeplan.streams.gate import GateDecision, GateRules, day_noise, gate, t90
 from routeplan.streams.history import History, day_score, on_workers, window_loads
 from routeplan.streams.policy import StreamPolicy
@@ -104,6 +111,26 @@ class Prediction:
             found["imbalance_high"] = float(self.imbalance_high or 0.0)
         return found
 
+    @classmethod
+    def recorded(cls, table: Table) -> Prediction | None:
+        """The prediction ``table`` was published with (``predicted``), or None when it has
+        none (published before predictions were recorded)."""
+        measure = MEASURES.get(table.kind, MEASURES["key_routing"])
+        found = table.predicted
+        if not {measure, f"{measure}_low", f"{measure}_high", "out_of_sample"} <= set(found):
+            return None
+        imbalance = found.get("imbalance") if "imbalance_low" in found else None
+        return cls(
+            float(found[measure]),
+            float(found[f"{measure}_low"]),
+            float(found[f"{measure}_high"]),
+            bool(found["out_of_sample"]),
+            measure,
+            None if imbalance is None else float(imbalance),
+            found.get("imbalance_low"),
+            found.get("imbalance_high"),
+        )
+
 
 @dataclass(frozen=True)
 class NightPlan:
@@ -159,10 +186,16 @@ class NightPlan:
 
 
 def forecast_loads(
-    history: History, base: Loads, quantile: float, decay: float, hot_keys: tuple[str, ...] = ()
+    history: History,
+    base: Loads,
+    quantile: float,
+    decay: float,
+    hot_keys: tuple[str, ...] = (),
+    fitted: Profile | None = None,
 ) -> Loads:
     """``base`` with the forecast load of every unit of ``history`` (and of the hot keys
-    ``hot_keys``, default every hot key of the history) and the day's window profile.
+    ``hot_keys``, default every hot key of the history) and the day's window profile
+    (``fitted``: the key groups' ``profile`` of ``history`` when the caller has it already).
 
     Key routing balances expected loads: each key group's and hot key's ``profile`` (its
     decayed mean in every window of the day, shrunk as far as held-out days say it helps) and,
@@ -176,7 +209,8 @@ def forecast_loads(
         if racks is not None:
             racks = (*racks, *(((),) * units.size))[: units.size]
         return replace(base, partition_load=units, partition_windows=windows, partition_racks=racks)
-    windows = newest_level(profile(history.units, decay).loads, history.units)
+    fitted = fitted or profile(history.units, decay)
+    windows = newest_level(fitted.loads, history.units)
     keys = hot_keys or tuple(history.hot_keys)
     hot_windows: dict[str, np.ndarray] = {}
     if keys:
@@ -257,22 +291,27 @@ def predict_kept(
     """What a table kept in force realizes tomorrow, from its daily ``scores`` over the
     history and those of the days it was not fitted on (``unseen``, the days since it came
     into force): with three of those or more, their mean with the predictive band of one more
-    day, ± t90(n − 1) · s · √(1 + 1/n) (s their standard deviation; Student's, as σ is
-    estimated from n days); else ``predict`` on the newest day's score."""
+    day, ± t90(m − 1) · s · √(1 + 1/n) (s the standard deviation of m days' scores; Student's,
+    as σ is estimated from m days), s from the unseen days or from every day of the history,
+    whichever spreads more — a few days since it came into force often understate how days
+    differ, as a new table's do; else ``predict`` on the newest day's score."""
     n = len(unseen)
     if n < 3:
         newest = scores[-1]
         return predict(scores, newest.peak_excess, out_of_sample, kind, newest.day_imbalance)
 
-    def band(values: np.ndarray) -> tuple[float, float, float]:
-        point = float(values.mean())
-        half = max(t90(n - 1) * float(values.std(ddof=1)) * np.sqrt(1 + 1 / n), 0.01)
+    def band(measure: str) -> tuple[float, float, float]:
+        point = float(np.mean([getattr(s, measure) for s in unseen]))
+        half = max(
+            t90(len(days) - 1) * float(np.std([getattr(s, measure) for s in days], ddof=1))
+            for days in (unseen, scores)
+            if len(days) >= 3
+        )
+        half = max(half * np.sqrt(1 + 1 / n), 0.01)
         return point, max(point - half, 0.0), point + half
 
-    point, low, high = band(headlines(unseen))
-    day = (None, None, None)
-    if kind == "key_routing":
-        day = band(np.array([s.day_imbalance for s in unseen]))
+    point, low, high = band("peak_excess")
+    day = band("day_imbalance") if kind == "key_routing" else (None, None, None)
     return Prediction(point, low, high, out_of_sample, MEASURES[kind], *day)
 
 
@@ -457,7 +496,8 @@ def plan_night(
     """The night's plans and decision for ``policy.stream`` (see the module docstring)."""
     rules, knobs = policy.rebalance, (policy.forecast.quantile, policy.forecast.decay)
     in_force = current if current is not None and current.kind == policy.kind else None
-    loads = forecast_loads(history, base, *knobs)
+    fitted = profile(history.units, knobs[1]) if isinstance(base, LoadSnapshot) else None
+    loads = forecast_loads(history, base, *knobs, fitted=fitted)
     decided = plan_stream(policy, loads, current, workers, logged)
     newest = len(history.days) - 1
     held: dict[str, Score] = {}
@@ -490,6 +530,7 @@ def plan_night(
         else None,
         in_force.version if in_force is not None else None,
         day_noise(headlines(in_force_days)[:-1]),  # the days before the one judged
+        decided.kept,
     )
     held_out = held.get(decided.winner)
     evidence = decision.rule == "held_out" and held_out is not None and earlier is not None
@@ -513,7 +554,11 @@ def plan_night(
         if pruned:
             decided = with_selected(decided, plan, f"{pruned} moves that did not pay given back")
             refit = day_score(plan.table, history, newest, workers)
-    if decision.publish:  # the score the gate published on: out of sample when it was one
+    rerun = decision.rule == "rerun" and in_force is not None
+    recorded = Prediction.recorded(in_force) if rerun and in_force is not None else None
+    if recorded is not None:  # a rerun: what the night predicted when it first ran
+        prediction = recorded
+    elif decision.publish:  # the score the gate published on: out of sample when it was one
         point = held.get(decided.winner) if decision.rule == "held_out" else None
         table = decided.selected.plan.table
         scores = daily_scores(table, history, workers)
@@ -531,9 +576,7 @@ def plan_night(
             if fitted_before(in_force, day)
         ]
         prediction = predict_kept(in_force_days, since, unseen, in_force.kind)
-    shrinkage = (
-        profile(history.units, knobs[1]).shrinkage if isinstance(base, LoadSnapshot) else None
-    )
+    shrinkage = fitted.shrinkage if fitted is not None else None
     return NightPlan(
         decided,
         decision,
