@@ -57,7 +57,7 @@ from routeplan.streams.outcomes import (
     unknown_workers,
 )
 from routeplan.streams.overrides import RunOverrides, policy_for
-from routeplan.streams.policy import StreamPolicy
+from routeplan.streams.policy import StreamPolicy, planned_metric
 
 OUTCOME_COLUMNS = (
     "interval_start date, stream string, version int, kind string, attribution string, "
@@ -97,9 +97,7 @@ def planned_as(table: Table | None, policy: StreamPolicy) -> tuple[str, str]:
     """The planning window and load metric ``table`` was planned with (its ``planned``), else the
     policy's (a table published before tables said so; partitions are planned in bytes)."""
     planned = dict(table.planned) if table is not None else {}
-    metric = policy.load_metric
-    if table is not None and table.kind == "partition_assignment":
-        metric = "bytes"
+    metric = policy.load_metric if table is None else planned_metric(table.kind, policy.load_metric)
     return planned.get("window", policy.planning_window), planned.get("load_metric", metric)
 
 

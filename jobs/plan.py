@@ -87,7 +87,7 @@ from routeplan.planning.registry import strategy_names
 from routeplan.publishing.store import RoutingStore
 from routeplan.streams.inputs import StreamInputs, inputs_document
 from routeplan.streams.overrides import RunOverrides, policy_for, read_overrides
-from routeplan.streams.policy import LOAD_METRICS, PLANNING_WINDOWS
+from routeplan.streams.policy import LOAD_METRICS, PLANNING_WINDOWS, planned_metric
 from routeplan.streams.rebalance import NightPlan, forecast_loads, plan_night
 from routeplan.streams.service import PlanRefusedError, plan_stream
 
@@ -122,7 +122,7 @@ def plan_rows(spark, args: RunArgs, stream: str, options: StreamOptions) -> list
     # how every table of the stream is planned tonight: its outcomes are judged the same way
     planned = {
         "window": options.planning_window,
-        "load_metric": "bytes" if policy.kind == "partition_assignment" else options.load_metric,
+        "load_metric": planned_metric(policy.kind, options.load_metric),
         "capacities": capacities,
     }
     history = None

@@ -26,6 +26,7 @@ from routeplan.streams.policy import (
     StreamPolicy,
     WorkerSpec,
     load_policies,
+    planned_metric,
     policy_from_overrides,
 )
 
@@ -461,3 +462,9 @@ streams:
     bad = write(tmp_path, "streams:\n  s: {planning: {decay: 0}}\n")
     with pytest.raises(PolicyError, match=r"stream 's'.*planning\.decay"):
         load_policies(bad)
+
+
+@pytest.mark.parametrize("metric", ["messages", "bytes", "cost_ms"])
+def test_planned_metric_is_bytes_for_partitions_and_the_policys_for_key_routing(metric):
+    assert planned_metric("partition_assignment", metric) == "bytes"
+    assert planned_metric("key_routing", metric) == metric

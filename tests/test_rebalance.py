@@ -31,6 +31,7 @@ from routeplan.streams.rebalance import (
     predict_kept,
     prune,
     routing_change,
+    with_selected,
     workers_change,
 )
 
@@ -230,6 +231,17 @@ def test_validate_bounds_a_forecast_plan_by_what_runs_without_it_on_the_same_loa
     v1 = first_version(days)
     later = plan_night(POLICY, days, base(days), v1, WORKERS)
     assert later.reference_imbalance == pytest.approx(later.plan.current_imbalance)
+    # a plan that trades the mean for the worst window, published on out-of-sample evidence:
+    # its own fitted imbalance is the bound; on any other rule LATEST's stays
+    plan = later.plan.selected.plan
+    fitted = later.plan.current_imbalance + 0.2
+    worse = replace(
+        plan, table=replace(plan.table, predicted={**plan.predicted, "imbalance": fitted})
+    )
+    traded = replace(later, plan=with_selected(later.plan, worse, "traded"))
+    proven = replace(traded, decision=replace(later.decision, rule="held_out"))
+    assert proven.reference_imbalance == pytest.approx(fitted)
+    assert traded.reference_imbalance == pytest.approx(later.plan.current_imbalance)
 
 
 def test_a_version_is_out_of_sample_on_a_day_only_if_it_was_published_before_it_ended():

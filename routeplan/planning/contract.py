@@ -10,7 +10,11 @@ declares, as class attributes:
   ``partition_assignment`` (partitions onto consumers);
 * ``honours`` — the budget limits (``model.plan.BUDGET_LIMITS``) it keeps. ``registry.register``
   makes ``plan`` refuse a budget that sets any other limit (``UnhonouredLimitError``) before it
-  plans, so no limit is ever silently ignored.
+  plans, so no limit is ever silently ignored;
+* optionally ``kept_home(state, groups)`` — a static method: its table's ``strategy_state``
+  once key groups ``groups`` are given back to the worker they were on (a move pruned after
+  planning, ``routeplan.streams.rebalance.prune``), for a strategy whose state says where key
+  groups sit. Without it the state stands as it is.
 
 A strategy is an immutable value: a frozen dataclass whose fields are its parameters (what
 ``parameters`` returns and a table records in ``params``); planning never changes it.

@@ -132,6 +132,15 @@ def get_strategy(name: str, **params: Any) -> Strategy:
         raise ValueError(f"bad parameters for strategy {name!r}: {err}") from None
 
 
+def kept_home(name: str, state: dict[str, Any], groups: list[int]) -> dict[str, Any]:
+    """Strategy ``name``'s table state once key groups ``groups`` are given back to the worker
+    they were on: what the strategy declares (``kept_home``, see ``contract``), else ``state``
+    as it is."""
+    _load_builtin()
+    declared = getattr(_REGISTRY.get(name), "kept_home", None)
+    return dict(declared(state, groups)) if declared is not None else dict(state)
+
+
 def _load_builtin() -> None:
     """Import every strategy module once: each registers its strategies."""
     import importlib

@@ -63,10 +63,19 @@ __all__ = [
     "StreamPolicy",
     "WorkerSpec",
     "load_policies",
+    "planned_metric",
     "policy_from_overrides",
 ]
 
 LOAD_METRICS = ("messages", "bytes", "cost_ms")
+
+
+def planned_metric(kind: str, load_metric: str) -> str:
+    """The load a table of ``kind`` is planned on: a partition assignment always on bytes (a
+    consumer's capacity is bytes/s), key routing on the policy's ``load_metric``."""
+    return "bytes" if kind == "partition_assignment" else load_metric
+
+
 # forecast: every window of the last days (routeplan.streams.forecast); peak: the busiest window
 # of the interval; interval: the whole interval
 PLANNING_WINDOWS = ("forecast", "peak", "interval")

@@ -43,6 +43,7 @@ from routeplan.model.table import PartitionAssignment, RoutingTable, Table
 from routeplan.model.workers import Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.metrics import peak_excess
+from routeplan.planning.registry import kept_home
 from routeplan.streams.forecast import (
     Profile,
     Score,
@@ -424,14 +425,7 @@ def prune(
             given_back.append(int(g))
     if not given_back:
         return plan, 0
-    state = dict(table.strategy_state)
-    if "key_group_virtual_worker" in state:  # cg: a group outside any virtual worker
-        groups_vw = list(state["key_group_virtual_worker"])
-        for g in given_back:
-            groups_vw[g] = -1
-        state["key_group_virtual_worker"] = groups_vw
-    if table.strategy == "ring":  # the ring's groups kept on their current worker
-        state["pinned_key_groups"] = sorted({*state.get("pinned_key_groups", ()), *given_back})
+    state = kept_home(table.strategy, dict(table.strategy_state), given_back)
     pruned = replace(table, key_group_worker=tuple(owner), strategy_state=state)
     extra = {k: v for k, v in plan.predicted.items() if k not in plan.table.predicted}
     return finish_plan(pruned, loads, current, {**extra, "pruned_moves": float(len(given_back))}), (

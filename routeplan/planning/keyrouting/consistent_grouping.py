@@ -194,6 +194,18 @@ class ConsistentGrouping:
             object.__setattr__(self, name, float(getattr(self, name)))
         object.__setattr__(self, "max_salt", int(self.max_salt))
 
+    @staticmethod
+    def kept_home(state: Mapping[str, Any], groups: Sequence[int]) -> dict[str, Any]:
+        """``state`` with ``groups`` outside any virtual worker (-1): they stay on the worker
+        they were on, and a later plan that can afford it places them again."""
+        found = dict(state)
+        if "key_group_virtual_worker" in found:
+            by_group = list(found["key_group_virtual_worker"])
+            for g in groups:
+                by_group[g] = -1
+            found["key_group_virtual_worker"] = by_group
+        return found
+
     def plan(
         self,
         loads: LoadSnapshot,

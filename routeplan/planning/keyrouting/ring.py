@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -143,6 +143,13 @@ class TokenRing:
         if self.method == "doubling" and previous:
             fresh = int(np.median(list(previous.values())))
         return {n: previous.get(n, fresh) for n in names}
+
+    @staticmethod
+    def kept_home(state: Mapping[str, Any], groups: Sequence[int]) -> dict[str, Any]:
+        """``state`` with ``groups`` pinned (``pinned_key_groups``): kept on the worker they
+        were on until a later plan can afford their move."""
+        pinned = sorted({*state.get("pinned_key_groups", ()), *map(int, groups)})
+        return {**state, "pinned_key_groups": pinned}
 
     def plan(
         self,
