@@ -50,7 +50,6 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request, Response
-from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 from pydantic import BeforeValidator
 from starlette.concurrency import run_in_threadpool
@@ -65,6 +64,13 @@ from routeplan.api.openapi import (
     openapi_schema,
     schema_response,
 )
+from routeplan.api.params import (
+    MAX_VERSION,
+    VERSION_RULE,
+    StreamParam,
+    VersionParam,
+    canonical_version,
+)
 from routeplan.api.tables import NotServable, Published, Tables, check_stream_name, refused
 from routeplan.api.ui import AirflowLinks
 from routeplan.contracts.documents import DEFAULT_MAX_BYTES
@@ -76,7 +82,6 @@ log = logging.getLogger(__name__)
 
 LATEST_CACHE_CONTROL = "no-cache"
 VERSION_CACHE_CONTROL = "public, max-age=31536000, immutable"
-MAX_VERSION = 2**63 - 1  # larger numbers are no version (and no file name)
 MAX_OUTCOME_DAYS = 3660
 _ENTITY_TAG = re.compile(r'(?:W/)?"([^"]*)"')
 
@@ -106,36 +111,6 @@ def _document_response(request: Request, published: Published, cache_control: st
     if etag_matches(request.headers.get("if-none-match"), published.checksum):
         return Response(status_code=304, headers=headers)
     return Response(published.body, media_type="application/json", headers=headers)
-
-
-StreamParam = Annotated[
-    str,
-    PathParam(
-        description="stream name, e.g. `clicks` (1-128 characters of A-Z a-z 0-9 . _ -, "
-        "not starting with `.` or `-`; others are 404)"
-    ),
-]
-_CANONICAL_VERSION = re.compile(r"[1-9][0-9]{0,18}")  # as a file name spells it: v<N>.json
-
-
-def canonical_version(value: object) -> object:
-    """Refuse a version not spelled as its file name spells it (422): ``1.0``, ``01``, ``+1``,
-    `` 1``, ``1e0``, ``1_0`` would all be 1 to a lax integer parser, so one table would have
-    many addresses (each cached forever as immutable)."""
-    if isinstance(value, str) and not _CANONICAL_VERSION.fullmatch(value):
-        raise ValueError(
-            "a version is a whole number written in plain digits, without a sign, leading "
-            f"zeros, a fraction, an exponent or spaces (3, not 03 or 3.0), from 1 to {MAX_VERSION}"
-        )
-    return value
-
-
-VERSION_RULE = "plain digits: 3, never 03, +3, 3.0 or 3e0 (those are 422)"
-VersionParam = Annotated[
-    int,
-    BeforeValidator(canonical_version),
-    PathParam(ge=1, le=MAX_VERSION, description=f"a published version, in {VERSION_RULE}"),
-]
 
 
 def create_app(

@@ -22,6 +22,7 @@ from pydantic import BeforeValidator
 from starlette.concurrency import run_in_threadpool
 
 from routeplan.api.openapi import ERRORS, schema_response
+from routeplan.api.params import MAX_VERSION, canonical_version
 from routeplan.model.table import Table
 from routeplan.planning.catalog import describe
 from routeplan.publishing.explain import published_by
@@ -32,7 +33,6 @@ from routeplan.streams.publications import explain_published, publications
 
 log = logging.getLogger(__name__)
 
-MAX_VERSION = 2**63 - 1
 OUTCOME_DAYS = 30  # the newest days of outcomes an overview and the stream page read
 
 
@@ -57,18 +57,10 @@ TAGS = [
 ]
 
 
-def canonical(value: object) -> object:
-    """``routeplan.api.app.canonical_version``: one spelling per version (``03`` is 422),
-    imported when called (``app`` imports this module)."""
-    from routeplan.api.app import canonical_version
-
-    return canonical_version(value)
-
-
 Stream = Annotated[str, PathParam(description="stream name, e.g. `clicks`")]
 Version = Annotated[
     int,
-    BeforeValidator(canonical),
+    BeforeValidator(canonical_version),
     PathParam(ge=1, le=MAX_VERSION, description="a published version, in plain digits"),
 ]
 

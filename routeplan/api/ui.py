@@ -44,13 +44,12 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BeforeValidator
 from starlette.concurrency import run_in_threadpool
 
+from routeplan.api.params import MAX_VERSION, canonical_version
 from routeplan.api.routing_views import (
-    MAX_VERSION,
     OUTCOME_DAYS,
     Stream,
     TableReader,
     Version,
-    canonical,
     explain,
     overview,
     stored_parent,
@@ -141,10 +140,10 @@ def router(
         request: Request,
         stream: Stream,
         from_version: Annotated[
-            int | None, BeforeValidator(canonical), Query(ge=1, le=MAX_VERSION)
+            int | None, BeforeValidator(canonical_version), Query(ge=1, le=MAX_VERSION)
         ] = None,
         to_version: Annotated[
-            int | None, BeforeValidator(canonical), Query(ge=1, le=MAX_VERSION)
+            int | None, BeforeValidator(canonical_version), Query(ge=1, le=MAX_VERSION)
         ] = None,
     ) -> HTMLResponse:
         context = await run_in_threadpool(_stream_context, stream, from_version, to_version)
@@ -257,7 +256,7 @@ def router(
         stream: Stream,
         version: Annotated[
             int,
-            BeforeValidator(canonical),
+            BeforeValidator(canonical_version),
             Query(ge=1, le=MAX_VERSION, description="the version to restore"),
         ],
     ) -> HTMLResponse:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from routeplan import storage
-from routeplan.cli.plan import budget_flags, read_loads, read_workers_arg
+from routeplan.cli.plan_inputs import budget_flags, read_loads, read_workers_arg
 from routeplan.errors import InputError, UsageError
 from routeplan.files import json_text, read_json
 from routeplan.model.table import Table, table_from_document
