@@ -17,6 +17,8 @@ from typing import Any
 import mmh3
 import numpy as np
 
+from routeplan_client.splitting import split_to
+
 
 def arrays(routes: Any) -> dict[str, Any]:
     """The numpy forms of a compiled table (``router._Routes``), built on the first batch and
@@ -84,8 +86,6 @@ def _decide_split(
     routes: Any, a: dict[str, Any], slots: np.ndarray, positions: np.ndarray, ids: np.ndarray
 ) -> list[int]:
     """Slots of the split messages at ``positions`` (ascending; ``ids`` index candidates)."""
-    from routeplan_client.router import _split_to  # route's own rule (router imports us)
-
     counts = routes.counts
     assert counts is not None  # a table with split keys counts
     n, last = len(slots), len(a["names"])
@@ -103,7 +103,7 @@ def _decide_split(
     loads = (np.asarray(counts, dtype=np.int64)[cand] + plain_before).ravel().tolist()
     decided = [0] * len(counts)  # split messages of this batch so far, per slot
     out = []
-    if cand.shape[1] == 2:  # d = 2 (PKG's choice): _split_to's rule, unrolled
+    if cand.shape[1] == 2:  # d = 2 (PKG's choice): split_to's rule, unrolled
         pairs = [(c[0][0], c[0][-1], c[1][0], c[1][-1]) for c in routes.candidates]
         for i, first_load, second_load in zip(ids.tolist(), loads[0::2], loads[1::2]):
             first, second, first_capacity, second_capacity = pairs[i]
@@ -122,7 +122,7 @@ def _decide_split(
         for slot in cand_slots:  # flat rows, not lists: no allocation per message
             current[slot] = loads[k] + decided[slot]
             k += 1
-        slot = _split_to(cand_slots, capacities, current)
+        slot = split_to(cand_slots, capacities, current)
         decided[slot] += 1
         out.append(slot)
     return out

@@ -32,6 +32,7 @@ from typing import Any, Optional, TypeVar
 from routeplan_client.documents import DEFAULT_MAX_BYTES
 from routeplan_client.hashing import key_group, key_group_mask, key_hash_fast
 from routeplan_client.sources import Source, open_source, verified, with_token
+from routeplan_client.splitting import split_to
 from routeplan_client.tables import PartitionAssignment, RoutingTable, Table, table_from_document
 
 _VECTOR_MIN = 64  # below this many keys a batch is cheaper one route at a time
@@ -429,7 +430,7 @@ def _compile_route(
     if mask is not None and seed == 0:
 
         def route(key: str, h=key_hash_fast, mask=mask, slot=flagged, get=hot.get,
-                  counts=counts, names=named, split_to=_split_to) -> str:  # fmt: skip
+                  counts=counts, names=named, split_to=split_to) -> str:  # fmt: skip
             s = slot[h(key) & mask]
             if s < 0:  # its key group holds a split key
                 to = get(key)
@@ -442,7 +443,7 @@ def _compile_route(
     else:
 
         def route(key: str, h=key_hash_fast, seed=seed, n=n, slot=flagged, get=hot.get,
-                  counts=counts, names=named, split_to=_split_to) -> str:  # fmt: skip
+                  counts=counts, names=named, split_to=split_to) -> str:  # fmt: skip
             s = slot[h(key, seed, False) % n]
             if s < 0:  # its key group holds a split key
                 to = get(key)
@@ -453,22 +454,6 @@ def _compile_route(
             return names[s]
 
     return route
-
-
-def _split_to(slots: tuple[int, ...], capacities: tuple[float, ...], loads: list[float]) -> int:
-    """The slot among ``slots`` with the smallest ``loads[slot] / capacity``, the first one on
-    ties (paper 003 §3.2); counts the message in ``loads``."""
-    if len(slots) == 2:  # PKG's d = 2, the common case, without the loop
-        first, second = slots
-        best = second if loads[second] / capacities[1] < loads[first] / capacities[0] else first
-    else:
-        best, best_load = slots[0], loads[slots[0]] / capacities[0]
-        for i in range(1, len(slots)):
-            load = loads[slots[i]] / capacities[i]
-            if load < best_load:
-                best, best_load = slots[i], load
-    loads[best] += 1.0
-    return best
 
 
 # --------------------------------------------------------------------------------------------
