@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from routeplan.planning.metrics import imbalance, peak_excess
-from routeplan.streams.forecast import Score, forecast, newest_level
+from routeplan.streams.forecast import (
+    Score,
+    day_kinds,
+    forecast,
+    kind_windows,
+    newest_level,
+    planned_windows,
+    profile,
+)
 
 
 def test_the_forecast_is_each_units_weighted_quantile_over_every_window_of_every_day():
@@ -69,3 +77,87 @@ def test_a_unit_whose_newest_day_carried_more_is_planned_at_that_days_level():
     np.testing.assert_allclose(raised[:, 1], [4.0, 6.0])  # the new one at its newest day's
     cooled = history[::-1]  # the same unit, hot on the oldest day only: its mean stays
     np.testing.assert_allclose(newest_level(cooled.mean(axis=0), cooled), cooled.mean(axis=0))
+
+
+WEEK = tuple(f"2026-01-{d:02d}" for d in range(5, 19))  # Monday 5 January to Sunday 18
+
+
+def test_day_kinds_are_weekdays_and_weekend_days_by_date_or_one_kind_without_dates():
+    assert day_kinds(WEEK[:7]).tolist() == [0, 0, 0, 0, 0, 1, 1]
+    assert day_kinds(("d0", "d1")) is None
+    assert day_kinds(("2026-01-10", "yesterday")) is None
+
+
+def week_of(days: int, weekend_level: float, seed: int = 0) -> np.ndarray:
+    """``days`` days from Monday of 4 windows × 3 units: unit 0 busy at night, unit 1 by day,
+    unit 2 flat; on weekend days unit 1 at ``weekend_level`` × its weekday load (Poisson)."""
+    rng = np.random.default_rng(seed)
+    shape = np.array([[40.0, 5.0, 10.0], [5.0, 40.0, 10.0], [5.0, 40.0, 10.0], [40.0, 5.0, 10.0]])
+    kinds = day_kinds(WEEK[:days])
+    level = np.ones((days, 1, 3))
+    level[kinds == 1, 0, 1] = weekend_level
+    return rng.poisson(shape[None] * level * 50).astype(float)
+
+
+def test_each_kind_of_day_has_its_windows_when_the_days_differ_by_kind():
+    history = week_of(14, weekend_level=4.0)
+    kinds = day_kinds(WEEK)
+    every = profile(history)
+    found, moved = kind_windows(history, 0.8, kinds, every)
+    assert moved and sorted(found) == [0, 1] and found[0].shape == found[1].shape == (4, 3)
+    weekday, weekend = found[0], found[1]
+    np.testing.assert_allclose(
+        weekday.sum(axis=0), history[kinds == 0].mean(axis=0).sum(axis=0), rtol=0.05
+    )
+    np.testing.assert_allclose(
+        weekend.sum(axis=0), history[kinds == 1].mean(axis=0).sum(axis=0), rtol=0.05
+    )
+    assert weekend[:, 1].sum() > 3 * weekday[:, 1].sum()
+
+
+def test_one_kind_of_day_or_days_alike_plan_on_the_every_day_profile():
+    weekdays = week_of(5, weekend_level=4.0)
+    every = profile(weekdays)
+    assert kind_windows(weekdays, 0.8, day_kinds(WEEK[:5]), every) == ({}, False)
+    assert kind_windows(weekdays, 0.8, None, every) == ({}, False)
+    alike = week_of(14, weekend_level=1.0, seed=3)
+    every = profile(alike)
+    found, _ = kind_windows(alike, 0.8, day_kinds(WEEK), every)
+    # the units' levels spread by little more than their noise: each kind near the stream's
+    # level (the profile alone when they spread by no more)
+    for block in found.values():
+        np.testing.assert_allclose(block, every.loads, rtol=0.03)
+    rng = np.random.default_rng(5)
+    many = rng.poisson(np.full((14, 4, 400), 200.0)).astype(float)  # 400 units, days alike
+    every = profile(many)
+    found, moved = kind_windows(many, 0.8, day_kinds(WEEK), every)
+    assert not moved and sorted(found) == [0, 1]
+
+
+def test_a_weekend_seen_on_one_day_already_moves_the_units_whose_level_moved_beyond_noise():
+    history = week_of(6, weekend_level=4.0)  # Monday to Saturday: one weekend day
+    found, moved = kind_windows(history, 0.8, day_kinds(WEEK[:6]), profile(history))
+    weekday, weekend = found[0], found[1]
+    assert moved
+    assert weekend[:, 1].sum() > 2.5 * weekday[:, 1].sum()  # the unit that moved
+    assert weekend[:, 0].sum() == pytest.approx(weekday[:, 0].sum(), rel=0.1)  # the others
+    too_few = week_of(2, weekend_level=4.0)[[0, 1]]  # two days, two kinds: no noise to judge
+    assert kind_windows(too_few, 0.8, np.array([0, 1]), profile(too_few)) == ({}, False)
+
+
+def test_planned_windows_hold_every_kind_for_every_set_of_units_alike():
+    """Key groups whose weekend differs and hot keys whose does not: both get both kinds'
+    windows (they describe the same windows), and the newest day, a Sunday, is no level shift
+    against the weekend's windows; days alike everywhere: the profile's windows."""
+    groups = week_of(14, weekend_level=4.0)
+    hot = np.random.default_rng(1).poisson(np.full((14, 4, 50), 300.0)).astype(float)
+    (windows, load), (hot_windows, hot_load) = planned_windows(
+        [(groups, None), (hot, None)], 0.8, WEEK
+    )
+    assert windows.shape == (8, 3) and hot_windows.shape == (8, 50)
+    weekend = groups[day_kinds(WEEK) == 1].mean(axis=0).sum(axis=0)
+    np.testing.assert_allclose(windows[4:].sum(axis=0), weekend, rtol=0.05)
+    np.testing.assert_allclose(load, profile(groups).loads.mean(axis=0))
+    alike = np.random.default_rng(2).poisson(np.full((14, 4, 400), 200.0)).astype(float)
+    (windows, _), (hot_windows, _) = planned_windows([(alike, None), (hot, None)], 0.8, WEEK)
+    assert windows.shape == (4, 400) and hot_windows.shape == (4, 50)

@@ -32,7 +32,9 @@ out-of-sample prediction of the next day.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 import numpy as np
 
@@ -168,6 +170,115 @@ def _within_day(day: np.ndarray, common: np.ndarray) -> tuple[float, float]:
     return float((own * (day - common)).sum()), float((own**2).sum())
 
 
+WEEKEND = (5, 6)  # Saturday and Sunday (date.weekday()): the days of the other kind
+
+
+def day_kinds(days: Sequence[str]) -> np.ndarray | None:
+    """Each day's kind, 0 a weekday and 1 a weekend day (``WEEKEND``), from its ISO date; None
+    when some day is not named by a date (one kind of day)."""
+    try:
+        return np.array([int(date.fromisoformat(d).weekday() in WEEKEND) for d in days])
+    except (TypeError, ValueError):
+        return None
+
+
+def planned_windows(
+    histories: Sequence[tuple[np.ndarray, Profile | None]], decay: float, days: Sequence[str]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each set of units of the same days (key groups, hot keys: ``history``, days ×
+    windows × units, with its ``profile`` when the caller has it), the windows a plan must hold
+    and each unit's load (its profile's mean).
+
+    The windows are every kind of day's (``kind_windows``), stacked, when the units of some set
+    move their level between kinds, and the profile otherwise — for every set alike, so that
+    they describe the same windows. Both are at the newest day's level where that day was a
+    level shift (``newest_factor``, against the windows of its own kind of day: a weekend is no
+    level shift after weekdays)."""
+    kinds = day_kinds(days)
+    fits = [(history, fitted or profile(history, decay)) for history, fitted in histories]
+    found = [kind_windows(history, decay, kinds, fitted) for history, fitted in fits]
+    held = any(moved for _, moved in found) and len({tuple(b) for b, _ in found}) == 1
+    planned = []
+    for (history, fitted), (blocks, _) in zip(fits, found, strict=True):
+        if held and kinds is not None:
+            windows, newest = np.concatenate(list(blocks.values())), blocks[int(kinds[-1])]
+        else:
+            windows = newest = fitted.loads
+        factor = newest_factor(newest, history)
+        planned.append((windows * factor, (fitted.loads * factor).mean(axis=0)))
+    return planned
+
+
+def kind_windows(
+    history: np.ndarray, decay: float, kinds: np.ndarray | None, fitted: Profile
+) -> tuple[dict[int, np.ndarray], bool]:
+    """``fitted`` (``profile`` of ``history``, every day) at each kind of day's level, by kind,
+    and whether some unit's level moved between the kinds (else each kind is ``fitted`` at the
+    stream's level of that kind: a scale, which a balance does not see). No kinds to tell apart
+    (one kind, or fewer days than kinds + 1: no noise to judge by): ``({}, False)``.
+
+    A weekend moves every key's level its own way (a business key quiet, a leisure key
+    busier); a profile of the last days' mean is neither a weekday nor a weekend day, and a
+    plan of it holds neither. Each unit's level on kind ``k`` is ``f = T_k / T`` (its decayed
+    mean day total on the days of kind ``k``, against every day's), shrunk towards the
+    stream's own ``f̄`` as empirical Bayes says (Efron–Morris): ``f̄ + B (f − f̄)``,
+    ``B = τ² / (τ² + σ²)``, ``σ²`` the noise of the unit's ``f`` (a day total's variance taken
+    as φ × its mean, as a count's, φ pooled over the units' days within a kind; over the
+    effective days and ``T²``) and ``τ²`` how far the units' ``f`` spread beyond their noise
+    (0 unless by more than twice the spread's standard error, √(2/n) σ̄², over n units). A day
+    a unit carried no load (a hot key not among the day's top keys) is no evidence of its
+    level."""
+    if kinds is None or len(set(kinds.tolist())) < 2:
+        return {}, False
+    loads, present = _checked(history, decay)
+    kept = present.any(axis=0)
+    values, present = np.nan_to_num(loads[:, kept]), present[:, kept]
+    counted = present.sum(axis=1)
+    # each day's total per unit, a day missing windows scaled up to all of them; a unit's day
+    # counts where it carried load (a hot key not among a day's top keys tells nothing then)
+    daily = values.sum(axis=1) * (kept.sum() / np.maximum(counted, 1))[:, None]
+    seen = (counted > 0)[:, None] & (daily > 0)
+    ages = (decay ** np.arange(loads.shape[0] - 1, -1, -1, dtype=float))[:, None] * seen
+    present_kinds = sorted(set(kinds[counted > 0].tolist()))
+    every, _ = _weighted(daily, ages)
+    spread, freedom = np.zeros_like(every), np.zeros_like(every)
+    for kind in present_kinds:
+        mask = seen & (kinds == kind)[:, None]
+        mine, n = _weighted(daily, mask.astype(float))
+        spread += (mask * (daily - mine) ** 2).sum(axis=0)
+        freedom += np.maximum(n - 1, 0)
+    if (freedom * every).sum() <= 0:
+        return {}, False
+    # a day total's variance, φ × its mean as a count's (φ pooled over the units: one unit's
+    # own few days would make its noise, and so its shrinkage, a matter of luck)
+    dispersion = spread.sum() / (freedom * every).sum()
+    found, moved = {}, False
+    for kind in present_kinds:
+        weight = ages * (kinds == kind)[:, None]
+        mine, total = _weighted(daily, weight)
+        live = (every > 0) & (total > 0)
+        stream = float(mine[live].sum() / every[live].sum()) if live.any() else 1.0
+        level = mine[live] / every[live]
+        days = total[live] ** 2 / (weight[:, live] ** 2).sum(axis=0)  # effective days
+        noise = dispersion / (days * every[live])
+        signal = float(np.mean((level - stream) ** 2) - noise.mean())
+        if signal < 2.0 * np.sqrt(2.0 / level.size) * noise.mean():  # within chance (2 SE)
+            signal = 0.0
+        moved = moved or signal > 0
+        shrunk = np.full_like(every, stream)
+        shrunk[live] = stream + signal / (signal + noise + 1e-300) * (level - stream)
+        found[int(kind)] = fitted.loads * shrunk
+    return found, moved
+
+
+def _weighted(daily: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's ``weight``-ed mean of ``daily`` (days × units; 0 without weight) and its
+    total weight."""
+    total = weight.sum(axis=0)
+    mean = np.divide((weight * daily).sum(axis=0), total, out=np.zeros_like(total), where=total > 0)
+    return mean, total
+
+
 JUMP = 1.5  # a unit's newest day above JUMP × its profile's level is a level shift, not noise
 
 
@@ -177,15 +288,21 @@ def newest_level(profile: np.ndarray, history: np.ndarray) -> np.ndarray:
     its shape kept: a decayed mean lags a key that just turned hot (one day of 5 % among seven
     days of none is planned at a quarter of it), while a unit a little above its mean on one
     day is noise, not weighed up; a unit that cooled keeps its mean until the days agree."""
+    return profile * newest_factor(profile, history)
+
+
+def newest_factor(profile: np.ndarray, history: np.ndarray) -> np.ndarray:
+    """Each unit's factor in ``newest_level`` (1 where its newest day is no level shift)."""
     loads = np.asarray(history, dtype=float)
     newest = loads[-1]
     present = ~np.isnan(newest).all(axis=1)
+    ones = np.ones(profile.shape[1])
     if not present.any() or newest.shape[0] != profile.shape[0]:
-        return profile
+        return ones
     last = np.nan_to_num(newest[present]).sum(axis=0)
     mine = profile[present].sum(axis=0)
-    raise_to = np.divide(last, mine, out=np.ones_like(mine), where=mine > 0)
-    return profile * np.where(raise_to > JUMP, raise_to, 1.0)
+    raise_to = np.divide(last, mine, out=ones.copy(), where=mine > 0)
+    return np.where(raise_to > JUMP, raise_to, 1.0)
 
 
 def _checked(history: np.ndarray, decay: float) -> tuple[np.ndarray, np.ndarray]:

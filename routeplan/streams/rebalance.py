@@ -48,7 +48,7 @@ from routeplan.streams.forecast import (
     Profile,
     Score,
     forecast,
-    newest_level,
+    planned_windows,
     profile,
     window_profile,
 )
@@ -201,8 +201,10 @@ def forecast_loads(
     Key routing balances expected loads: each key group's and hot key's ``profile`` (its
     decayed mean in every window of the day, shrunk as far as held-out days say it helps) and,
     as its load, the profile's mean over the windows — a high quantile per unit would weigh
-    small, noisy units up against the big ones. A partition assignment fills consumers up to a
-    capacity: each partition's decayed ``quantile``, over the day and per window."""
+    small, noisy units up against the big ones. With weekdays and weekend days in the history
+    the windows are each kind's (``kind_windows``): the plan holds both. A partition assignment
+    fills consumers up to a capacity: each partition's decayed ``quantile``, over the day and
+    per window."""
     if isinstance(base, PartitionLoad):
         units = forecast(history.units, quantile, decay)
         windows = window_profile(history.units, decay, quantile)
@@ -210,18 +212,20 @@ def forecast_loads(
         if racks is not None:
             racks = (*racks, *(((),) * units.size))[: units.size]
         return replace(base, partition_load=units, partition_windows=windows, partition_racks=racks)
-    fitted = fitted or profile(history.units, decay)
-    windows = newest_level(fitted.loads, history.units)
-    keys = hot_keys or tuple(history.hot_keys)
-    hot_windows: dict[str, np.ndarray] = {}
+    keys = [k for k in hot_keys or tuple(history.hot_keys)]
+    sets = [(history.units, fitted)]
     if keys:
-        stacked = np.stack([history.hot_keys[k] for k in keys], axis=2)
-        own = newest_level(profile(stacked, decay).loads, stacked)
-        hot_windows = {k: own[:, i] for i, k in enumerate(keys) if own[:, i].sum() > 0}
+        sets.append((np.stack([history.hot_keys[k] for k in keys], axis=2), None))
+    (windows, load), *hot = planned_windows(sets, decay, history.days)
+    hot_load, hot_windows = {}, {}
+    for own, own_load in hot:
+        for i, k in enumerate(keys):
+            if own[:, i].sum() > 0:
+                hot_load[k], hot_windows[k] = float(own_load[i]), own[:, i]
     return replace(
         base,
-        key_group_load=windows.mean(axis=0),
-        hot_key_load={k: float(v.mean()) for k, v in hot_windows.items()},
+        key_group_load=load,
+        hot_key_load=hot_load,
         key_group_windows=windows,
         hot_key_windows=hot_windows,
     )
