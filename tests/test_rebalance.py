@@ -17,18 +17,15 @@ from routeplan.model.workers import Worker, Workers
 from routeplan.planning.contract import finish_plan
 from routeplan.planning.registry import get_strategy
 from routeplan.streams.forecast import ForecastRules
-from routeplan.streams.gate import GateRules, t90
+from routeplan.streams.gate import GateRules
 from routeplan.streams.history import History, day_score
 from routeplan.streams.policy import StreamPolicy
 from routeplan.streams.rebalance import (
-    Prediction,
     daily_scores,
     fitted_before,
     forecast_loads,
     nights_over,
     plan_night,
-    predict,
-    predict_kept,
     prune,
     routing_change,
     with_selected,
@@ -142,48 +139,6 @@ def test_nights_over_counts_the_days_before_the_newest_in_a_row_over_the_thresho
         expected += 1
     assert nights_over(daily_scores(v1, days, WORKERS), threshold) == expected
     assert nights_over(daily_scores(v1, days, WORKERS), 10.0) == 0
-
-
-def test_a_prediction_says_where_the_realized_fell_and_its_band_widens_with_the_spread():
-    p = Prediction(0.1, 0.05, 0.15, True)
-    assert [p.verdict(x) for x in (0.01, 0.1, 0.2)] == ["below", "inside", "above"]
-    assert p.document()["measure"] == "peak_excess"
-    days = traffic(6, seed=5)
-    v1 = first_version(days.first(1))
-    calm = predict(daily_scores(v1, days, WORKERS), 0.1, True, v1.kind)
-    noisy_days = daily_scores(v1, traffic(6, seed=5, volume=2e4), WORKERS)
-    noisy = predict(noisy_days, 0.1, True, v1.kind)
-    assert noisy.high - noisy.low > calm.high - calm.low
-    young = predict(daily_scores(v1, days.first(2), WORKERS), 0.2, True, v1.kind)
-    assert (young.low, young.high) == pytest.approx((0.1, 0.3))  # ± half the point
-    # a new table's days are mostly its own sample: the one it replaces says how days differ
-    replacing = predict(daily_scores(v1, days, WORKERS), 0.1, True, v1.kind, 0.05, noisy_days)
-    assert (replacing.low, replacing.high) == pytest.approx((noisy.low, noisy.high))
-    assert replacing.imbalance == 0.05 and replacing.imbalance_low <= 0.05
-    assert replacing.predicted()["out_of_sample"] == 1.0
-    assert replacing.predicted()["imbalance_high"] >= 0.05
-
-
-def test_a_kept_table_is_predicted_at_the_mean_of_its_days_with_students_band():
-    days = daily_scores(first_version(traffic(3, seed=2)), traffic(6, seed=2), WORKERS)
-    kept = predict_kept(days, days, True, "key_routing")
-    values = np.array([s.peak_excess for s in days])
-    assert kept.point == pytest.approx(values.mean())
-    half = max(t90(len(days) - 1) * values.std(ddof=1) * np.sqrt(1 + 1 / len(days)), 0.01)
-    assert (kept.low, kept.high) == pytest.approx(
-        (max(values.mean() - half, 0), values.mean() + half)
-    )
-    assert kept.imbalance == pytest.approx(np.mean([s.day_imbalance for s in days]))
-    assert t90(1) > t90(5) > t90(12) > t90(40) == pytest.approx(1.2816)  # fewer days, wider
-    young = predict_kept(days, days[-2:], True, "key_routing")  # two days in force: the newest
-    assert young.point == pytest.approx(days[-1].peak_excess)
-    # three days since it came into force that happen to agree: the history's spread, wider
-    calm = [replace(s, peak_excess=values[-1] + 1e-4 * i) for i, s in enumerate(days[-3:])]
-    pooled = predict_kept([*days[:-3], *calm], calm, True, "key_routing")
-    every = np.array([s.peak_excess for s in [*days[:-3], *calm]])
-    half = t90(len(every) - 1) * every.std(ddof=1) * np.sqrt(1 + 1 / 3)
-    assert pooled.point == pytest.approx(values[-1] + 1e-4)
-    assert pooled.high - pooled.point == pytest.approx(max(half, 0.01))
 
 
 @settings(max_examples=25, deadline=None)

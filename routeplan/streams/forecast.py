@@ -22,7 +22,9 @@ the profile keeps each unit's own, and pulls them towards the stream's common sh
 as leave-one-day-out cross-validation on the stream's own history says it predicts a held-out
 day better (``profile``: the best shrinkage in closed form, reported by the night). One day of
 history is no reason to assume every key peaks when the stream does: it is planned on its own
-hours.
+hours. Weekdays and weekend days move keys' levels their own ways: when the history has both
+and the units' levels differ between them beyond chance, a plan holds each kind's windows
+(``kind_windows``, ``planned_windows``).
 
 The score of a table on a day is what the nightly gate compares (``routeplan.streams.gate``):
 its peak excess over the day's windows (``routeplan.planning.metrics.peak_excess``) and the band
