@@ -15,7 +15,7 @@ from routeplan.streams.forecast import (
     day_kinds,
     forecast,
     kind_windows,
-    newest_level,
+    newest_factor,
     planned_windows,
     profile,
 )
@@ -72,11 +72,11 @@ def test_a_unit_whose_newest_day_carried_more_is_planned_at_that_days_level():
     history[:, :, 0] = 10.0  # a steady unit
     history[-1, :, 1] = [4.0, 6.0]  # a key that turned hot on the newest day
     mean = history.mean(axis=0)
-    raised = newest_level(mean, history)
+    raised = mean * newest_factor(mean, history)
     np.testing.assert_allclose(raised[:, 0], [10.0, 10.0])  # the steady unit as it was
     np.testing.assert_allclose(raised[:, 1], [4.0, 6.0])  # the new one at its newest day's
     cooled = history[::-1]  # the same unit, hot on the oldest day only: its mean stays
-    np.testing.assert_allclose(newest_level(cooled.mean(axis=0), cooled), cooled.mean(axis=0))
+    np.testing.assert_allclose(newest_factor(cooled.mean(axis=0), cooled), [1.0, 1.0])
 
 
 WEEK = tuple(f"2026-01-{d:02d}" for d in range(5, 19))  # Monday 5 January to Sunday 18

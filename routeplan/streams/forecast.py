@@ -203,7 +203,8 @@ def planned_windows(
     planned = []
     for (history, fitted), (blocks, _) in zip(fits, found, strict=True):
         if held and kinds is not None:
-            windows, newest = np.concatenate(list(blocks.values())), blocks[int(kinds[-1])]
+            windows = np.concatenate(list(blocks.values()))
+            newest = blocks.get(int(kinds[-1]), fitted.loads)
         else:
             windows = newest = fitted.loads
         factor = newest_factor(newest, history)
@@ -259,7 +260,10 @@ def kind_windows(
         weight = ages * (kinds == kind)[:, None]
         mine, total = _weighted(daily, weight)
         live = (every > 0) & (total > 0)
-        stream = float(mine[live].sum() / every[live].sum()) if live.any() else 1.0
+        if not live.any():  # no unit carried load on this kind's days
+            found[int(kind)] = fitted.loads
+            continue
+        stream = float(mine[live].sum() / every[live].sum())
         level = mine[live] / every[live]
         days = total[live] ** 2 / (weight[:, live] ** 2).sum(axis=0)  # effective days
         noise = dispersion / (days * every[live])
@@ -284,17 +288,13 @@ def _weighted(daily: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.nda
 JUMP = 1.5  # a unit's newest day above JUMP × its profile's level is a level shift, not noise
 
 
-def newest_level(profile: np.ndarray, history: np.ndarray) -> np.ndarray:
-    """``profile`` (windows × units, from ``history``, days × windows × units) with each unit
-    whose newest day carried more than ``JUMP`` times its profile raised to that day's level,
-    its shape kept: a decayed mean lags a key that just turned hot (one day of 5 % among seven
-    days of none is planned at a quarter of it), while a unit a little above its mean on one
-    day is noise, not weighed up; a unit that cooled keeps its mean until the days agree."""
-    return profile * newest_factor(profile, history)
-
-
 def newest_factor(profile: np.ndarray, history: np.ndarray) -> np.ndarray:
-    """Each unit's factor in ``newest_level`` (1 where its newest day is no level shift)."""
+    """Each unit's factor on ``profile`` (windows × units, from ``history``, days × windows ×
+    units): its newest day's level over the profile's where that day carried more than
+    ``JUMP`` times the profile, else 1 — a decayed mean lags a key that just turned hot (one day
+    of 5 % among seven days of none is planned at a quarter of it), while a unit a little above
+    its mean on one day is noise, not weighed up; a unit that cooled keeps its mean until the
+    days agree."""
     loads = np.asarray(history, dtype=float)
     newest = loads[-1]
     present = ~np.isnan(newest).all(axis=1)
