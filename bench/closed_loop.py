@@ -89,7 +89,7 @@ import argparse
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
@@ -171,6 +171,18 @@ class Day:
     workers: Workers
     expected_group_load: np.ndarray | None = None  # the law the counts were drawn from
     expected_key_load: dict[str, np.ndarray] | None = None
+    counts: np.ndarray | None = None  # windows × every key: what a router splits, tracked or not
+    key_index: Mapping[str, int] | None = None  # a key's column in ``counts``
+
+    def routed_key_load(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
+        """Each of ``keys``' own load per window: what a table's split keys carry on the day,
+        whether or not the day's top keys included them (a router splits a key the table
+        names whatever the windows job tracked)."""
+        if self.counts is None or self.key_index is None:
+            return {k: v for k, v in self.key_load.items() if k in set(keys)}
+        return {
+            k: self.counts[:, self.key_index[k]].astype(float) for k in keys if k in self.key_index
+        }
 
 
 class World:
@@ -198,6 +210,7 @@ class World:
         n = self.num_keys
         self.keys = np.array([f"k{i}" for i in range(n)] + ["hot-new"])
         self.groups = key_groups(self.keys, GROUPS)
+        self.index = {str(k): i for i, k in enumerate(self.keys)}
         self.popularity = np.append(1.0 / np.arange(1, n + 1, dtype=float) ** zipf, 0.0)
         rng.shuffle(self.popularity[:n])
         self.phase = rng.integers(0, 2, n + 1) * 12  # daily_cycle: morning or evening keys
@@ -273,7 +286,9 @@ class World:
         tracked = np.argsort(-counts.sum(axis=0), kind="stable")[:TRACKED]
         key_load = {str(self.keys[k]): counts[:, k].astype(float) for k in tracked}
         expected_keys = {str(self.keys[k]): law[:, k] for k in tracked}
-        return Day(group_load, key_load, self.workers(day), expected, expected_keys)
+        return Day(
+            group_load, key_load, self.workers(day), expected, expected_keys, counts, self.index
+        )
 
     def days(self) -> list[Day]:
         return [self.day(d) for d in range(self.nights)]
@@ -282,7 +297,8 @@ class World:
 def realized(table: RoutingTable, day: Day) -> tuple[float, float, float]:
     """Peak excess, day imbalance and the share of the load left on draining workers of
     ``day`` routed by ``table``, with the day's workers: the one score every policy gets."""
-    loads, every = on_workers(table, window_loads(table, day.group_load, day.key_load), day.workers)
+    split = day.routed_key_load(table.hot_keys)
+    loads, every = on_workers(table, window_loads(table, day.group_load, split), day.workers)
     caps, active = every.capacities, every.is_active
     drained = float(loads[:, ~active].sum() / max(loads.sum(), 1e-12))
     return peak_excess(loads, caps, active), imbalance(loads.sum(axis=0), caps, active), drained

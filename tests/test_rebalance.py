@@ -167,6 +167,35 @@ def test_pruning_never_adds_a_move_and_keeps_the_plan_within_its_bound(seed, thr
         assert pruned_score <= threshold + 1e-9
 
 
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000))
+def test_pruning_against_a_table_that_split_a_key_the_plan_keeps_whole_stays_in_its_bound(seed):
+    """The version in force splits a hot key the plan keeps in its group: a move given back
+    carries the key with its group (the pruned table's routing), so the bound holds."""
+    days = traffic(3, seed=seed, volume=2e5)
+    loads_of = LoadSnapshot("s", np.ones(GROUPS))
+    key = "hot"
+    group = loads_of.hot_key_group(key)
+    hot = 0.6 * np.nan_to_num(days.units[:, :, group])  # most of its group's load
+    history = History(days.days, days.units, {key: hot})
+    rng = np.random.default_rng(seed)
+    names = np.array(WORKERS.names)
+    current = RoutingTable(
+        "s", "kg", WORKERS, tuple(rng.choice(names, GROUPS)), {key: (("w0", 1.0), ("w1", 1.0))}
+    )
+    loads = forecast_loads(history, base(history), 0.75, 0.8)
+    planned = plan_night(POLICY, history, base(history), None, WORKERS).plan.selected.plan
+    whole = replace(planned.table, hot_keys={})
+    full = finish_plan(whole, loads, current)
+    rules = GateRules(threshold=0.0)
+    pruned, _ = prune(full, current, loads, history, WORKERS, rules)
+    stacked = History(
+        ("all",), np.nan_to_num(history.units).reshape(1, -1, GROUPS), {key: hot.reshape(1, -1)}
+    )
+    score = lambda t: day_score(t, stacked, 0, WORKERS).peak_excess  # noqa: E731
+    assert score(pruned.table) <= score(full.table) + rules.min_gain + 1e-9
+
+
 def test_a_partition_assignment_changes_only_when_a_consumer_it_reads_with_stops():
 
     packed = PartitionAssignment(

@@ -257,8 +257,8 @@ def prune(
     if allowed <= full:
         return plan, 0
     index = every.index()
-    groups = units.copy()  # what a key group carries besides the hot keys routed on their own
-    for key in set(table.hot_keys) | set(current.hot_keys):
+    groups = units.copy()  # what a key group carries besides the plan's split keys
+    for key in table.hot_keys:  # the pruned table splits these; any other key moves with its group
         if key in hot:
             g = loads.hot_key_group(key)
             groups[:, g] = np.maximum(groups[:, g] - hot[key], 0.0)
@@ -291,6 +291,9 @@ def prune(
         return plan, 0
     state = kept_home(table.strategy, dict(table.strategy_state), given_back)
     pruned = replace(table, key_group_worker=tuple(owner), strategy_state=state)
+    check, _ = on_workers(pruned, window_loads(pruned, units, hot), workers)
+    if peak_excess(check, caps, active) > allowed + 1e-9:  # the accounting disagrees: keep all
+        return plan, 0
     extra = {k: v for k, v in plan.predicted.items() if k not in plan.table.predicted}
     return finish_plan(pruned, loads, current, {**extra, "pruned_moves": float(len(given_back))}), (
         len(given_back)
