@@ -580,3 +580,12 @@ def _plain(location: str) -> str:
 
 def log(stage: str, message: str) -> None:
     print(f"[routeplan {stage}] {message}", flush=True)
+
+
+def finish_stage(args: RunArgs, stage: str, report: dict[str, Any], show: bool = True) -> dict:
+    """How a stage's job ends: ``report`` written where the DAG's tasks read it (``Tables.
+    write_report``) and, with ``show``, logged as JSON; the report."""
+    args.tables.write_report(args.interval_start, stage, report)
+    if show:
+        log(stage, json.dumps(report, default=str))
+    return report

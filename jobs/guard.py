@@ -18,13 +18,13 @@ and publish jobs read the same state: nothing new for a stream rolled back or he
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from jobs.backtest import run_backtest, unroutable
 from jobs.common import (
     RunArgs,
     add_policies_argument,
+    finish_stage,
     job_policies,
     log,
     read_delta,
@@ -253,8 +253,7 @@ def main(argv: list[str] | None = None) -> dict:
         "interval_start": args.interval_start.isoformat(),
         "guard": entries,
     }
-    args.tables.write_report(args.interval_start, "guard", report)
-    log("guard", json.dumps(report, default=str))
+    finish_stage(args, "guard", report)
     return report
 
 

@@ -40,11 +40,17 @@ the rows by outcome), ``jobs.bronze`` (the writes, the report and the thresholds
 
 from __future__ import annotations
 
-import json
-
 from jobs.accounting import read_and_count
 from jobs.bronze import check_thresholds, outcome_report, write_bronze
-from jobs.common import RunArgs, location_arg, log, run_args, run_parser, spark_session
+from jobs.common import (
+    RunArgs,
+    finish_stage,
+    location_arg,
+    log,
+    run_args,
+    run_parser,
+    spark_session,
+)
 from jobs.landing import landing_files, probe, unreadable_file
 
 
@@ -110,8 +116,7 @@ def main(argv: list[str] | None = None) -> dict:
     landing = location_arg(ns.landing) if ns.landing else args.tables.landing
     spark = spark_session("ingest")
     report = ingest(spark, args, landing)
-    args.tables.write_report(args.interval_start, "ingest", report)
-    log("ingest", json.dumps(report, default=str))
+    finish_stage(args, "ingest", report)
     check_thresholds(report, ns.max_bad_files, ns.max_quarantined_share)
     return report
 

@@ -20,7 +20,6 @@ failed night. The report (``reports/<day>/outcomes.json``) lists the outcomes.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,6 +29,7 @@ from jobs.common import (
     RunArgs,
     Tables,
     add_policies_argument,
+    finish_stage,
     job_policies,
     log,
     read_delta,
@@ -268,10 +268,7 @@ def version_table(spark, tables: Tables, store, stream: str, version: int, cache
         if version in store.versions(stream):
             table = store.load(stream, version)
         else:
-            try:
-                table = from_history(spark, tables, stream, version)
-            except SystemExit:
-                table = None
+            table = from_history(spark, tables, stream, version)
         cache[(stream, version)] = table
     return cache[(stream, version)]
 
@@ -334,8 +331,7 @@ def main(argv: list[str] | None = None) -> dict:
         "interval_start": args.interval_start.isoformat(),
         "outcomes": [o.to_row() for o in rows],
     }
-    args.tables.write_report(args.interval_start, "outcomes", report)
-    log("outcomes", json.dumps(report, default=str))
+    finish_stage(args, "outcomes", report)
     return report
 
 

@@ -64,6 +64,7 @@ from jobs.backtest import BACKTEST_COLUMNS, selected_backtest
 from jobs.common import (
     RunArgs,
     add_policies_argument,
+    finish_stage,
     log,
     read_delta,
     run_args,
@@ -434,8 +435,7 @@ def main(argv: list[str] | None = None) -> dict:
             if r["selected"]
         },
     }
-    args.tables.write_report(args.interval_start, "plan", report)
-    log("plan", json.dumps(report, default=str))
+    finish_stage(args, "plan", report)
     return report
 
 

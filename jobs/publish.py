@@ -26,6 +26,7 @@ from jobs.common import (
     RunArgs,
     Tables,
     add_policies_argument,
+    finish_stage,
     gate_of,
     job_policies,
     log,
@@ -336,7 +337,7 @@ def main(argv: list[str] | None = None) -> dict:
         "interval_start": args.interval_start,
         "streams": outcomes,
     }
-    args.tables.write_report(args.interval_start, "publish", report)
+    finish_stage(args, "publish", report, show=False)
     refused = [o for o in outcomes if o["action"] == "refused"]
     if refused:
         raise SystemExit(

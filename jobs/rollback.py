@@ -54,6 +54,8 @@ def rollback(
         target = store.load(stream, version)
     else:
         target = from_history(spark, tables, stream, version)
+    if target is None:
+        raise SystemExit(f"no routing table v{version} for stream {stream!r} in JSON or Delta")
     held = store.held(stream) if lift_hold else None
     table, published = store.restore(target, reason, lift_hold=lift_hold)
     outcome = {
@@ -75,8 +77,9 @@ def rollback(
     return outcome
 
 
-def from_history(spark, tables: Tables, stream: str, version: int) -> Table:
-    """A version from Delta ``gold.routing_tables`` (checksum verified)."""
+def from_history(spark, tables: Tables, stream: str, version: int) -> Table | None:
+    """A version from Delta ``gold.routing_tables`` (checksum verified), or None when it holds
+    none."""
     path = tables.path("gold.routing_tables")
     rows = []
     if table_exists(tables, "gold.routing_tables"):
@@ -87,9 +90,7 @@ def from_history(spark, tables: Tables, stream: str, version: int) -> Table:
             .select("document")
             .collect()
         )
-    if not rows:
-        raise SystemExit(f"no routing table v{version} for stream {stream!r} in JSON or Delta")
-    return table_from_document(json.loads(rows[0]["document"]))
+    return table_from_document(json.loads(rows[0]["document"])) if rows else None
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -44,6 +44,7 @@ from great_expectations.data_context import FileDataContext
 from jobs.backtest import backtest_of
 from jobs.common import (
     RunArgs,
+    finish_stage,
     gate_of,
     log,
     read_delta,
@@ -281,7 +282,7 @@ def main(argv: list[str] | None = None) -> dict:
         ],
         "refused": refused,
     }
-    args.tables.write_report(args.interval_start, "validate", report)
+    finish_stage(args, "validate", report, show=False)
     for entry in report["suites"]:
         verdict = "passed" if entry["success"] else "FAILED"
         log(

@@ -28,7 +28,6 @@ relative to the busiest window's fair share, minus 1 — ``observed_peak_excess`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,6 +37,7 @@ import pandas as pd
 
 from jobs.common import (
     RunArgs,
+    finish_stage,
     log,
     read_delta,
     run_args,
@@ -436,8 +436,7 @@ def main(argv: list[str] | None = None) -> dict:
         workers_path,
         CapacityOptions(ns.capacity_alpha, ns.capacity_min_messages, ns.capacity_busiest_windows),
     )
-    args.tables.write_report(args.interval_start, "windows", report)
-    log("windows", json.dumps(report, default=str))
+    finish_stage(args, "windows", report)
     return report
 
 
