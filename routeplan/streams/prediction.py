@@ -19,6 +19,7 @@ from routeplan.model.table import Table
 from routeplan.streams.forecast import Score
 from routeplan.streams.gate import t90
 
+# the headline measure the gate, the prediction and outcomes use, by kind
 MEASURES = {"key_routing": "peak_excess", "partition_assignment": "peak_overload"}
 NEW_BAND = 0.03  # half width of the band of a table with one day of evidence: max(0.03, 50 %)
 

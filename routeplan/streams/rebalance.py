@@ -64,7 +64,6 @@ from routeplan.streams.prediction import (
 from routeplan.streams.service import Candidate, StreamPlan, plan_stream
 
 
-# the headline measure the gate, the prediction and outcomes use, by kind
 @dataclass(frozen=True)
 class NightPlan:
     """What the night decided for one stream: the plans (the selected one pruned when
@@ -144,13 +143,13 @@ def forecast_loads(
         if racks is not None:
             racks = (*racks, *(((),) * units.size))[: units.size]
         return replace(base, partition_load=units, partition_windows=windows, partition_racks=racks)
-    keys = [k for k in hot_keys or tuple(history.hot_keys)]
+    keys = list(hot_keys or history.hot_keys)
     sets = [(history.units, fitted)]
     if keys:
         sets.append((np.stack([history.hot_keys[k] for k in keys], axis=2), None))
     (windows, load), *hot = planned_windows(sets, decay, history.days)
     hot_load, hot_windows = {}, {}
-    for own, own_load in hot:
+    for own, own_load in hot:  # the hot keys' set, when there is one
         for i, k in enumerate(keys):
             if own[:, i].sum() > 0:
                 hot_load[k], hot_windows[k] = float(own_load[i]), own[:, i]
