@@ -39,7 +39,7 @@ from jobs.common import (
     table_exists,
     write_delta,
 )
-from jobs.rollback import from_history
+from jobs.rollback import find_version
 from routeplan.model.table import Table
 from routeplan.publishing.store import RoutingStore
 from routeplan.streams.attribution import (
@@ -264,12 +264,7 @@ def previous_measures(
 def version_table(spark, tables: Tables, store, stream: str, version: int, cache) -> Table | None:
     """Version ``version`` from the store, else from ``gold.routing_tables``; None when gone."""
     if (stream, version) not in cache:
-        table = None
-        if version in store.versions(stream):
-            table = store.load(stream, version)
-        else:
-            table = from_history(spark, tables, stream, version)
-        cache[(stream, version)] = table
+        cache[(stream, version)] = find_version(spark, tables, store, stream, version)
     return cache[(stream, version)]
 
 

@@ -50,10 +50,7 @@ def rollback(
     store = RoutingStore(tables.routing)
     if interval_start is None:
         interval_start = hand_interval(datetime.now(UTC))
-    if version in store.versions(stream):
-        target = store.load(stream, version)
-    else:
-        target = from_history(spark, tables, stream, version)
+    target = find_version(spark, tables, store, stream, version)
     if target is None:
         raise SystemExit(f"no routing table v{version} for stream {stream!r} in JSON or Delta")
     held = store.held(stream) if lift_hold else None
@@ -75,6 +72,16 @@ def rollback(
     record_versions(spark, tables, store, ours, run_id, interval_start)
     append_log(spark, tables, [outcome], run_id, interval_start)
     return outcome
+
+
+def find_version(
+    spark, tables: Tables, store: RoutingStore, stream: str, version: int
+) -> Table | None:
+    """Version ``version`` of ``stream``: its JSON in ``store``, else ``gold.routing_tables``
+    (Delta keeps what the store pruned); None when neither holds it."""
+    if version in store.versions(stream):
+        return store.load(stream, version)
+    return from_history(spark, tables, stream, version)
 
 
 def from_history(spark, tables: Tables, stream: str, version: int) -> Table | None:

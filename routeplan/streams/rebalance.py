@@ -414,7 +414,7 @@ def plan_night(
         if pruned:
             decided = with_selected(decided, plan, f"{pruned} moves that did not pay given back")
             refit = day_score(plan.table, history, newest, workers)
-    rerun = decision.rule == "rerun" and in_force is not None
+    rerun = decision.rule == "rerun"
     recorded = Prediction.recorded(in_force) if rerun and in_force is not None else None
     if recorded is not None:  # a rerun: what the night predicted when it first ran
         prediction = recorded
