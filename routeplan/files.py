@@ -23,7 +23,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,22 @@ def read_rows(path: Path) -> list[Row]:
         if path.suffix in JSON_LINES_SUFFIXES:
             return _json_lines(path, text)
         return _csv_rows(path, text)
+
+
+def read_rows_with(path: Path, columns: Sequence[str], nothing: str) -> list[Row]:
+    """``read_rows`` of a file that must hold rows (else an ``InputError``: ``nothing`` names
+    what it lacks) and ``columns`` in its first row (else an ``InputError`` naming them and
+    the columns found)."""
+    rows = read_rows(path)
+    if not rows:
+        raise InputError(f"{path}: no {nothing}")
+    missing = [c for c in columns if c not in rows[0]]
+    if missing:
+        raise InputError(
+            f"{where(path, rows[0])}: no {' or '.join(missing)} column "
+            f"(found: {', '.join(map(str, rows[0])) or 'none'})"
+        )
+    return rows
 
 
 def _json_lines(path: Path, text: str) -> list[Row]:

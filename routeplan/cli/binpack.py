@@ -24,7 +24,7 @@ import numpy as np
 from routeplan import storage
 from routeplan.cli import progress
 from routeplan.errors import InputError, UsageError
-from routeplan.files import Row, json_text, read_json, read_rows, where
+from routeplan.files import Row, json_text, read_json, read_rows, read_rows_with, where
 from routeplan.model.names import is_valid_name, name_rule
 from routeplan.model.plan import Budget
 from routeplan.parsing import (
@@ -62,15 +62,7 @@ def read_rates(path: Path) -> np.ndarray:
 
     Partitions are numbered 0..``MAX_PARTITIONS`` − 1 and the table may hold at most
     ``MAX_RATE_CELLS`` numbers, checked before it is allocated."""
-    rows = read_rows(path)
-    if not rows:
-        raise InputError(f"{path}: no measurements")
-    missing = [c for c in ("partition", "rate") if c not in rows[0]]
-    if missing:
-        raise InputError(
-            f"{where(path, rows[0])}: no {' or '.join(missing)} column "
-            f"(found: {', '.join(map(str, rows[0])) or 'none'})"
-        )
+    rows = read_rows_with(path, ("partition", "rate"), "measurements")
     cells = [
         (
             _cell(r, "iteration", path, _ITERATION, default="0"),

@@ -20,6 +20,7 @@ from routeplan.files import (
     Row,
     read_json,
     read_rows,
+    read_rows_with,
     read_workers_and_learn,
     reading,
     where,
@@ -85,15 +86,7 @@ def read_loads(
     path: Path, stream: str, num_key_groups: int | None = None
 ) -> tuple[LoadSnapshot, dict[int, str]]:
     """The snapshot of a loads file and the current worker of the groups that name one."""
-    rows = read_rows(path)
-    if not rows:
-        raise InputError(f"{path}: no key groups")
-    missing = [c for c in ("key_group", "load") if c not in rows[0]]
-    if missing:
-        raise InputError(
-            f"{where(path, rows[0])}: no {' or '.join(missing)} column "
-            f"(found: {', '.join(map(str, rows[0])) or 'none'})"
-        )
+    rows = read_rows_with(path, ("key_group", "load"), "key groups")
     limit, why = (
         (num_key_groups, f"--num-key-groups {num_key_groups}")
         if num_key_groups
